@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import { RequestContext } from '@mikro-orm/core';
+import { trace, SpanStatusCode } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { Orm } from './db/database.ts';
+import { Api, reply } from './http/api.ts';
+import { authenticate, type Directory } from './http/auth.ts';
+import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
+import { openapiDocument } from './http/openapi.ts';
+import type { Metrics } from './telemetry/metrics.ts';
+import { UsersService } from './users/service.ts';
+import { userRoutes } from './users/routes.ts';
+import { OrgsService } from './orgs/service.ts';
+import { orgRoutes } from './orgs/routes.ts';
+import { ReposService } from './repos/service.ts';
+import { repoRoutes } from './repos/routes.ts';
+
+export const VERSION = '0.1.0';
+
+export type Services = { users: UsersService; orgs: OrgsService; repos: ReposService };
+
+export type AppDeps = {
+  config: Config;
+  orm: Orm;
+  log: Logger;
+  metrics: Metrics;
+  baseUrl: () => string;
+};
+
+/** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
+export function createServices(deps: AppDeps): Services {
+  const em = () => deps.orm.em;
+  const orgs = new OrgsService({ em });
+  const repos = new ReposService({ em, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
+  const users = new UsersService({
+    em,
+    resolveTarget: async (level, target, userId) => {
+      const [orgName, repoName, ...rest] = target.split('/');
+      const wantRepo = level === 'repo';
+      if (orgName === undefined || rest.length > 0 || (wantRepo ? repoName === undefined : repoName !== undefined)) {
+        throw ApiError.validation(`body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`);
+      }
+      const org = await orgs.ref(orgName);
+      const role = org === undefined ? undefined : await orgs.role(org.id, userId);
+      if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
+      if (!wantRepo) return { orgId: org.id, repoId: null };
+      const repo = await repos.ref(org, repoName ?? '');
+      if (repo === undefined) throw ApiError.notFound('target repository');
+      return { orgId: org.id, repoId: repo.id };
+    },
+    targetName: async (orgId, repoId) => {
+      if (orgId === null) return null;
+      const org = await orgs.byId(orgId);
+      if (repoId === null) return org.name;
+      return `${org.name}/${(await repos.get(repoId)).name}`;
+    },
+  });
+  return { users, orgs, repos };
+}
+
+export function directory(s: Services): Directory {
+  return {
+    userByTokenHash: (hash) => s.users.userByTokenHash(hash),
+    agentByTokenHash: () => Promise.resolve(undefined),
+    orgByName: (name) => s.orgs.ref(name),
+    repoByName: (org, name) => s.repos.ref(org, name),
+    role: (orgId, userId) => s.orgs.role(orgId, userId),
+  };
+}
+
+export function createApp(deps: AppDeps, services: Services): { app: Express; api: Api } {
+  const { orm, log, metrics, config } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  const tracer = trace.getTracer('triad', VERSION);
+
+  // Request id, access log, duration histogram and a trace span for every request.
+  app.use((req, res, next) => {
+    const incoming = req.headers['x-request-id'];
+    const reqId = typeof incoming === 'string' && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', reqId);
+    const started = process.hrtime.bigint();
+    const span = tracer.startSpan(`${req.method} ${req.path}`);
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = routeLabel(req);
+      metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
+      span.updateName(`${req.method} ${route}`);
+      span.setAttributes({ 'http.method': req.method, 'http.route': route, 'http.status_code': res.statusCode });
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      if (config.logRequests) {
+        log.info(
+          { reqId, method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(seconds * 1000) },
+          'request',
+        );
+      }
+    });
+    next();
+  });
+
+  const api = new Api({ bodyLimit: config.bodyLimit, baseUrl: deps.baseUrl });
+  api.route({
+    method: 'get',
+    path: '/healthz',
+    tag: 'ops',
+    auth: 'public',
+    summary: 'Process is up',
+    handler: () => Promise.resolve(reply.bare({ status: 'ok' })),
+  });
+  api.route({
+    method: 'get',
+    path: '/readyz',
+    tag: 'ops',
+    auth: 'public',
+    summary: 'Database reachable (503 otherwise)',
+    handler: async () => {
+      try {
+        await orm.em.fork().execute('select 1');
+        return reply.bare({ status: 'ready' });
+      } catch {
+        throw new ApiError(503, 'service_unavailable', 'database unreachable');
+      }
+    },
+  });
+  api.route({
+    method: 'get',
+    path: '/metrics',
+    tag: 'ops',
+    auth: 'public',
+    summary: 'Prometheus metrics (text exposition format)',
+    handler: async ({ res }) => {
+      const text = await metrics.registry.metrics();
+      res.setHeader('Content-Type', metrics.registry.contentType);
+      res.send(text);
+      return reply.handled();
+    },
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/openapi.json',
+    tag: 'ops',
+    auth: 'public',
+    summary: 'This OpenAPI document',
+    handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
+  });
+
+  userRoutes(api, services.users);
+  orgRoutes(api, services.orgs, services.users);
+  repoRoutes(api, services.repos);
+
+  app.use((_req, _res, next) => RequestContext.create(orm.em, next));
+  app.use(
+    authenticate(directory(services), (id) => {
+      services.users.touchToken(id).catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
+    }),
+  );
+  app.use(api.router);
+  app.use(notFoundRoute);
+  app.use(errorMiddleware(log));
+  return { app, api };
+}
+
+function routeLabel(req: express.Request): string {
+  const r = req.route as { path?: unknown } | undefined;
+  if (r !== undefined && typeof r.path === 'string') return `${req.baseUrl}${r.path}`;
+  return 'unmatched';
+}

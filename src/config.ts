@@ -1,0 +1,85 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  TRIAD_BASE_URL: optionalString,
+  TRIAD_DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: optionalString,
+  TRIAD_REPO_DIR: optionalString,
+  TRIAD_ADMIN_USERNAME: optionalString,
+  TRIAD_ADMIN_EMAIL: optionalString,
+  TRIAD_ADMIN_TOKEN: optionalString,
+  TRIAD_AGENT_TOKEN: optionalString,
+  TRIAD_EMBEDDED_AGENT: z.enum(['local', 'off']).optional(),
+  TRIAD_BODY_LIMIT: z.string().default('1mb'),
+  TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
+  OTEL_SERVICE_NAME: z.string().default('triad'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TRIAD_LOG_REQUESTS: bool.default(true),
+});
+
+export type Config = {
+  port: number;
+  host: string;
+  /** Explicit public address; when unset it follows the port actually bound. */
+  baseUrl: string | undefined;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  repoDir: string;
+  admin: { username: string; email: string; token: string | undefined } | undefined;
+  agentToken: string | undefined;
+  embeddedAgent: 'local' | 'off';
+  bodyLimit: string;
+  shutdownTimeoutMs: number;
+  otlpEndpoint: string | undefined;
+  serviceName: string;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  logRequests: boolean;
+};
+
+/** Parses the environment once; a bad value fails fast with every problem listed. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.TRIAD_DATA_DIR);
+  const adminWanted = e.TRIAD_ADMIN_USERNAME ?? e.TRIAD_ADMIN_TOKEN;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    baseUrl: e.TRIAD_BASE_URL?.replace(/\/+$/, ''),
+    dataDir,
+    databaseUrl: e.DATABASE_URL,
+    repoDir: path.resolve(e.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos')),
+    admin:
+      adminWanted === undefined
+        ? undefined
+        : {
+            username: e.TRIAD_ADMIN_USERNAME ?? 'admin',
+            email: e.TRIAD_ADMIN_EMAIL ?? `${e.TRIAD_ADMIN_USERNAME ?? 'admin'}@localhost`,
+            token: e.TRIAD_ADMIN_TOKEN,
+          },
+    agentToken: e.TRIAD_AGENT_TOKEN,
+    embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
+    bodyLimit: e.TRIAD_BODY_LIMIT,
+    shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+    serviceName: e.OTEL_SERVICE_NAME,
+    logLevel: e.LOG_LEVEL,
+    logRequests: e.TRIAD_LOG_REQUESTS,
+  };
+}

@@ -1,0 +1,136 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { ApiError } from './errors.ts';
+import { setPageHeaders, type Page } from './pagination.ts';
+import type { Access } from './auth.ts';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Who may call a route, as documented in the OpenAPI document. Enforcement is `ctx.access`. */
+export type AuthKind = 'public' | 'token' | 'admin' | 'agent';
+
+/** What a handler returns; `send` turns it into the response. */
+export type Reply =
+  | { kind: 'json'; status: number; body: unknown }
+  | { kind: 'list'; page: Page<unknown> }
+  | { kind: 'empty'; status: number }
+  | { kind: 'handled' };
+
+export const reply = {
+  ok: (data: unknown): Reply => ({ kind: 'json', status: 200, body: { data } }),
+  created: (data: unknown): Reply => ({ kind: 'json', status: 201, body: { data } }),
+  bare: (body: unknown, status = 200): Reply => ({ kind: 'json', status, body }),
+  list: (page: Page<unknown>): Reply => ({ kind: 'list', page }),
+  noContent: (): Reply => ({ kind: 'empty', status: 204 }),
+  /** The handler wrote the response itself (streams, plain text). */
+  handled: (): Reply => ({ kind: 'handled' }),
+};
+
+export type Ctx<B, Q> = {
+  req: Request;
+  res: Response;
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  access: Access;
+};
+
+export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | undefined> = {
+  method: Method;
+  path: string;
+  summary: string;
+  tag: string;
+  auth: AuthKind;
+  body?: BS;
+  query?: QS;
+  /** Body is read by the handler itself (raw text, streams) instead of the JSON parser. */
+  rawBody?: boolean;
+  /** Documented success status (200 by default). */
+  status?: number;
+  /** Documented success response description. */
+  returns?: string;
+  handler: (
+    ctx: Ctx<BS extends z.ZodType ? z.output<BS> : undefined, QS extends z.ZodType ? z.output<QS> : undefined>,
+  ) => Promise<Reply>;
+};
+
+type AnyRoute = RouteDef<z.ZodType | undefined, z.ZodType | undefined>;
+
+export function zodMessage(error: z.ZodError, where: string): string {
+  return error.issues
+    .map((i) => {
+      const at = i.path.length > 0 ? `${where}.${i.path.join('.')}` : where;
+      return `${at}: ${i.message}`;
+    })
+    .join('; ');
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw ApiError.validation(zodMessage(r.error, where));
+  return r.data;
+}
+
+/**
+ * The route table: every route is declared once here with its schemas, so express mounting
+ * and the OpenAPI document come from the same definitions.
+ */
+export class Api {
+  readonly routes: AnyRoute[] = [];
+  readonly router: Router = express.Router();
+  private readonly json: express.RequestHandler;
+  private readonly baseUrl: () => string;
+
+  constructor(opts: { bodyLimit: string; baseUrl: () => string }) {
+    this.json = express.json({ limit: opts.bodyLimit, strict: false, type: () => true });
+    this.baseUrl = opts.baseUrl;
+  }
+
+  route<BS extends z.ZodType | undefined = undefined, QS extends z.ZodType | undefined = undefined>(
+    def: RouteDef<BS, QS>,
+  ): void {
+    this.routes.push(def as unknown as AnyRoute);
+    const jsonBody = def.body !== undefined && def.rawBody !== true;
+    const handlers: express.RequestHandler[] = [];
+    if (jsonBody) handlers.push(this.json);
+    handlers.push(async (req, res) => {
+      const rawBody: unknown = req.body;
+      if (jsonBody && (req.headers['content-length'] === '0' || rawBody === undefined)) {
+        throw ApiError.badRequest('a JSON request body is required');
+      }
+      const body: unknown = def.body && jsonBody ? parseWith(def.body, rawBody, 'body') : undefined;
+      const query: unknown = def.query ? parseWith(def.query, req.query, 'query') : undefined;
+      const ctx = {
+        req,
+        res,
+        body,
+        query,
+        params: req.params as Record<string, string>,
+        access: res.locals.access as Access,
+      };
+      const out = await def.handler(ctx as Parameters<RouteDef<BS, QS>['handler']>[0]);
+      this.send(req, res, out);
+    });
+    this.router[def.method](def.path, ...handlers);
+  }
+
+  private send(req: Request, res: Response, out: Reply): void {
+    switch (out.kind) {
+      case 'json':
+        res.status(out.status).json(out.body);
+        return;
+      case 'list':
+        setPageHeaders(req, res, this.baseUrl(), out.page);
+        res.status(200).json({
+          data: out.page.items,
+          pagination: { page: out.page.page, per_page: out.page.perPage, total: out.page.total },
+        });
+        return;
+      case 'empty':
+        res.status(out.status).end();
+        return;
+      case 'handled':
+        return;
+    }
+  }
+}

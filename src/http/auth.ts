@@ -1,0 +1,218 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { ApiError } from './errors.ts';
+
+export const CURRENT_SCOPES = [
+  'repo:read',
+  'repo:write',
+  'issues:read',
+  'issues:write',
+  'pulls:read',
+  'pulls:write',
+  'releases:read',
+  'releases:write',
+  'ci:read',
+  'ci:write',
+  'admin',
+] as const;
+export const EARLIER_SCOPES = ['read', 'write', 'admin'] as const;
+export const ALL_SCOPES = [...new Set<string>([...CURRENT_SCOPES, ...EARLIER_SCOPES])];
+export type Scope = (typeof CURRENT_SCOPES)[number];
+export type TokenLevel = 'personal' | 'org' | 'repo';
+export type Role = 'owner' | 'member';
+
+/** True when the granted scopes include `needed`, counting write => read, the coarse earlier-variant scopes, and admin => all. */
+export function scopeAllows(granted: readonly string[], needed: Scope): boolean {
+  if (granted.includes('admin') || granted.includes(needed)) return true;
+  if (needed === 'admin') return false;
+  const [area, action] = needed.split(':') as [string, 'read' | 'write'];
+  if (action === 'read' && granted.includes(`${area}:write`)) return true;
+  if (granted.includes('write')) return true;
+  return action === 'read' && granted.includes('read');
+}
+
+export function hashToken(plaintext: string): string {
+  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
+}
+
+export function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export type AuthUser = { id: number; username: string; isAdmin: boolean };
+export type TokenGrant = {
+  id: number | null;
+  scopes: readonly string[];
+  level: TokenLevel;
+  targetOrgId: number | null;
+  targetRepoId: number | null;
+};
+export type Principal =
+  | { kind: 'anonymous' }
+  | { kind: 'user'; user: AuthUser; grant: TokenGrant }
+  | { kind: 'agent'; agentId: number; name: string; instance: string | undefined };
+
+export type OrgRef = { id: number; name: string };
+export type RepoRef = { id: number; orgId: number; name: string; isPrivate: boolean };
+
+/** What authorization needs to know about the world; implemented by the feature services. */
+export interface Directory {
+  userByTokenHash(hash: string): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined>;
+  agentByTokenHash(hash: string): Promise<{ id: number; name: string } | undefined>;
+  orgByName(name: string): Promise<OrgRef | undefined>;
+  repoByName(org: OrgRef, name: string): Promise<RepoRef | undefined>;
+  role(orgId: number, userId: number): Promise<Role | undefined>;
+}
+
+export type OrgNeeds = { scope?: Scope; role?: Role };
+export type RepoNeeds = { scope?: Scope; role?: Role };
+
+/**
+ * The one authorization helper. Each route states what it needs in one call:
+ *   access.user()                                  any valid token
+ *   access.admin()                                 site admin with the admin scope
+ *   access.org(name, {role: 'member'})             org member (404 unknown org)
+ *   access.repo(org, repo, {scope: 'repo:write', role: 'owner'})
+ * Rules: 401 when a token is needed and missing; 403 when scope, level target or role is
+ * insufficient; 404 for a private repository the caller may not see.
+ */
+export class Access {
+  readonly principal: Principal;
+  private readonly dir: Directory;
+  private readonly roleCache = new Map<number, Role | undefined>();
+
+  constructor(principal: Principal, dir: Directory) {
+    this.principal = principal;
+    this.dir = dir;
+  }
+
+  get userId(): number | undefined {
+    return this.principal.kind === 'user' ? this.principal.user.id : undefined;
+  }
+
+  /** Any valid user token; optionally a scope. */
+  user(scope?: Scope): AuthUser {
+    const p = this.principal;
+    if (p.kind !== 'user') throw ApiError.unauthorized();
+    if (scope !== undefined && !scopeAllows(p.grant.scopes, scope)) {
+      throw ApiError.forbidden(`token lacks the ${scope} scope`);
+    }
+    return p.user;
+  }
+
+  /** Site administrator holding the admin scope on a personal token. */
+  admin(): AuthUser {
+    const u = this.user('admin');
+    const p = this.principal as Extract<Principal, { kind: 'user' }>;
+    if (!u.isAdmin) throw ApiError.forbidden('site administrator required');
+    if (p.grant.level !== 'personal') throw ApiError.forbidden('administration needs a personal token');
+    return u;
+  }
+
+  agent(): Extract<Principal, { kind: 'agent' }> {
+    if (this.principal.kind !== 'agent') throw ApiError.unauthorized('agent token required');
+    return this.principal;
+  }
+
+  /** The caller's role in the org (site admins count as owners), or undefined. */
+  async roleIn(orgId: number): Promise<Role | undefined> {
+    const p = this.principal;
+    if (p.kind !== 'user') return undefined;
+    if (p.user.isAdmin) return 'owner';
+    if (!this.roleCache.has(orgId)) this.roleCache.set(orgId, await this.dir.role(orgId, p.user.id));
+    return this.roleCache.get(orgId);
+  }
+
+  /** Does the token's level reach this org (org-wide actions) or repository? */
+  private reaches(orgId: number, repoId?: number): boolean {
+    const p = this.principal;
+    if (p.kind !== 'user') return false;
+    switch (p.grant.level) {
+      case 'personal':
+        return true;
+      case 'org':
+        return p.grant.targetOrgId === orgId;
+      case 'repo':
+        return repoId !== undefined && p.grant.targetRepoId === repoId;
+    }
+  }
+
+  async org(name: string, needs: OrgNeeds = {}): Promise<OrgRef> {
+    const org = await this.dir.orgByName(name);
+    if (org === undefined) throw ApiError.notFound('organization');
+    if (needs.scope === undefined && needs.role === undefined) return org;
+    this.user(needs.scope);
+    if (!this.reaches(org.id)) throw ApiError.forbidden('token is restricted to another target');
+    if (needs.role !== undefined) await this.requireRole(org.id, needs.role);
+    return org;
+  }
+
+  async repo(orgName: string, repoName: string, needs: RepoNeeds = {}): Promise<{ org: OrgRef; repo: RepoRef }> {
+    const org = await this.dir.orgByName(orgName);
+    const repo = org === undefined ? undefined : await this.dir.repoByName(org, repoName);
+    if (org === undefined || repo === undefined || !(await this.canSee(repo))) {
+      throw ApiError.notFound('repository');
+    }
+    const readOnly = needs.role === undefined && (needs.scope === undefined || needs.scope.endsWith(':read'));
+    if (readOnly && !repo.isPrivate) return { org, repo };
+    this.user(needs.scope);
+    if (!this.reaches(org.id, repo.id)) throw ApiError.forbidden('token is restricted to another target');
+    if (needs.role !== undefined) await this.requireRole(org.id, needs.role);
+    return { org, repo };
+  }
+
+  /** Public repositories are visible to all; private ones to members whose token reaches them. */
+  async canSee(repo: RepoRef): Promise<boolean> {
+    if (!repo.isPrivate) return true;
+    if (this.principal.kind !== 'user' || !this.reaches(repo.orgId, repo.id)) return false;
+    return (await this.roleIn(repo.orgId)) !== undefined;
+  }
+
+  private async requireRole(orgId: number, role: Role): Promise<void> {
+    const have = await this.roleIn(orgId);
+    if (have === undefined) throw ApiError.forbidden('organization membership required');
+    if (role === 'owner' && have !== 'owner') throw ApiError.forbidden('organization owner required');
+  }
+}
+
+const AGENT_PREFIX = '/api/v1/ci/';
+
+/**
+ * Resolves `Authorization: Bearer <token>` into a principal. User tokens are refused under
+ * `/api/v1/ci/` and agent tokens everywhere else (both 401). A malformed, unknown or expired
+ * token is a 401 even on public routes, so a client never silently acts anonymously.
+ */
+export function authenticate(dir: Directory, onUse: (tokenId: number) => void): RequestHandler {
+  return async (req, res, next) => {
+    const header = req.headers.authorization;
+    let principal: Principal = { kind: 'anonymous' };
+    if (header !== undefined) {
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (m?.[1] === undefined) throw ApiError.unauthorized('Authorization must be "Bearer <token>"');
+      const hash = hashToken(m[1]);
+      if (req.path.startsWith(AGENT_PREFIX)) {
+        const agent = await dir.agentByTokenHash(hash);
+        if (agent === undefined) throw ApiError.unauthorized('invalid agent token');
+        const instance = req.headers['x-svc-agent-instance'];
+        principal = {
+          kind: 'agent',
+          agentId: agent.id,
+          name: agent.name,
+          instance: typeof instance === 'string' && instance !== '' ? instance.slice(0, 255) : undefined,
+        };
+      } else {
+        const found = await dir.userByTokenHash(hash);
+        if (found === undefined) throw ApiError.unauthorized('invalid token');
+        if (found.expiresAt !== null && found.expiresAt.getTime() <= Date.now()) {
+          throw ApiError.unauthorized('token expired');
+        }
+        if (found.grant.id !== null) onUse(found.grant.id);
+        principal = { kind: 'user', user: found.user, grant: found.grant };
+      }
+    }
+    res.locals.access = new Access(principal, dir);
+    next();
+  };
+}

@@ -1,0 +1,94 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+
+export type ErrorCode =
+  | 'bad_request'
+  | 'validation_failed'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'unprocessable'
+  | 'service_unavailable'
+  | 'internal';
+
+/** The one error type of the API; the error middleware turns it into `{error: {code, message}}`. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.headers = headers;
+  }
+
+  static badRequest(message: string): ApiError {
+    return new ApiError(400, 'bad_request', message);
+  }
+  static validation(message: string): ApiError {
+    return new ApiError(400, 'validation_failed', message);
+  }
+  static unauthorized(message = 'authentication required'): ApiError {
+    return new ApiError(401, 'unauthorized', message);
+  }
+  static forbidden(message = 'insufficient permissions'): ApiError {
+    return new ApiError(403, 'forbidden', message);
+  }
+  static notFound(what = 'resource'): ApiError {
+    return new ApiError(404, 'not_found', `${what} not found`);
+  }
+  static conflict(message: string): ApiError {
+    return new ApiError(409, 'conflict', message);
+  }
+  static tooLarge(message: string): ApiError {
+    return new ApiError(413, 'payload_too_large', message);
+  }
+}
+
+export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  res.status(err.status).json({ error: { code: err.code, message: err.message } });
+}
+
+export const notFoundRoute: RequestHandler = (req, _res, next) => {
+  next(new ApiError(404, 'not_found', `no route for ${req.method} ${req.path}`));
+};
+
+type BodyParserError = Error & { type?: string; status?: number; statusCode?: number; expose?: boolean };
+
+/** Maps every error to the envelope: ApiError as is, body-parser errors to 4xx, anything else to 500. */
+export function errorMiddleware(log: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    if (err instanceof ApiError) {
+      sendError(res, err);
+      return;
+    }
+    const e = err as BodyParserError;
+    const status = e.status ?? e.statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      if (e.type === 'entity.parse.failed') {
+        sendError(res, ApiError.badRequest('malformed JSON body'));
+      } else if (e.type === 'entity.too.large') {
+        sendError(res, ApiError.tooLarge('request body too large'));
+      } else if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+        sendError(res, new ApiError(415, 'unsupported_media_type', e.message));
+      } else {
+        sendError(res, new ApiError(status, 'bad_request', e.expose === true ? e.message : 'bad request'));
+      }
+      return;
+    }
+    const reqId = res.getHeader('x-request-id');
+    log.error({ err, reqId, method: req.method, url: req.originalUrl }, 'unhandled error');
+    sendError(res, new ApiError(500, 'internal', `internal error (request id ${String(reqId)})`));
+  };
+}

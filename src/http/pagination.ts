@@ -1,0 +1,39 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+
+/** `page` >= 1 (default 1); `per_page` 1..max (default `def`), values above `max` are clamped to `max`. */
+export function pageQuery(def = 30, max = 100) {
+  return z.object({
+    page: z.coerce.number().int().min(1).default(1),
+    per_page: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(def)
+      .transform((n) => Math.min(n, max)),
+  });
+}
+export type PageQuery = { page: number; per_page: number };
+
+export type Page<T> = { items: T[]; total: number; page: number; perPage: number };
+
+export function offsetOf(q: PageQuery): number {
+  return (q.page - 1) * q.per_page;
+}
+
+/** Sets `X-Total-Count` and an RFC 8288 `Link` header (first, prev, next, last). */
+export function setPageHeaders(req: Request, res: Response, baseUrl: string, page: Page<unknown>): void {
+  res.setHeader('X-Total-Count', String(page.total));
+  const last = Math.max(1, Math.ceil(page.total / page.perPage));
+  const link = (n: number, rel: string): string => {
+    const url = new URL(req.originalUrl, `${baseUrl}/`);
+    url.searchParams.set('page', String(n));
+    url.searchParams.set('per_page', String(page.perPage));
+    return `<${baseUrl}${url.pathname}${url.search}>; rel="${rel}"`;
+  };
+  const links = [link(1, 'first')];
+  if (page.page > 1) links.push(link(Math.min(page.page - 1, last), 'prev'));
+  if (page.page < last) links.push(link(page.page + 1, 'next'));
+  links.push(link(last, 'last'));
+  res.setHeader('Link', links.join(', '));
+}

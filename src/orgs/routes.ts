@@ -1,0 +1,68 @@
+import { reply, type Api } from '../http/api.ts';
+import { pageQuery } from '../http/pagination.ts';
+import { ApiError } from '../http/errors.ts';
+import type { UsersService } from '../users/service.ts';
+import { createOrgBody, memberBody, orgJson, type OrgsService } from './service.ts';
+
+export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): void {
+  api.route({
+    method: 'post',
+    path: '/api/v1/orgs',
+    tag: 'orgs',
+    auth: 'token',
+    summary: 'Create an organization; the caller becomes its owner',
+    body: createOrgBody,
+    status: 201,
+    handler: async ({ access, body }) => reply.created(orgJson(await orgs.create(access.user().id, body))),
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/orgs/:org',
+    tag: 'orgs',
+    auth: 'public',
+    summary: 'An organization',
+    handler: async ({ params }) => reply.ok(orgJson(await orgs.get(params.org ?? ''))),
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/orgs/:org/members',
+    tag: 'orgs',
+    auth: 'token',
+    summary: 'Members of an organization with their roles (org members only)',
+    query: pageQuery(),
+    handler: async ({ access, params, query }) => {
+      const org = await access.org(params.org ?? '', { role: 'member' });
+      return reply.list(await orgs.members(org.id, query));
+    },
+  });
+  api.route({
+    method: 'put',
+    path: '/api/v1/orgs/:org/members/:username',
+    tag: 'orgs',
+    auth: 'token',
+    summary: 'Add a member or change a role (org owner)',
+    body: memberBody,
+    handler: async ({ access, params, body }) => {
+      const org = await access.org(params.org ?? '', { role: 'owner' });
+      const user = await users.byUsername(params.username ?? '');
+      const r = await orgs.setMember(org.id, user.id, body.role);
+      return reply.ok({ user: { id: user.id, username: user.username, display_name: user.displayName }, role: r.role });
+    },
+  });
+  api.route({
+    method: 'delete',
+    path: '/api/v1/orgs/:org/members/:username',
+    tag: 'orgs',
+    auth: 'token',
+    summary: 'Remove a member (org owner); the last owner cannot be removed',
+    status: 204,
+    handler: async ({ access, params }) => {
+      const org = await access.org(params.org ?? '', { role: 'owner' });
+      const user = await users.byUsername(params.username ?? '').catch((e: unknown) => {
+        throw e instanceof ApiError ? ApiError.notFound('member') : e;
+      });
+      await orgs.removeMember(org.id, user.id);
+      return reply.noContent();
+    },
+  });
+}

@@ -1,0 +1,80 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import { migrate, openOrm, startEmbeddedPostgres, type EmbeddedDb, type Orm } from './db/database.ts';
+import { createApp, createServices, type Services } from './app.ts';
+import { createLogger, type Logger } from './telemetry/logger.ts';
+import { Metrics } from './telemetry/metrics.ts';
+import { startTracing } from './telemetry/tracing.ts';
+import { RequestContext } from '@mikro-orm/core';
+import path from 'node:path';
+
+export type Running = {
+  url: string;
+  port: number;
+  orm: Orm;
+  services: Services;
+  log: Logger;
+  /** Stops accepting, lets in-flight requests finish, then closes everything. */
+  close: () => Promise<void>;
+};
+
+export type StartOptions = { log?: Logger; migrate?: boolean };
+
+/** Runs `fn` with its own entity manager context (for work outside an HTTP request). */
+export function inContext<T>(orm: Orm, fn: () => Promise<T>): Promise<T> {
+  return RequestContext.create(orm.em.fork(), fn);
+}
+
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<Running> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const tracing = await startTracing(config.otlpEndpoint, config.serviceName, log);
+  let embedded: EmbeddedDb | undefined;
+  let dbUrl = config.databaseUrl;
+  if (dbUrl === undefined) {
+    embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'pg'), log);
+    dbUrl = embedded.url;
+    log.info({ dataDir: config.dataDir }, 'embedded PostgreSQL started');
+  }
+  const orm = await openOrm(dbUrl);
+  try {
+    if (opts.migrate !== false) {
+      const applied = await migrate(dbUrl, orm);
+      if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    }
+  } catch (e) {
+    await orm.close();
+    await embedded?.stop();
+    throw e;
+  }
+  let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
+  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl };
+  const services = createServices(deps);
+  if (config.admin !== undefined) {
+    const admin = config.admin;
+    await inContext(orm, () => services.users.ensureAdmin(admin));
+  }
+  const { app } = createApp(deps, services);
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      await drained;
+      clearTimeout(timer);
+      await orm.close();
+      await embedded?.stop();
+      await tracing?.shutdown();
+    })());
+  return { url: baseUrl, port, orm, services, log, close };
+}

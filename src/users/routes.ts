@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import { reply, type Api } from '../http/api.ts';
+import { createTokenBody, createUserBody, userJson, type UsersService } from './service.ts';
+
+const idParam = (raw: string | undefined): number => {
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n > 0 ? n : -1;
+};
+
+export function userRoutes(api: Api, users: UsersService): void {
+  api.route({
+    method: 'get',
+    path: '/api/v1/user',
+    tag: 'users',
+    auth: 'token',
+    summary: 'The authenticated user',
+    handler: async ({ access }) => reply.ok(userJson(await users.get(access.user().id))),
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/user/tokens',
+    tag: 'users',
+    auth: 'token',
+    summary: "The caller's tokens, without token values",
+    handler: async ({ access }) => reply.ok(await users.listTokens(access.user().id)),
+  });
+  api.route({
+    method: 'post',
+    path: '/api/v1/user/tokens',
+    tag: 'users',
+    auth: 'token',
+    summary: 'Create a token; the plaintext `token` is returned only here',
+    body: createTokenBody,
+    status: 201,
+    handler: async ({ access, body }) => reply.created(await users.createToken(access.user().id, body)),
+  });
+  api.route({
+    method: 'delete',
+    path: '/api/v1/user/tokens/:id',
+    tag: 'users',
+    auth: 'token',
+    summary: 'Permanently delete one of the caller’s tokens',
+    status: 204,
+    handler: async ({ access, params }) => {
+      await users.deleteToken(access.user().id, idParam(params.id));
+      return reply.noContent();
+    },
+  });
+  api.route({
+    method: 'post',
+    path: '/api/v1/admin/users',
+    tag: 'admin',
+    auth: 'admin',
+    summary: 'Create a user (site admin)',
+    body: createUserBody,
+    status: 201,
+    handler: async ({ access, body }) => {
+      access.admin();
+      return reply.created(userJson(await users.create(body)));
+    },
+  });
+  api.route({
+    method: 'post',
+    path: '/api/v1/admin/users/:username/tokens',
+    tag: 'admin',
+    auth: 'admin',
+    summary: 'Create a token for a user (site admin); same body and response as POST /api/v1/user/tokens',
+    body: createTokenBody,
+    status: 201,
+    handler: async ({ access, body, params }) => {
+      access.admin();
+      const user = await users.byUsername(z.string().parse(params.username));
+      return reply.created(await users.createToken(user.id, body));
+    },
+  });
+}
