@@ -39,8 +39,14 @@ export function createServices(deps: AppDeps): Services {
     resolveTarget: async (level, target, userId) => {
       const [orgName, repoName, ...rest] = target.split('/');
       const wantRepo = level === 'repo';
-      if (orgName === undefined || rest.length > 0 || (wantRepo ? repoName === undefined : repoName !== undefined)) {
-        throw ApiError.validation(`body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`);
+      if (
+        orgName === undefined ||
+        rest.length > 0 ||
+        (wantRepo ? repoName === undefined : repoName !== undefined)
+      ) {
+        throw ApiError.validation(
+          `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
+        );
       }
       const org = await orgs.ref(orgName);
       const role = org === undefined ? undefined : await orgs.role(org.id, userId);
@@ -90,12 +96,22 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
       const route = routeLabel(req);
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
       span.updateName(`${req.method} ${route}`);
-      span.setAttributes({ 'http.method': req.method, 'http.route': route, 'http.status_code': res.statusCode });
+      span.setAttributes({
+        'http.method': req.method,
+        'http.route': route,
+        'http.status_code': res.statusCode,
+      });
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
       if (config.logRequests) {
         log.info(
-          { reqId, method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(seconds * 1000) },
+          {
+            reqId,
+            method: req.method,
+            url: req.originalUrl,
+            status: res.statusCode,
+            ms: Math.round(seconds * 1000),
+          },
           'request',
         );
       }
@@ -156,7 +172,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));
   app.use(
     authenticate(directory(services), (id) => {
-      services.users.touchToken(id).catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
+      services.users
+        .touchToken(id)
+        .catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
     }),
   );
   app.use(api.router);

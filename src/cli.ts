@@ -38,8 +38,9 @@ export async function main(argv: string[]): Promise<number> {
     return -1;
   }
   if (cmd === 'migrate') {
-    await withServices(async () => {
+    await withServices(() => {
       process.stdout.write('migrations are up to date\n');
+      return Promise.resolve();
     });
     return 0;
   }
@@ -69,14 +70,19 @@ export async function main(argv: string[]): Promise<number> {
     const tokenBody = values['access-token']
       ? parseWith(
           createTokenBody,
-          { name: values['token-name'], scopes: values.scopes?.split(',').map((s) => s.trim()) ?? ALL_SCOPES },
+          {
+            name: values['token-name'],
+            scopes: values.scopes?.split(',').map((s) => s.trim()) ?? ALL_SCOPES,
+          },
           'arguments',
         )
       : undefined;
     await withServices((s) =>
       inContext(s.orm, async () => {
         const user = await s.services.users.create(body);
-        process.stdout.write(`created user ${user.username} (id ${user.id}${user.isAdmin ? ', admin' : ''})\n`);
+        process.stdout.write(
+          `created user ${user.username} (id ${user.id}${user.isAdmin ? ', admin' : ''})\n`,
+        );
         if (tokenBody !== undefined) {
           const t = await s.services.users.createToken(user.id, tokenBody);
           process.stdout.write(`${t.token}\n`);

@@ -47,7 +47,14 @@ export async function startEmbeddedPostgres(dir: string, log: Logger): Promise<E
     persistent: true,
     createPostgresUser: true,
     initdbFlags: ['--encoding=UTF8'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'max_connections=200',
+    ],
     onLog: (m: string) => log.debug({ component: 'postgres' }, m.trim()),
     onError: (m: unknown) => log.warn({ component: 'postgres' }, String(m).trim()),
   });
@@ -57,6 +64,8 @@ export async function startEmbeddedPostgres(dir: string, log: Logger): Promise<E
     .catch(() => false);
   if (!initialised) {
     await fs.mkdir(path.dirname(databaseDir), { recursive: true });
+    // As root the cluster runs as the `postgres` user, which must be able to reach the directory.
+    if (process.getuid?.() === 0) await fs.chmod(path.dirname(databaseDir), 0o755);
     await pgServer.initialise();
   }
   // A stale pid file from a killed run would stop the postmaster from starting.

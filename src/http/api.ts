@@ -50,7 +50,10 @@ export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | un
   /** Documented success response description. */
   returns?: string;
   handler: (
-    ctx: Ctx<BS extends z.ZodType ? z.output<BS> : undefined, QS extends z.ZodType ? z.output<QS> : undefined>,
+    ctx: Ctx<
+      BS extends z.ZodType ? z.output<BS> : undefined,
+      QS extends z.ZodType ? z.output<QS> : undefined
+    >,
   ) => Promise<Reply>;
 };
 

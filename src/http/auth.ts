@@ -59,7 +59,9 @@ export type RepoRef = { id: number; orgId: number; name: string; isPrivate: bool
 
 /** What authorization needs to know about the world; implemented by the feature services. */
 export interface Directory {
-  userByTokenHash(hash: string): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined>;
+  userByTokenHash(
+    hash: string,
+  ): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined>;
   agentByTokenHash(hash: string): Promise<{ id: number; name: string } | undefined>;
   orgByName(name: string): Promise<OrgRef | undefined>;
   repoByName(org: OrgRef, name: string): Promise<RepoRef | undefined>;
@@ -149,7 +151,11 @@ export class Access {
     return org;
   }
 
-  async repo(orgName: string, repoName: string, needs: RepoNeeds = {}): Promise<{ org: OrgRef; repo: RepoRef }> {
+  async repo(
+    orgName: string,
+    repoName: string,
+    needs: RepoNeeds = {},
+  ): Promise<{ org: OrgRef; repo: RepoRef }> {
     const org = await this.dir.orgByName(orgName);
     const repo = org === undefined ? undefined : await this.dir.repoByName(org, repoName);
     if (org === undefined || repo === undefined || !(await this.canSee(repo))) {

@@ -4,7 +4,7 @@ import type { Api, AuthKind } from './api.ts';
 type JsonSchema = Record<string, unknown>;
 
 const toSchema = (s: z.ZodType): JsonSchema =>
-  z.toJSONSchema(s, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  z.toJSONSchema(s, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' });
 
 const errorSchema: JsonSchema = {
   type: 'object',
@@ -72,7 +72,11 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): J
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'API token' },
-        agentBearer: { type: 'http', scheme: 'bearer', description: 'CI agent token (only under /api/v1/ci/)' },
+        agentBearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'CI agent token (only under /api/v1/ci/)',
+        },
       },
       schemas: { Error: errorSchema },
     },

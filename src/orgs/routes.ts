@@ -46,7 +46,10 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
       const org = await access.org(params.org ?? '', { role: 'owner' });
       const user = await users.byUsername(params.username ?? '');
       const r = await orgs.setMember(org.id, user.id, body.role);
-      return reply.ok({ user: { id: user.id, username: user.username, display_name: user.displayName }, role: r.role });
+      return reply.ok({
+        user: { id: user.id, username: user.username, display_name: user.displayName },
+        role: r.role,
+      });
     },
   });
   api.route({

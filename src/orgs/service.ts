@@ -14,7 +14,10 @@ export const orgNameSchema = z
   .string()
   .min(1)
   .max(64)
-  .regex(/^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/, 'letters, digits, ".", "_" and "-", not at either end')
+  .regex(
+    /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/,
+    'letters, digits, ".", "_" and "-", not at either end',
+  )
   .refine((n) => !RESERVED_ORG_NAMES.has(n.toLowerCase()), 'this name is reserved');
 
 export const createOrgBody = z.object({
@@ -35,7 +38,10 @@ export class OrgsService {
   }
 
   async find(name: string): Promise<Org | undefined> {
-    const rows = await this.em().execute<{ id: number }[]>('select id from orgs where lower(name) = lower(?)', [name]);
+    const rows = await this.em().execute<{ id: number }[]>(
+      'select id from orgs where lower(name) = lower(?)',
+      [name],
+    );
     if (rows[0] === undefined) return undefined;
     return (await this.em().findOne(Org, { id: rows[0].id })) ?? undefined;
   }
@@ -53,7 +59,9 @@ export class OrgsService {
   }
 
   async ref(name: string): Promise<OrgRef | undefined> {
-    const rows = await this.em().execute<OrgRef[]>('select id, name from orgs where lower(name) = lower(?)', [name]);
+    const rows = await this.em().execute<OrgRef[]>('select id, name from orgs where lower(name) = lower(?)', [
+      name,
+    ]);
     return rows[0];
   }
 
@@ -80,9 +88,10 @@ export class OrgsService {
 
   async members(orgId: number, q: PageQuery): Promise<Page<unknown>> {
     const em = this.em();
-    const [count] = await em.execute<{ n: string }[]>('select count(*) as n from org_members where org_id = ?', [
-      orgId,
-    ]);
+    const [count] = await em.execute<{ n: string }[]>(
+      'select count(*) as n from org_members where org_id = ?',
+      [orgId],
+    );
     const rows = await em.execute<{ user_id: number; role: Role }[]>(
       `select m.user_id, m.role from org_members m join users u on u.id = m.user_id
         where m.org_id = ? order by lower(u.username) limit ? offset ?`,

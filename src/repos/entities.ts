@@ -12,7 +12,8 @@ export const Repo = defineEntity({
     vcs: p.string(),
     defaultBranch: p.string(),
     createdAt: p.datetime().onCreate(() => new Date()),
-    updatedAt: p.datetime()
+    updatedAt: p
+      .datetime()
       .onCreate(() => new Date())
       .onUpdate(() => new Date()),
   },

@@ -62,7 +62,10 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     summary: 'Delete the repository, its storage and all its data (admin scope, org owner)',
     status: 204,
     handler: async ({ access, params }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'admin', role: 'owner' });
+      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
+        scope: 'admin',
+        role: 'owner',
+      });
       await repos.delete(repo.id);
       return reply.noContent();
     },

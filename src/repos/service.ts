@@ -3,14 +3,24 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { Access, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { DEFAULT_BRANCH, VCS_KINDS, initRepository, removeRepository, repoPath, type VcsKind } from '../vcs/index.ts';
+import {
+  DEFAULT_BRANCH,
+  VCS_KINDS,
+  initRepository,
+  removeRepository,
+  repoPath,
+  type VcsKind,
+} from '../vcs/index.ts';
 import { Repo } from './entities.ts';
 
 export const repoNameSchema = z
   .string()
   .min(1)
   .max(100)
-  .regex(/^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$/, 'letters, digits, ".", "_" and "-"; no leading "." or "-"')
+  .regex(
+    /^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$/,
+    'letters, digits, ".", "_" and "-"; no leading "." or "-"',
+  )
   .refine((n) => !n.toLowerCase().endsWith('.git'), 'must not end with ".git"')
   .refine((n) => n !== '.' && n !== '..', 'reserved name');
 
@@ -84,7 +94,10 @@ export class ReposService {
     }
     const where = `org_id = ? and (not is_private or ${privateFilter})`;
     const em = this.em();
-    const [count] = await em.execute<{ n: string }[]>(`select count(*) as n from repos where ${where}`, params);
+    const [count] = await em.execute<{ n: string }[]>(
+      `select count(*) as n from repos where ${where}`,
+      params,
+    );
     const ids = await em.execute<{ id: number }[]>(
       `select id from repos where ${where} order by lower(name) limit ? offset ?`,
       [...params, q.per_page, offsetOf(q)],

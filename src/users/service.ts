@@ -9,7 +9,10 @@ export const usernameSchema = z
   .string()
   .min(1)
   .max(64)
-  .regex(/^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/, 'letters, digits, ".", "_" and "-", not at either end');
+  .regex(
+    /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/,
+    'letters, digits, ".", "_" and "-", not at either end',
+  );
 
 export const createUserBody = z.object({
   username: usernameSchema,
@@ -94,9 +97,10 @@ export class UsersService {
   }
 
   async byUsername(username: string): Promise<User> {
-    const rows = await this.em().execute<{ id: number }[]>('select id from users where lower(username) = lower(?)', [
-      username,
-    ]);
+    const rows = await this.em().execute<{ id: number }[]>(
+      'select id from users where lower(username) = lower(?)',
+      [username],
+    );
     if (rows[0] === undefined) throw ApiError.notFound('user');
     return this.get(rows[0].id);
   }
@@ -127,9 +131,11 @@ export class UsersService {
     }
     let target: { orgId: number | null; repoId: number | null } = { orgId: null, repoId: null };
     if (body.level === 'personal') {
-      if (body.target !== undefined) throw ApiError.validation('body.target: not allowed for a personal token');
+      if (body.target !== undefined)
+        throw ApiError.validation('body.target: not allowed for a personal token');
     } else {
-      if (body.target === undefined) throw ApiError.validation(`body.target: required for a ${body.level} token`);
+      if (body.target === undefined)
+        throw ApiError.validation(`body.target: required for a ${body.level} token`);
       target = await this.resolveTarget(body.level, body.target, userId);
     }
     const plaintext = newTokenValue();
@@ -146,12 +152,19 @@ export class UsersService {
       lastUsedAt: null,
     });
     await em.flush();
-    return { ...tokenJson(token, await this.targetName(token.targetOrgId ?? null, token.targetRepoId ?? null)), token: plaintext };
+    return {
+      ...tokenJson(token, await this.targetName(token.targetOrgId ?? null, token.targetRepoId ?? null)),
+      token: plaintext,
+    };
   }
 
   async listTokens(userId: number) {
     const tokens = await this.em().find(ApiToken, { userId }, { orderBy: { id: 'asc' } });
-    return Promise.all(tokens.map(async (t) => tokenJson(t, await this.targetName(t.targetOrgId ?? null, t.targetRepoId ?? null))));
+    return Promise.all(
+      tokens.map(async (t) =>
+        tokenJson(t, await this.targetName(t.targetOrgId ?? null, t.targetRepoId ?? null)),
+      ),
+    );
   }
 
   async deleteToken(userId: number, id: number): Promise<void> {
@@ -167,9 +180,10 @@ export class UsersService {
     const em = this.em();
     return em.transactional(async (tx) => {
       await tx.execute('select pg_advisory_xact_lock(?)', [0x61646d6e]);
-      const rows = await tx.execute<{ id: number }[]>('select id from users where lower(username) = lower(?)', [
-        admin.username,
-      ]);
+      const rows = await tx.execute<{ id: number }[]>(
+        'select id from users where lower(username) = lower(?)',
+        [admin.username],
+      );
       let user = rows[0] === undefined ? null : await tx.findOne(User, { id: rows[0].id });
       if (user === null) {
         user = tx.create(User, {
@@ -261,5 +275,5 @@ export class UsersService {
 }
 
 export function isUniqueViolation(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && 'code' in e && (e as { code: unknown }).code === '23505';
+  return typeof e === 'object' && e !== null && 'code' in e && e.code === '23505';
 }
