@@ -16,6 +16,7 @@ import { OrgsService } from './orgs/service.ts';
 import { orgRoutes } from './orgs/routes.ts';
 import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
+import { hostingHandler } from './repos/hosting.ts';
 
 export const VERSION = '0.1.0';
 
@@ -178,6 +179,15 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     }),
   );
   app.use(api.router);
+  const hosting = hostingHandler({
+    repos: services.repos,
+    dir: directory(services),
+    em: () => orm.em,
+    log,
+    baseUrl: deps.baseUrl,
+  });
+  app.all('/:org/:repo', hosting);
+  app.all('/:org/:repo/*rest', hosting);
   app.use(notFoundRoute);
   app.use(errorMiddleware(log));
   return { app, api };

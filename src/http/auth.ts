@@ -194,7 +194,8 @@ export function authenticate(dir: Directory, onUse: (tokenId: number) => void): 
   return async (req, res, next) => {
     const header = req.headers.authorization;
     let principal: Principal = { kind: 'anonymous' };
-    if (header !== undefined) {
+    // Clone URLs (outside /api/) authenticate with HTTP Basic in the hosting handler.
+    if (header !== undefined && req.path.startsWith('/api/')) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (m?.[1] === undefined) throw ApiError.unauthorized('Authorization must be "Bearer <token>"');
       const hash = hashToken(m[1]);

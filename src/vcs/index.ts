@@ -8,6 +8,10 @@ const run = promisify(execFile);
 export const VCS_KINDS = ['hg', 'git', 'fossil'] as const;
 export type VcsKind = (typeof VCS_KINDS)[number];
 
+/** Fossil users Triad maps authenticated HTTP callers to (REMOTE_USER). */
+export const FOSSIL_READER = 'triad-reader';
+export const FOSSIL_WRITER = 'triad-writer';
+
 export const DEFAULT_BRANCH: Record<VcsKind, string> = { hg: 'default', git: 'main', fossil: 'trunk' };
 
 /** Storage is keyed by the repository id, so renames and org renames never move files. */
@@ -30,9 +34,20 @@ export async function initRepository(vcs: VcsKind, dest: string): Promise<void> 
     case 'hg':
       await run('hg', ['init', dest], { env: quietEnv });
       return;
-    case 'fossil':
-      await run('fossil', ['new', '--admin-user', 'triad', dest], { env: { ...quietEnv, USER: 'triad' } });
+    case 'fossil': {
+      const env = { ...quietEnv, USER: 'triad' };
+      await run('fossil', ['new', '--admin-user', 'triad', dest], { env });
+      // Triad authenticates HTTP requests and passes REMOTE_USER as one of these two users;
+      // nobody else (including anonymous sync) gets any capability.
+      const sql = [
+        `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now())`,
+        `UPDATE user SET cap = '' WHERE login IN ('nobody', 'anonymous', 'reader', 'developer')`,
+        `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_READER}', lower(hex(randomblob(20))), 'goz', 'Triad pull access')`,
+        `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_WRITER}', lower(hex(randomblob(20))), 'giozh', 'Triad push access')`,
+      ].join('; ');
+      await run('fossil', ['sql', '-R', dest, sql], { env });
       return;
+    }
   }
 }
 

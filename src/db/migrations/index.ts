@@ -1,4 +1,8 @@
 import { Migration0001Foundation } from './0001-foundation.ts';
+import { Migration0002Outbox } from './0002-outbox.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
-export const migrations = [{ name: '0001-foundation', class: Migration0001Foundation }];
+export const migrations = [
+  { name: '0001-foundation', class: Migration0001Foundation },
+  { name: '0002-outbox', class: Migration0002Outbox },
+];

@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { outboxEvents } from '../helpers/outbox.ts';
+
+let s: TestServer;
+let owner: TestUser;
+let org: string;
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await s.newUser();
+  org = await s.newOrg(owner);
+});
+afterAll(async () => {
+  await s.close();
+});
+
+async function newRepo(isPrivate = false): Promise<{ name: string; clone: string; id: number }> {
+  const name = uniq('g');
+  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'git', is_private: isPrivate });
+  expect(r.status).toBe(201);
+  return { name, clone: r.body.data.clone_url, id: r.body.data.id };
+}
+
+describe('git over HTTP', () => {
+  test('when a member pushes commits, then clone sees them and push/tag events are recorded', async () => {
+    const repo = await newRepo();
+    const work = await tempDir();
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    await writeFile(work, 'README.md', '# hello\n');
+    await ok('git', ['add', '.'], work);
+    await ok('git', ['commit', '-q', '-m', 'first commit\n\nwith a body'], work);
+    await writeFile(work, 'src/a.txt', 'a\n');
+    await ok('git', ['add', '.'], work);
+    await ok('git', ['commit', '-q', '-m', 'second'], work);
+    await ok('git', ['tag', '-a', 'v1.0', '-m', 'release'], work);
+    const push = await sh('git', ['push', withCreds(repo.clone, owner.token), 'main', 'v1.0'], work);
+    expect(push.code).toBe(0);
+
+    const clone = await tempDir();
+    await ok('git', ['clone', '-q', repo.clone, `${clone}/c`], clone);
+    expect(await ok('git', ['log', '--format=%s'], `${clone}/c`)).toBe('second\nfirst commit\n');
+
+    const head = (await ok('git', ['rev-parse', 'HEAD'], work)).trim();
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => e.event_type)).toEqual(['push', 'tag']);
+    const p = events[0]!.payload;
+    expect(p).toMatchObject({
+      ref: 'main',
+      ref_type: 'branch',
+      default: true,
+      before: '',
+      after: head,
+      created: true,
+      deleted: false,
+      total_commits: 2,
+      truncated: false,
+    });
+    expect(p.commits.map((c: { subject: string }) => c.subject)).toEqual(['second', 'first commit']);
+    expect(p.head_commit).toEqual(p.commits[0]);
+    expect(p.commits[1]).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{40}$/),
+      short_id: p.commits[1].id.slice(0, 12),
+      message: 'first commit\n\nwith a body',
+      subject: 'first commit',
+      author: { name: 'Ada Lovelace', email: 'ada@example.test', date: expect.stringMatching(/Z$/) },
+      url: `${s.url}/api/v1/repos/${org}/${repo.name}/changeset/${p.commits[1].id}`,
+    });
+    expect(events[1]!.payload).toMatchObject({
+      ref: 'v1.0',
+      ref_type: 'tag',
+      created: true,
+      target: head,
+      commit: { id: head, subject: 'second' },
+    });
+    expect(events[0]!.sender_id).toBe(owner.id);
+  });
+
+  test('when 60 commits are pushed, then the payload has the newest 50 and truncated', async () => {
+    const repo = await newRepo();
+    const work = await tempDir();
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    for (let i = 1; i <= 60; i++) await ok('git', ['commit', '-q', '--allow-empty', '-m', `c${i}`], work);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    const [e] = await outboxEvents(s, repo.id);
+    expect(e!.payload.total_commits).toBe(50);
+    expect(e!.payload.truncated).toBe(true);
+    expect(e!.payload.commits[0].subject).toBe('c60');
+    expect(e!.payload.commits[49].subject).toBe('c11');
+
+    // a second push reports only what it adds, with `before` the previous head
+    const before = (await ok('git', ['rev-parse', 'HEAD'], work)).trim();
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'c61'], work);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    const events = await outboxEvents(s, repo.id);
+    expect(events).toHaveLength(2);
+    expect(events[1]!.payload).toMatchObject({ before, created: false, total_commits: 1, truncated: false });
+  });
+
+  test('when pushing anonymously, with a read-only token or as a non-member, then the push is refused', async () => {
+    const repo = await newRepo();
+    const work = await tempDir();
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'x'], work);
+    const anon = await sh('git', ['push', repo.clone, 'main'], work);
+    expect(anon.code).not.toBe(0);
+    const reader = await s.newUser(undefined, { scopes: ['repo:read'] });
+    await s.addMember(org, reader);
+    const ro = await sh('git', ['push', withCreds(repo.clone, reader.token), 'main'], work);
+    expect(ro.code).not.toBe(0);
+    expect(ro.stderr).toContain('403');
+    const outsider = await s.newUser();
+    const out = await sh('git', ['push', withCreds(repo.clone, outsider.token), 'main'], work);
+    expect(out.code).not.toBe(0);
+    expect(await outboxEvents(s, repo.id)).toEqual([]);
+  });
+
+  test('when a repository is private, then anonymous clone is refused and a member token clones', async () => {
+    const repo = await newRepo(true);
+    const dir = await tempDir();
+    const anon = await sh('git', ['clone', '-q', repo.clone, `${dir}/a`], dir);
+    expect(anon.code).not.toBe(0);
+    const outsider = await s.newUser();
+    const hidden = await sh('git', ['clone', '-q', withCreds(repo.clone, outsider.token), `${dir}/b`], dir);
+    expect(hidden.code).not.toBe(0);
+    expect(hidden.stderr).toMatch(/not found|404/);
+    const member = await sh(
+      'git',
+      ['clone', '-q', withCreds(`${repo.clone}.git`, owner.token), `${dir}/c`],
+      dir,
+    );
+    expect(member.code).toBe(0);
+  });
+
+  test('a raw request without credentials to a private repository gets a Basic challenge', async () => {
+    const repo = await newRepo(true);
+    const r = await fetch(`${repo.clone}/info/refs?service=git-upload-pack`);
+    expect(r.status).toBe(401);
+    expect(r.headers.get('www-authenticate')).toContain('Basic');
+  });
+});
