@@ -114,29 +114,37 @@ export function hostingHandler(deps: Deps): RequestHandler {
         return;
       }
       const senderId = principal.kind === 'user' ? principal.user.id : null;
-      const changed = await deps
-        .em()
-        .fork()
-        .transactional(async (tx) => {
-          await tx.execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repo.id]);
-          const before = await snapshot(vcs, repoPath);
-          await serveBackend(backend);
-          const after = await snapshot(vcs, repoPath);
-          const ctx = {
-            vcs,
-            dir: repoPath,
-            defaultBranch: repo.defaultBranch,
-            commitUrl: (id: string) =>
-              `${deps.baseUrl()}/api/v1/repos/${orgName}/${repo.name}/changeset/${id}`,
-          };
-          const events = await pushEvents(ctx, before, after);
-          await emitEvents(
-            tx,
-            events.map((e) => ({ type: e.type, repoId: repo.id, senderId, payload: e.payload })),
-          );
-          return events.length > 0;
-        });
-      res.end();
+      let served: Buffer | undefined;
+      let changed = false;
+      try {
+        changed = await deps
+          .em()
+          .fork()
+          .transactional(async (tx) => {
+            await tx.execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repo.id]);
+            const before = await snapshot(vcs, repoPath);
+            served = (await serveBackend({ ...backend, buffer: true })).body;
+            const after = await snapshot(vcs, repoPath);
+            const ctx = {
+              vcs,
+              dir: repoPath,
+              defaultBranch: repo.defaultBranch,
+              commitUrl: (id: string) =>
+                `${deps.baseUrl()}/api/v1/repos/${orgName}/${repo.name}/changeset/${id}`,
+            };
+            const events = await pushEvents(ctx, before, after);
+            await emitEvents(
+              tx,
+              events.map((e) => ({ type: e.type, repoId: repo.id, senderId, payload: e.payload })),
+            );
+            return events.length > 0;
+          });
+      } catch (e) {
+        // The push itself went through: answer the client, and report the bookkeeping failure.
+        if (served === undefined) throw e;
+        deps.log.error({ err: e, repo: repo.id }, 'push served but its events could not be recorded');
+      }
+      res.end(served);
       if (changed) deps.onPushed?.(repo.id, repoPath);
     } catch (e) {
       if (res.headersSent) {

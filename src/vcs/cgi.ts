@@ -12,7 +12,15 @@ export type CgiRequest = {
   pathInfo: string;
   scriptName: string;
   remoteUser?: string;
+  /**
+   * Hold the response body in memory instead of streaming it; the caller sends it with
+   * `res.end(body)`. Used for pushes, so that no client sees its push complete (and, say,
+   * `hg push` exit) before Triad has recorded what the push changed.
+   */
+  buffer?: boolean;
 };
+
+export type CgiResult = { code: number; body: Buffer };
 
 const HEADER_END = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n')];
 
@@ -23,7 +31,7 @@ const HEADER_END = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n')];
  * open (unless the program failed before sending headers): the caller ends it, so it can first
  * record what the request changed.
  */
-export function runCgi(c: CgiRequest): Promise<number> {
+export function runCgi(c: CgiRequest): Promise<CgiResult> {
   const { req, res } = c;
   const url = new URL(req.url ?? '/', 'http://localhost');
   const env: Record<string, string> = {
@@ -64,6 +72,17 @@ export function runCgi(c: CgiRequest): Promise<number> {
   return new Promise((resolve, reject) => {
     let head = Buffer.alloc(0);
     let headersDone = false;
+    const held: Buffer[] = [];
+    const write = (chunk: Buffer) => {
+      if (c.buffer === true) {
+        held.push(chunk);
+        return;
+      }
+      if (!res.write(chunk)) {
+        child.stdout.pause();
+        res.once('drain', () => child.stdout.resume());
+      }
+    };
     const finishHeaders = (block: string) => {
       let status = 200;
       for (const line of block.split(/\r?\n/)) {
@@ -79,10 +98,7 @@ export function runCgi(c: CgiRequest): Promise<number> {
     };
     child.stdout.on('data', (chunk: Buffer) => {
       if (headersDone) {
-        if (!res.write(chunk)) {
-          child.stdout.pause();
-          res.once('drain', () => child.stdout.resume());
-        }
+        write(chunk);
         return;
       }
       head = Buffer.concat([head, chunk]);
@@ -91,7 +107,7 @@ export function runCgi(c: CgiRequest): Promise<number> {
         if (at >= 0) {
           finishHeaders(head.subarray(0, at).toString('latin1'));
           const rest = head.subarray(at + sep.length);
-          if (rest.length > 0) res.write(rest);
+          if (rest.length > 0) write(rest);
           head = Buffer.alloc(0);
           return;
         }
@@ -106,7 +122,7 @@ export function runCgi(c: CgiRequest): Promise<number> {
         }
         res.end(`repository backend failed${stderr === '' ? '' : `: ${stderr.trim().slice(0, 500)}`}\n`);
       }
-      resolve(code ?? 1);
+      resolve({ code: code ?? 1, body: Buffer.concat(held) });
     });
   });
 }

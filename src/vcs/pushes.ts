@@ -119,6 +119,7 @@ async function hgSnapshot(dir: string): Promise<Snapshot> {
   for (const line of text.split('\n')) {
     if (line === '') continue;
     const [node = '', rev = '', branch = '', bms = '', tgs = ''] = line.split(FIELD);
+    if (rev === '-1') continue; // the null revision of an empty repository
     for (const b of bms.split(',')) if (b !== '') bookmarks.set(b, node);
     for (const t of tgs.split(',')) {
       if (t === 'tip') {
@@ -129,7 +130,6 @@ async function hgSnapshot(dir: string): Promise<Snapshot> {
     const heads = branches.get(branch);
     branches.set(branch, heads === undefined ? node : `${heads},${node}`);
   }
-  if (tip === '') tip = '';
   return { tip, branches, bookmarks, tags, mark };
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { runCgi } from './cgi.ts';
+import { runCgi, type CgiResult } from './cgi.ts';
 import type { VcsKind } from './index.ts';
 
 /** What a request to a repository's clone URL asks for. */
@@ -75,11 +75,18 @@ export type BackendRequest = {
   remoteUser: string | undefined;
   req: IncomingMessage;
   res: ServerResponse;
+  buffer?: boolean;
 };
 
 /** Serves one request with the VCS's own HTTP backend (git http-backend, hgweb, fossil CGI). */
-export async function serveBackend(b: BackendRequest): Promise<number> {
-  const base = { req: b.req, res: b.res, scriptName: b.scriptName, remoteUser: b.remoteUser };
+export async function serveBackend(b: BackendRequest): Promise<CgiResult> {
+  const base = {
+    req: b.req,
+    res: b.res,
+    scriptName: b.scriptName,
+    remoteUser: b.remoteUser,
+    buffer: b.buffer === true,
+  };
   switch (b.vcs) {
     case 'git':
       return runCgi({

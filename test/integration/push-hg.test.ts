@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { outboxEvents } from '../helpers/outbox.ts';
+
+let s: TestServer;
+let owner: TestUser;
+let org: string;
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await s.newUser();
+  org = await s.newOrg(owner);
+});
+afterAll(async () => {
+  await s.close();
+});
+
+async function newRepo(isPrivate = false): Promise<{ name: string; clone: string; id: number }> {
+  const name = uniq('h');
+  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, is_private: isPrivate });
+  expect(r.status).toBe(201);
+  expect(r.body.data.vcs).toBe('hg');
+  return { name, clone: r.body.data.clone_url, id: r.body.data.id };
+}
+
+/** A clone whose default path carries the token (hg does not store URL passwords itself). */
+async function workingCopy(clone: string, token = owner.token): Promise<string> {
+  const dir = await tempDir();
+  await ok('hg', ['clone', '-q', withCreds(clone, token), `${dir}/w`], dir);
+  await writeFile(`${dir}/w`, '.hg/hgrc', `[paths]\ndefault = ${withCreds(clone, token)}\n`);
+  return `${dir}/w`;
+}
+
+describe('Mercurial over HTTP', () => {
+  test('when commits are pushed on the default line, then an anonymous default-branch push event is recorded', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await writeFile(w, 'README', 'hello\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'first\n\nbody text'], w);
+    await writeFile(w, 'README', 'hello again\n');
+    await ok('hg', ['commit', '-q', '-m', 'second'], w);
+    await ok('hg', ['push', '-q'], w);
+
+    const tip = (await ok('hg', ['log', '-r', 'tip', '-T', '{node}'], w)).trim();
+    const [e, ...more] = await outboxEvents(s, repo.id);
+    expect(more).toEqual([]);
+    expect(e!.event_type).toBe('push');
+    expect(e!.payload).toMatchObject({
+      ref: 'default',
+      ref_type: 'branch',
+      default: true,
+      before: '',
+      after: tip,
+      created: true,
+      deleted: false,
+      total_commits: 2,
+      truncated: false,
+    });
+    expect(e!.payload.commits[0]).toEqual({
+      id: tip,
+      short_id: tip.slice(0, 12),
+      message: 'second',
+      subject: 'second',
+      author: { name: 'Ada Lovelace', email: 'ada@example.test', date: expect.stringMatching(/Z$/) },
+      url: `${s.url}/api/v1/repos/${org}/${repo.name}/changeset/${tip}`,
+    });
+    expect(e!.payload.commits[1]).toMatchObject({ message: 'first\n\nbody text', subject: 'first' });
+
+    const other = await workingCopy(repo.clone);
+    expect(await ok('hg', ['log', '-T', '{desc|firstline}\n'], other)).toBe('second\nfirst\n');
+  });
+
+  test('when a bookmark is pushed, then the event has ref_type bookmark and changegroup tips', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await writeFile(w, 'a', 'a\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'base'], w);
+    await ok('hg', ['push', '-q'], w);
+    const oldTip = (await ok('hg', ['log', '-r', 'tip', '-T', '{node}'], w)).trim();
+    await ok('hg', ['bookmark', 'feature'], w);
+    await writeFile(w, 'b', 'b\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'feature work'], w);
+    await ok('hg', ['push', '-q', '-B', 'feature'], w);
+    const tip = (await ok('hg', ['log', '-r', 'tip', '-T', '{node}'], w)).trim();
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => [e.event_type, e.payload.ref, e.payload.ref_type])).toEqual([
+      ['push', 'default', 'branch'],
+      ['push', 'feature', 'bookmark'],
+    ]);
+    expect(events[1]!.payload).toMatchObject({
+      default: false,
+      created: true,
+      before: '',
+      after: tip,
+      total_commits: 1,
+    });
+    expect(events[1]!.payload.commits[0].id).toBe(tip);
+    expect(oldTip).not.toBe(tip);
+
+    // moving the bookmark again: before is the tip before this push
+    await writeFile(w, 'b', 'b2\n');
+    await ok('hg', ['commit', '-q', '-m', 'more feature work'], w);
+    await ok('hg', ['push', '-q', '-B', 'feature'], w);
+    const again = (await outboxEvents(s, repo.id))[2]!;
+    expect(again.payload).toMatchObject({ ref: 'feature', created: false, before: tip, total_commits: 1 });
+  });
+
+  test('when a tag is applied and pushed, then a tag event names the tagged changeset', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await writeFile(w, 'a', 'a\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'release me'], w);
+    const tagged = (await ok('hg', ['log', '-r', '.', '-T', '{node}'], w)).trim();
+    await ok('hg', ['tag', 'v1.0'], w);
+    await ok('hg', ['push', '-q'], w);
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => e.event_type)).toEqual(['push', 'tag']);
+    expect(events[0]!.payload.total_commits).toBe(2);
+    expect(events[1]!.payload).toEqual({
+      ref: 'v1.0',
+      ref_type: 'tag',
+      created: true,
+      target: tagged,
+      commit: expect.objectContaining({ id: tagged, subject: 'release me' }),
+    });
+  });
+
+  test('when 60 changesets are pushed, then 50 are listed newest first and truncated is true', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await ok('hg', ['debugbuilddag', '+60'], w); // 60 linear changesets "r0".."r59"
+    await ok('hg', ['push', '-q'], w);
+    const [e] = await outboxEvents(s, repo.id);
+    expect(e!.payload.total_commits).toBe(50);
+    expect(e!.payload.truncated).toBe(true);
+    expect(e!.payload.commits[0].subject).toBe('r59');
+    expect(e!.payload.commits[49].subject).toBe('r10');
+  });
+
+  test('when pushing with a read-only token, then the push fails and nothing is recorded', async () => {
+    const repo = await newRepo();
+    const reader = await s.newUser(undefined, { scopes: ['repo:read'] });
+    await s.addMember(org, reader);
+    const w = await workingCopy(repo.clone, reader.token);
+    await writeFile(w, 'a', 'a\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'nope'], w);
+    const push = await sh('hg', ['push'], w);
+    expect(push.code).not.toBe(0);
+    expect(`${push.stdout}${push.stderr}`).toMatch(/403|forbidden|authorization/i);
+    expect(await outboxEvents(s, repo.id)).toEqual([]);
+  });
+
+  test('when the repository is private, then anonymous clone fails and a member clones', async () => {
+    const repo = await newRepo(true);
+    const dir = await tempDir();
+    const anon = await sh('hg', ['clone', repo.clone, `${dir}/a`], dir);
+    expect(anon.code).not.toBe(0);
+    const member = await sh('hg', ['clone', withCreds(repo.clone, owner.token), `${dir}/b`], dir);
+    expect(member.code).toBe(0);
+  });
+});
