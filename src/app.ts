@@ -17,10 +17,24 @@ import { orgRoutes } from './orgs/routes.ts';
 import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
+import { AgentsService } from './agents/service.ts';
+import { agentRoutes } from './agents/routes.ts';
+import { PipelinesService } from './pipelines/service.ts';
+import { pipelineRoutes } from './pipelines/routes.ts';
+import { FsBlobStore, type BlobStore } from './storage/index.ts';
+import { fileAt } from './vcs/pushes.ts';
+import type { VcsKind } from './vcs/index.ts';
+import path from 'node:path';
 
 export const VERSION = '0.1.0';
 
-export type Services = { users: UsersService; orgs: OrgsService; repos: ReposService };
+export type Services = {
+  users: UsersService;
+  orgs: OrgsService;
+  repos: ReposService;
+  agents: AgentsService;
+  pipelines: PipelinesService;
+};
 
 export type AppDeps = {
   config: Config;
@@ -28,7 +42,12 @@ export type AppDeps = {
   log: Logger;
   metrics: Metrics;
   baseUrl: () => string;
+  databaseUrl: string;
 };
+
+export function blobStore(config: Config): BlobStore {
+  return new FsBlobStore(path.join(config.dataDir, 'blobs'));
+}
 
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
@@ -64,13 +83,32 @@ export function createServices(deps: AppDeps): Services {
       return `${org.name}/${(await repos.get(repoId)).name}`;
     },
   });
-  return { users, orgs, repos };
+  const agents = new AgentsService({ em });
+  const pipelines = new PipelinesService({
+    em,
+    blobs: blobStore(deps.config),
+    log: deps.log,
+    metrics: deps.metrics,
+    databaseUrl: deps.databaseUrl,
+    agentTimeoutMs: deps.config.agentTimeoutMs,
+    baseUrl: deps.baseUrl,
+    readFile: async (repoId, rev, file) => {
+      const repo = await repos.get(repoId);
+      return fileAt(repo.vcs as VcsKind, repos.path(repo), rev, file);
+    },
+    repoInfo: async (repoId) => {
+      const repo = await repos.get(repoId);
+      const org = await orgs.byId(repo.orgId);
+      return { id: repo.id, name: repo.name, org: org.name, vcs: repo.vcs, isPrivate: repo.isPrivate };
+    },
+  });
+  return { users, orgs, repos, agents, pipelines };
 }
 
 export function directory(s: Services): Directory {
   return {
     userByTokenHash: (hash) => s.users.userByTokenHash(hash),
-    agentByTokenHash: () => Promise.resolve(undefined),
+    agentByTokenHash: (hash) => s.agents.byTokenHash(hash),
     orgByName: (name) => s.orgs.ref(name),
     repoByName: (org, name) => s.repos.ref(org, name),
     role: (orgId, userId) => s.orgs.role(orgId, userId),
@@ -169,6 +207,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
+  pipelineRoutes(api, services.pipelines);
+  agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));
   app.use(
@@ -185,6 +225,18 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     em: () => orm.em,
     log,
     baseUrl: deps.baseUrl,
+    onPushEvents: (tx, repoId, events, senderId) =>
+      services.pipelines.trigger(
+        tx,
+        repoId,
+        events.map((e) => ({
+          commit: e.commit,
+          event: e.type,
+          branch: e.branch,
+          tag: e.type === 'tag' ? String(e.payload.ref) : '',
+          senderId,
+        })),
+      ),
   });
   app.all('/:org/:repo', hosting);
   app.all('/:org/:repo/*rest', hosting);

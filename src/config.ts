@@ -21,6 +21,7 @@ const envSchema = z.object({
   TRIAD_ADMIN_TOKEN: optionalString,
   TRIAD_AGENT_TOKEN: optionalString,
   TRIAD_EMBEDDED_AGENT: z.enum(['local', 'off']).optional(),
+  TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
@@ -40,6 +41,8 @@ export type Config = {
   admin: { username: string; email: string; token: string | undefined } | undefined;
   agentToken: string | undefined;
   embeddedAgent: 'local' | 'off';
+  /** A running pipeline whose agent is silent this long becomes `error`. */
+  agentTimeoutMs: number;
   bodyLimit: string;
   shutdownTimeoutMs: number;
   otlpEndpoint: string | undefined;
@@ -75,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           },
     agentToken: e.TRIAD_AGENT_TOKEN,
     embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
+    agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,

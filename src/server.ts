@@ -48,12 +48,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     throw e;
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
-  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl };
+  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   if (config.admin !== undefined) {
     const admin = config.admin;
     await inContext(orm, () => services.users.ensureAdmin(admin));
   }
+  if (config.agentToken !== undefined) {
+    const token = config.agentToken;
+    await inContext(orm, () => services.agents.ensure(token));
+  }
+  await services.pipelines.start();
   const { app } = createApp(deps, services);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
@@ -67,6 +72,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // Long polls end first (answering 204), so draining does not wait for their timeouts.
+      await services.pipelines.stop();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);

@@ -137,3 +137,23 @@ export class Api {
     }
   }
 }
+
+/** Reads a raw request body of at most `limit` bytes (413 `payload_too_large` beyond). */
+export async function readRawBody(req: Request, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (declared > limit) {
+    req.resume();
+    throw ApiError.tooLarge(`request body may be at most ${limit} bytes`);
+  }
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw ApiError.tooLarge(`request body may be at most ${limit} bytes`);
+    }
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts);
+}

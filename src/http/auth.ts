@@ -69,7 +69,8 @@ export interface Directory {
 }
 
 export type OrgNeeds = { scope?: Scope; role?: Role };
-export type RepoNeeds = { scope?: Scope; role?: Role };
+/** `authenticated`: a token is required even on a public repository (e.g. the step log read). */
+export type RepoNeeds = { scope?: Scope; role?: Role; authenticated?: boolean };
 
 /**
  * The one authorization helper. Each route states what it needs in one call:
@@ -161,7 +162,10 @@ export class Access {
     if (org === undefined || repo === undefined || !(await this.canSee(repo))) {
       throw ApiError.notFound('repository');
     }
-    const readOnly = needs.role === undefined && (needs.scope === undefined || needs.scope.endsWith(':read'));
+    const readOnly =
+      needs.role === undefined &&
+      needs.authenticated !== true &&
+      (needs.scope === undefined || needs.scope.endsWith(':read'));
     if (readOnly && !repo.isPrivate) return { org, repo };
     this.user(needs.scope);
     if (!this.reaches(org.id, repo.id)) throw ApiError.forbidden('token is restricted to another target');
@@ -184,6 +188,8 @@ export class Access {
 }
 
 const AGENT_PREFIX = '/api/v1/ci/';
+/** Under /api/v1/ci/ only these also take a user token (an admin reading the queue). */
+const USER_OK_UNDER_CI = new Set(['/api/v1/ci/queue']);
 
 /**
  * Resolves `Authorization: Bearer <token>` into a principal. User tokens are refused under
@@ -199,9 +205,11 @@ export function authenticate(dir: Directory, onUse: (tokenId: number) => void): 
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (m?.[1] === undefined) throw ApiError.unauthorized('Authorization must be "Bearer <token>"');
       const hash = hashToken(m[1]);
-      if (req.path.startsWith(AGENT_PREFIX)) {
-        const agent = await dir.agentByTokenHash(hash);
-        if (agent === undefined) throw ApiError.unauthorized('invalid agent token');
+      const agent = req.path.startsWith(AGENT_PREFIX) ? await dir.agentByTokenHash(hash) : undefined;
+      if (agent === undefined && req.path.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(req.path)) {
+        throw ApiError.unauthorized('invalid agent token');
+      }
+      if (agent !== undefined) {
         const instance = req.headers['x-svc-agent-instance'];
         principal = {
           kind: 'agent',

@@ -5,7 +5,7 @@ import { Access, hashToken, type Directory, type Principal } from '../http/auth.
 import { ApiError } from '../http/errors.ts';
 import { emitEvents } from '../events/outbox.ts';
 import { FOSSIL_READER, FOSSIL_WRITER, type VcsKind } from '../vcs/index.ts';
-import { pushEvents, snapshot } from '../vcs/pushes.ts';
+import { pushEvents, snapshot, type PushEvent } from '../vcs/pushes.ts';
 import { classify, mutates, serveBackend } from '../vcs/transport.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { ReposService } from './service.ts';
@@ -18,8 +18,15 @@ type Deps = {
   em: () => EntityManager;
   log: Logger;
   baseUrl: () => string;
-  /** Called after a push changed a repository (cache invalidation, CI triggers). */
+  /** Called after a push changed a repository (cache invalidation). */
   onPushed?: (repoId: number, repoPath: string) => void;
+  /** Called inside the push transaction with the push's events (CI triggers). */
+  onPushEvents?: (
+    tx: EntityManager,
+    repoId: number,
+    events: PushEvent[],
+    senderId: number | null,
+  ) => Promise<unknown>;
 };
 
 class Challenge extends Error {}
@@ -137,6 +144,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
               tx,
               events.map((e) => ({ type: e.type, repoId: repo.id, senderId, payload: e.payload })),
             );
+            if (events.length > 0) await deps.onPushEvents?.(tx, repo.id, events, senderId);
             return events.length > 0;
           });
       } catch (e) {

@@ -30,6 +30,8 @@ export const ApiToken = defineEntity({
     expiresAt: p.datetime().nullable(),
     createdAt: p.datetime().onCreate(() => new Date()),
     lastUsedAt: p.datetime().nullable(),
+    /** Set for the short-lived clone credentials of CI pipelines (not listed to the user). */
+    pipelineId: p.integer().nullable(),
   },
 });
 export type ApiToken = InferEntity<typeof ApiToken>;

@@ -159,7 +159,7 @@ export class UsersService {
   }
 
   async listTokens(userId: number) {
-    const tokens = await this.em().find(ApiToken, { userId }, { orderBy: { id: 'asc' } });
+    const tokens = await this.em().find(ApiToken, { userId, pipelineId: null }, { orderBy: { id: 'asc' } });
     return Promise.all(
       tokens.map(async (t) =>
         tokenJson(t, await this.targetName(t.targetOrgId ?? null, t.targetRepoId ?? null)),

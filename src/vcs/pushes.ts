@@ -30,7 +30,16 @@ export type CommitInfo = {
   author: { name: string; email: string; date: string };
 };
 
-export type PushEvent = { type: 'push' | 'tag'; payload: Record<string, unknown> };
+/**
+ * A push or tag event: `payload` is the spec's payload; `commit` and `branch` say which commit
+ * the ref now names (what CI builds) — for Mercurial `payload.after` is the changegroup tip.
+ */
+export type PushEvent = {
+  type: 'push' | 'tag';
+  payload: Record<string, unknown>;
+  commit: string;
+  branch: string;
+};
 
 const FIELD = '\x1f';
 const RECORD = '\x1e';
@@ -303,6 +312,8 @@ async function tagEvents(ctx: PushContext, before: Snapshot, after: Snapshot): P
     const c = infos.get(target);
     return {
       type: 'tag' as const,
+      commit: target,
+      branch: '',
       payload: {
         ref: name,
         ref_type: 'tag',
@@ -359,6 +370,8 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
         const commits = await gitCommits(ctx.dir, ids);
         events.push({
           type: 'push',
+          commit: head,
+          branch,
           payload: pushPayload(
             ctx,
             {
@@ -388,6 +401,8 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
         const total = commits.length < MAX_COMMITS ? commits.length : await hgCount(ctx.dir, revset);
         events.push({
           type: 'push',
+          commit: node,
+          branch: bm,
           payload: pushPayload(
             ctx,
             {
@@ -412,6 +427,8 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
           const existed = before.branches.has(branch);
           events.push({
             type: 'push',
+            commit: commits[0]?.id ?? after.tip,
+            branch,
             payload: pushPayload(
               ctx,
               {
@@ -437,6 +454,8 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
         const { c, total } = await fossilNewCommits(ctx.dir, branch, before.mark);
         events.push({
           type: 'push',
+          commit: head,
+          branch,
           payload: pushPayload(
             ctx,
             {
@@ -457,4 +476,20 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
   }
   events.push(...(await tagEvents(ctx, before, after)));
   return events;
+}
+
+/** One file's content at a commit, or undefined when the commit has no such file. */
+export async function fileAt(
+  vcs: VcsKind,
+  dir: string,
+  rev: string,
+  file: string,
+): Promise<string | undefined> {
+  const args: Record<VcsKind, [string, string[]]> = {
+    git: ['git', ['-C', dir, 'show', `${rev}:${file}`]],
+    hg: [HG, ['-R', dir, 'cat', '-r', rev, file]],
+    fossil: ['fossil', ['cat', '-R', dir, '-r', rev, file]],
+  };
+  const [cmd, a] = args[vcs];
+  return out(cmd, a).catch(() => undefined);
 }

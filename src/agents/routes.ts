@@ -1,0 +1,116 @@
+import { z } from 'zod';
+import { readRawBody, reply, type Api } from '../http/api.ts';
+import { ApiError } from '../http/errors.ts';
+import {
+  LOG_APPEND_LIMIT,
+  pipelineStatusBody,
+  stepStatusBody,
+  type PipelinesService,
+} from '../pipelines/service.ts';
+import { createAgentBody, type AgentsService } from './service.ts';
+
+const pollQuery = z.object({ wait: z.coerce.number().int().min(0).max(30).optional() });
+const logQuery = z.object({ offset: z.coerce.number().int().min(0).optional() });
+const id = (raw: string | undefined): number =>
+  raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+
+export function agentRoutes(
+  api: Api,
+  agents: AgentsService,
+  pipelines: PipelinesService,
+  opts: { agentTimeoutMs: number },
+): void {
+  api.route({
+    method: 'post',
+    path: '/api/v1/admin/agents',
+    tag: 'admin',
+    auth: 'admin',
+    summary: 'Register a CI agent; the token is shown once (site admin)',
+    body: createAgentBody,
+    status: 201,
+    handler: async ({ access, body }) => {
+      access.admin();
+      return reply.created(await agents.create(body.name));
+    },
+  });
+  api.route({
+    method: 'post',
+    path: '/api/v1/ci/poll',
+    tag: 'ci',
+    auth: 'agent',
+    summary:
+      'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
+    query: pollQuery,
+    handler: async ({ access, query }) => {
+      const agent = access.agent();
+      await agents.seen(agent.agentId, agent.instance);
+      const job = await pipelines.poll(agent, (query.wait ?? 0) * 1000);
+      return job === undefined ? reply.noContent() : reply.bare(job);
+    },
+  });
+  api.route({
+    method: 'post',
+    path: '/api/v1/ci/heartbeat',
+    tag: 'ci',
+    auth: 'agent',
+    summary: 'Record that the agent is alive; answers the ids of its pipelines that were cancelled',
+    handler: async ({ access }) => {
+      const agent = access.agent();
+      await agents.seen(agent.agentId, agent.instance);
+      return reply.bare({ cancelled_pipelines: await pipelines.cancelledFor(agent) });
+    },
+  });
+  api.route({
+    method: 'put',
+    path: '/api/v1/ci/steps/:id/status',
+    tag: 'ci',
+    auth: 'agent',
+    summary: 'Report a step status; the answer carries `pipeline_status` (cancelled means stop)',
+    body: stepStatusBody,
+    handler: async ({ access, params, body }) => {
+      const agent = access.agent();
+      return reply.bare(await pipelines.stepStatus(agent.agentId, id(params.id), body));
+    },
+  });
+  api.route({
+    method: 'put',
+    path: '/api/v1/ci/pipelines/:id/status',
+    tag: 'ci',
+    auth: 'agent',
+    summary: 'Report a pipeline status (sets finished_at and error_message)',
+    body: pipelineStatusBody,
+    handler: async ({ access, params, body }) => {
+      const agent = access.agent();
+      return reply.ok(await pipelines.pipelineStatus(agent.agentId, id(params.id), body));
+    },
+  });
+  api.route({
+    method: 'post',
+    path: '/api/v1/ci/steps/:id/log',
+    tag: 'ci',
+    auth: 'agent',
+    summary: 'Append raw text to a step log (<= 1 MiB per request; `offset` makes retries idempotent)',
+    query: logQuery,
+    body: z.string(),
+    rawBody: true,
+    handler: async ({ access, params, query, req }) => {
+      const agent = access.agent();
+      const data = await readRawBody(req, LOG_APPEND_LIMIT);
+      return reply.ok(await pipelines.appendLog(agent.agentId, id(params.id), query.offset, data));
+    },
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/ci/queue',
+    tag: 'ci',
+    auth: 'agent',
+    summary: 'Queue depth for autoscalers: `{pending, running, agents}` (agent token or site admin)',
+    handler: async ({ access }) => {
+      if (access.principal.kind !== 'agent') {
+        if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
+        access.admin();
+      }
+      return reply.bare(await pipelines.queue(await agents.liveInstances(opts.agentTimeoutMs)));
+    },
+  });
+}

@@ -1,0 +1,121 @@
+import { LineCounter, parseDocument, isNode } from 'yaml';
+import { z } from 'zod';
+
+export const PIPELINE_FILE = '.pipeline.yml';
+export const PIPELINE_EVENTS = ['push', 'tag', 'pull_request'] as const;
+export type PipelineEvent = (typeof PIPELINE_EVENTS)[number];
+
+const stringList = z
+  .union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+  .transform((v) => (typeof v === 'string' ? [v] : v));
+const when = z
+  .object({
+    event: z
+      .union([z.enum(PIPELINE_EVENTS), z.array(z.enum(PIPELINE_EVENTS)).min(1)])
+      .transform((v) => (typeof v === 'string' ? [v] : v))
+      .optional(),
+    branch: stringList.optional(),
+  })
+  .strict();
+export type When = z.infer<typeof when>;
+
+const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
+const step = z
+  .object({
+    name: z.string().min(1).max(255),
+    image: z.string().min(1).max(1024),
+    commands: z
+      .union([z.string().min(1), z.array(z.string()).min(1)])
+      .transform((v) => (typeof v === 'string' ? [v] : v)),
+    environment: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name'), envValue)
+      .optional(),
+    when: when.optional(),
+  })
+  .strict();
+
+const file = z
+  .object({
+    when: when.optional(),
+    steps: z.array(step).min(1).max(100),
+  })
+  .strict()
+  .superRefine((f, ctx) => {
+    const seen = new Set<string>();
+    f.steps.forEach((s, i) => {
+      if (seen.has(s.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['steps', i, 'name'],
+          message: `duplicate step name "${s.name}"`,
+        });
+      seen.add(s.name);
+    });
+  });
+
+export type PipelineFile = z.infer<typeof file>;
+export type ParsedStep = PipelineFile['steps'][number];
+
+export type ParseResult = { ok: true; file: PipelineFile } | { ok: false; error: string };
+
+/**
+ * Parses `.pipeline.yml`. Errors name the line and the field, e.g.
+ * `.pipeline.yml line 4 (steps[0].image): Invalid input: expected string, received undefined`.
+ */
+export function parsePipelineFile(text: string): ParseResult {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const yamlError = doc.errors[0];
+  if (yamlError !== undefined) {
+    const at = lines.linePos(yamlError.pos[0]);
+    return {
+      ok: false,
+      error: `${PIPELINE_FILE} line ${at.line}: ${yamlError.message.split('\n')[0] ?? 'invalid YAML'}`,
+    };
+  }
+  const r = file.safeParse(doc.toJS());
+  if (r.success) return { ok: true, file: r.data };
+  const issue = r.error.issues[0]!;
+  // The deepest YAML node that exists along the issue's path gives the line.
+  let line = 1;
+  for (let n = issue.path.length; n >= 0; n--) {
+    const node: unknown = doc.getIn(issue.path.slice(0, n) as (string | number)[], true);
+    if (isNode(node) && node.range) {
+      line = lines.linePos(node.range[0]).line;
+      break;
+    }
+  }
+  const field = issue.path.reduce<string>(
+    (acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc === '' ? String(p) : `${acc}.${String(p)}`),
+    '',
+  );
+  return {
+    ok: false,
+    error: `${PIPELINE_FILE} line ${line}${field === '' ? '' : ` (${field})`}: ${issue.message}`,
+  };
+}
+
+function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '*') {
+      if (glob[i + 1] === '*') {
+        re += '.*';
+        i++;
+      } else re += '[^/]*';
+    } else if (c === '?') re += '[^/]';
+    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+/** Does a `when` block match? Event lists any of the pipeline's events; branch globs apply when there is a branch. */
+export function whenMatches(w: When | undefined, events: readonly string[], branch: string): boolean {
+  if (w === undefined) return true;
+  if (w.event !== undefined && !events.some((e) => (w.event as readonly string[]).includes(e))) return false;
+  if (w.branch !== undefined && branch !== '' && !w.branch.some((g) => globToRegExp(g).test(branch)))
+    return false;
+  if (w.branch !== undefined && branch === '' && !events.includes('tag')) return false;
+  return true;
+}

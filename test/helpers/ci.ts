@@ -1,0 +1,66 @@
+import { expect } from '@jest/globals';
+import { uniq, type Client, type TestServer, type TestUser } from './server.ts';
+import { ok, tempDir, withCreds, writeFile } from './vcs.ts';
+
+/** A git repository with a working copy that pushes to Triad over HTTP. */
+export type GitRepo = {
+  name: string;
+  id: number;
+  work: string;
+  clone: string;
+  push: (...refs: string[]) => Promise<void>;
+};
+
+export async function gitRepo(
+  s: TestServer,
+  owner: TestUser,
+  org: string,
+  isPrivate = false,
+): Promise<GitRepo> {
+  const name = uniq('ci');
+  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'git', is_private: isPrivate });
+  expect(r.status).toBe(201);
+  const work = await tempDir();
+  await ok('git', ['init', '-q', '-b', 'main', work], work);
+  const clone: string = r.body.data.clone_url;
+  return {
+    name,
+    id: r.body.data.id,
+    work,
+    clone,
+    push: async (...refs) => {
+      await ok(
+        'git',
+        ['push', '-q', withCreds(clone, owner.token), ...(refs.length > 0 ? refs : ['main'])],
+        work,
+      );
+    },
+  };
+}
+
+export async function commitFiles(
+  repo: GitRepo,
+  files: Record<string, string>,
+  message = 'change',
+): Promise<string> {
+  for (const [f, c] of Object.entries(files)) await writeFile(repo.work, f, c);
+  await ok('git', ['add', '-A'], repo.work);
+  await ok('git', ['commit', '-q', '--allow-empty', '-m', message], repo.work);
+  return (await ok('git', ['rev-parse', 'HEAD'], repo.work)).trim();
+}
+
+export async function newAgent(s: TestServer, name = uniq('agent')): Promise<Client> {
+  const r = await s.admin.post('/api/v1/admin/agents', { name });
+  expect(r.status).toBe(201);
+  return s.anon.as(r.body.data.token);
+}
+
+export const TWO_STEPS = `steps:
+  - name: build
+    image: alpine:3
+    commands: ["echo building", "echo done"]
+    environment: {MODE: test}
+  - name: test
+    image: alpine:3
+    commands: ["echo testing"]
+`;

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { ok } from '../helpers/vcs.ts';
+import { TWO_STEPS, commitFiles, gitRepo, type GitRepo } from '../helpers/ci.ts';
+
+let s: TestServer;
+let owner: TestUser;
+let org: string;
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await s.newUser();
+  org = await s.newOrg(owner);
+});
+afterAll(async () => {
+  await s.close();
+});
+
+const path = (r: GitRepo, rest = '') => `/api/v1/repos/${org}/${r.name}/pipelines${rest}`;
+
+describe('pipeline triggers', () => {
+  test('when a commit with a two-step pipeline file is pushed, then a pending pipeline with both steps exists', async () => {
+    const repo = await gitRepo(s, owner, org);
+    const sha = await commitFiles(repo, { '.pipeline.yml': TWO_STEPS }, 'add ci');
+    await repo.push();
+    const list = await owner.client.get(path(repo));
+    expect(list.status).toBe(200);
+    expect(list.body).toMatchObject({ total: 1, page: 1, per_page: 20 });
+    const p = list.body.pipelines[0];
+    expect(p).toMatchObject({
+      number: 1,
+      commit_node: sha,
+      branch: 'main',
+      tag: '',
+      event: 'push',
+      events: ['push'],
+      status: 'pending',
+      trigger_by: owner.id,
+      trigger_user: { id: owner.id, username: owner.username },
+      started_at: null,
+      finished_at: null,
+    });
+    expect(p.steps).toBeUndefined();
+    expect(p.error_message).toBeUndefined();
+    const one = await s.anon.get(path(repo, '/1'));
+    expect(one.status).toBe(200);
+    expect(one.body.steps).toEqual([
+      expect.objectContaining({
+        number: 1,
+        name: 'build',
+        image: 'alpine:3',
+        status: 'pending',
+        exit_code: null,
+      }),
+      expect.objectContaining({ number: 2, name: 'test', status: 'pending' }),
+    ]);
+  });
+
+  test('when the top-level `when` does not match, then no pipeline; a matching tag push creates one with the tag', async () => {
+    const repo = await gitRepo(s, owner, org);
+    const file = `when:\n  event: [tag]\nsteps:\n  - name: release\n    image: alpine\n    commands: [echo release]\n`;
+    const sha = await commitFiles(repo, { '.pipeline.yml': file });
+    await repo.push();
+    expect((await s.anon.get(path(repo))).body.total).toBe(0);
+    await ok('git', ['tag', 'v1.0'], repo.work);
+    await repo.push('v1.0');
+    const list = await s.anon.get(path(repo));
+    expect(list.body.pipelines).toEqual([
+      expect.objectContaining({ number: 1, event: 'tag', events: ['tag'], tag: 'v1.0', commit_node: sha }),
+    ]);
+  });
+
+  test('when a step `when` does not match, then that step is created skipped', async () => {
+    const repo = await gitRepo(s, owner, org);
+    const file = `steps:\n  - name: always\n    image: alpine\n    commands: [echo a]\n  - name: on-tag\n    image: alpine\n    commands: [echo b]\n    when: {event: [tag]}\n  - name: on-release-branch\n    image: alpine\n    commands: [echo c]\n    when: {branch: ["release/*"]}\n`;
+    await commitFiles(repo, { '.pipeline.yml': file });
+    await repo.push();
+    const p = await s.anon.get(path(repo, '/1'));
+    expect(p.body.steps.map((x: any) => [x.name, x.status])).toEqual([
+      ['always', 'pending'],
+      ['on-tag', 'skipped'],
+      ['on-release-branch', 'skipped'],
+    ]);
+    await ok('git', ['checkout', '-q', '-b', 'release/1.x'], repo.work);
+    await commitFiles(repo, { x: '1' });
+    await repo.push('release/1.x');
+    const r = await s.anon.get(path(repo, '/2'));
+    expect(r.body.branch).toBe('release/1.x');
+    expect(r.body.steps.map((x: any) => x.status)).toEqual(['pending', 'skipped', 'pending']);
+  });
+
+  test('when the pipeline file is invalid, then an error pipeline says what and where', async () => {
+    const repo = await gitRepo(s, owner, org);
+    await commitFiles(repo, { '.pipeline.yml': 'steps:\n  - name: build\n    commands: [make]\n' });
+    await repo.push();
+    const p = await s.anon.get(path(repo, '/1'));
+    expect(p.body.status).toBe('error');
+    expect(p.body.steps).toEqual([]);
+    expect(p.body.error_message).toMatch(/^\.pipeline\.yml line 2 \(steps\[0\]\.image\): /);
+    await commitFiles(repo, { '.pipeline.yml': 'steps: [unclosed\n' });
+    await repo.push();
+    const bad = await s.anon.get(path(repo, '/2'));
+    expect(bad.body.status).toBe('error');
+    expect(bad.body.error_message).toMatch(/^\.pipeline\.yml line \d+: /);
+  });
+
+  test('when a push and a tag reach the same commit, then one pipeline lists both events', async () => {
+    const repo = await gitRepo(s, owner, org);
+    const sha = await commitFiles(repo, { '.pipeline.yml': TWO_STEPS });
+    await ok('git', ['tag', 'v2'], repo.work);
+    await repo.push('main', 'v2');
+    const list = await s.anon.get(path(repo));
+    expect(list.body.total).toBe(1);
+    expect(list.body.pipelines[0]).toMatchObject({
+      commit_node: sha,
+      event: 'push',
+      events: ['push', 'tag'],
+      tag: 'v2',
+    });
+  });
+
+  test('when a commit has no pipeline file, then no pipeline is created', async () => {
+    const repo = await gitRepo(s, owner, org);
+    await commitFiles(repo, { README: 'x' });
+    await repo.push();
+    expect((await s.anon.get(path(repo))).body).toEqual({ total: 0, page: 1, per_page: 20, pipelines: [] });
+  });
+});
