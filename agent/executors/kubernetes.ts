@@ -1,0 +1,584 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import { Writable, type Readable } from 'node:stream';
+import {
+  ApiException,
+  CoreV1Api,
+  KubeConfig,
+  Log,
+  type V1OwnerReference,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { z } from 'zod';
+import type { Executor, Job, StepResult, StepRun } from '../types.ts';
+import {
+  CLONE_CONTAINER,
+  EXIT_CANCELLED,
+  EXIT_NOT_STARTED,
+  LABEL_PIPELINE,
+  STEP_CONTAINER,
+  defaultPodSpecOptions,
+  ownedSelector,
+  stepPod,
+  stepPodState,
+  workspaceClaimName,
+  workspacePvc,
+  type PodSpecOptions,
+  type StepPodState,
+} from './pod-spec.ts';
+
+export const SERVICEACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+const SERVICEACCOUNT_TOKEN_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export type KubernetesExecutorOptions = {
+  kubeConfig: KubeConfig;
+  pod: PodSpecOptions;
+  /** A step pod that has not started this long (no container running) fails with exit code 125. */
+  pendingTimeoutMs: number;
+  /** How often a step pod's status is read while waiting. */
+  pollMs?: number;
+  /** The agent's own pod (same namespace): made the owner of step pods and PVCs for garbage collection. */
+  selfPod?: string | undefined;
+  /** Called with problems that do not fail a step (a failed delete, a log stream that broke). */
+  warn?: (message: string, err?: unknown) => void;
+};
+
+class Cancelled extends Error {
+  constructor() {
+    super('cancelled');
+  }
+}
+
+function isStatus(err: unknown, code: number): boolean {
+  return err instanceof ApiException && err.code === code;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body: unknown = err.body;
+    let msg = '';
+    if (typeof body === 'string') msg = body;
+    else if (typeof body === 'object' && body !== null && 'message' in body) msg = String(body.message);
+    return `Kubernetes API ${err.code}${msg === '' ? '' : `: ${msg}`}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Resolves after `ms`; rejects with Cancelled as soon as `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new Cancelled());
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new Cancelled());
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** `p`, or Cancelled as soon as `signal` aborts (the work behind `p` is left to finish on its own). */
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    p.catch(() => undefined);
+    return Promise.reject(new Cancelled());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => resolve(undefined), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+/**
+ * Runs each step as a Kubernetes Pod (image = step image, commands by `sh -c`) sharing a
+ * per-pipeline PVC workspace into which the first step's init container clones the repository.
+ */
+export class KubernetesExecutor implements Executor {
+  readonly name = 'kubernetes';
+  private readonly core: CoreV1Api;
+  private readonly logs: Log;
+  private readonly o: Required<Omit<KubernetesExecutorOptions, 'selfPod'>> & { selfPod: string | undefined };
+  private owner: Promise<V1OwnerReference | undefined> | undefined;
+
+  constructor(opts: KubernetesExecutorOptions) {
+    this.o = { pollMs: 1000, warn: () => undefined, ...opts, selfPod: opts.selfPod };
+    this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
+    this.logs = new Log(opts.kubeConfig);
+  }
+
+  get namespace(): string {
+    return this.o.pod.namespace;
+  }
+
+  /** Pod options with the owner reference (the agent's pod, read once; none when unreadable). */
+  private async podOptions(): Promise<PodSpecOptions> {
+    const self = this.o.selfPod;
+    if (self === undefined || this.o.pod.owner !== undefined) return this.o.pod;
+    this.owner ??= this.core.readNamespacedPod({ name: self, namespace: this.namespace }).then(
+      (p): V1OwnerReference | undefined =>
+        p.metadata?.uid === undefined
+          ? undefined
+          : { apiVersion: 'v1', kind: 'Pod', name: self, uid: p.metadata.uid, controller: false },
+      (err: unknown) => {
+        this.o.warn(
+          `cannot read the agent pod ${self}: step pods will not be garbage-collected with it`,
+          err,
+        );
+        return undefined;
+      },
+    );
+    const owner = await this.owner;
+    return owner === undefined ? this.o.pod : { ...this.o.pod, owner };
+  }
+
+  async prepare(job: Job, signal: AbortSignal): Promise<void> {
+    const opts = await abortable(this.podOptions(), signal);
+    try {
+      await abortable(
+        this.core.createNamespacedPersistentVolumeClaim({
+          namespace: this.namespace,
+          body: workspacePvc(job, opts),
+        }),
+        signal,
+      );
+    } catch (err) {
+      if (isStatus(err, 409)) return; // made by an earlier attempt of this pipeline
+      if (err instanceof Cancelled) throw err;
+      throw new Error(
+        `creating the workspace volume ${workspaceClaimName(job.pipeline_id)} failed: ${describe(err)}`,
+        { cause: err },
+      );
+    }
+  }
+
+  async runStep(run: StepRun): Promise<StepResult> {
+    const { job, step, signal } = run;
+    const out = (s: string) => run.onOutput(Buffer.from(s));
+    const opts = await this.podOptions();
+    const body = stepPod(job, step, opts, randomBytes(3).toString('hex'), run.env);
+    const name = body.metadata?.name ?? '';
+    try {
+      await abortable(this.core.createNamespacedPod({ namespace: this.namespace, body }), signal);
+    } catch (err) {
+      if (err instanceof Cancelled) return { exitCode: EXIT_CANCELLED, reason: 'cancelled' };
+      throw new Error(`creating pod ${name} failed: ${describe(err)}`, { cause: err });
+    }
+    try {
+      const result = await this.follow(name, run, out);
+      await this.deletePod(name);
+      return result;
+    } catch (err) {
+      if (err instanceof Cancelled || signal.aborted) {
+        await this.deletePod(name, 0);
+        return { exitCode: EXIT_CANCELLED, reason: 'cancelled' };
+      }
+      await this.deletePod(name);
+      throw err;
+    }
+  }
+
+  private async readPod(name: string, signal: AbortSignal): Promise<V1Pod | undefined> {
+    try {
+      return await abortable(this.core.readNamespacedPod({ name, namespace: this.namespace }), signal);
+    } catch (err) {
+      if (isStatus(err, 404)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Waits for the step pod to start, follows its log, and reads its outcome. */
+  private async follow(name: string, run: StepRun, out: (s: string) => void): Promise<StepResult> {
+    const { signal } = run;
+    const gone = (): StepResult => {
+      out(`[triad] pod ${name} was deleted before the step ended\n`);
+      return { exitCode: EXIT_NOT_STARTED, reason: 'PodDeleted' };
+    };
+    // 1. Wait until the step container runs (or the pod ends), classifying why it does not start.
+    let lastProgress = Date.now();
+    let state: StepPodState;
+    for (;;) {
+      const pod = await this.readPod(name, signal);
+      if (pod === undefined) return gone();
+      state = stepPodState(pod);
+      if (state.kind !== 'pending') break;
+      if (state.cloning) lastProgress = Date.now();
+      const waited = Date.now() - lastProgress;
+      if (state.problem?.fatal === true || waited >= this.o.pendingTimeoutMs) {
+        const why =
+          state.problem === undefined
+            ? 'Pending'
+            : `${state.problem.reason}${state.problem.message === '' ? '' : `: ${state.problem.message}`}`;
+        out(`[triad] pod ${name} did not start within ${Math.round(waited / 1000)} s: ${why}\n`);
+        return { exitCode: EXIT_NOT_STARTED, reason: state.problem?.reason ?? 'PendingTimeout' };
+      }
+      await sleep(this.o.pollMs, signal);
+    }
+    if (state.kind === 'clone-failed') {
+      await this.streamLog(name, CLONE_CONTAINER, false, 0, run.onOutput, signal).catch((err: unknown) => {
+        if (err instanceof Cancelled) throw err;
+        out(`[triad] could not read the clone log: ${describe(err)}\n`);
+      });
+      out(`[triad] cloning the repository failed (exit code ${state.exitCode})\n`);
+      return { exitCode: state.exitCode, reason: 'CloneFailed' };
+    }
+    // 2. Follow the log while the container runs; a stream that ends early is reopened.
+    let seen = 0;
+    const pump = async (follow: boolean) => {
+      try {
+        seen = await this.streamLog(name, STEP_CONTAINER, follow, seen, run.onOutput, signal);
+      } catch (err) {
+        if (err instanceof Cancelled || signal.aborted) throw new Cancelled();
+        this.o.warn(`log stream of pod ${name} broke`, err);
+      }
+    };
+    while (state.kind === 'running') {
+      await pump(true);
+      const pod = await this.readPod(name, signal);
+      if (pod === undefined) return gone();
+      state = stepPodState(pod);
+      if (state.kind === 'running') await sleep(this.o.pollMs, signal);
+    }
+    // 3. Ended: read the whole log once more and emit what the follow missed.
+    if (state.kind === 'terminated' || state.kind === 'failed') await pump(false);
+    switch (state.kind) {
+      case 'terminated':
+        if (state.reason === 'OOMKilled') {
+          out(`\n[triad] the step was killed because it ran out of memory (OOMKilled)\n`);
+          return { exitCode: state.exitCode, reason: 'OOMKilled' };
+        }
+        if (state.reason === 'DeadlineExceeded') {
+          out(`\n[triad] the step exceeded its deadline of ${this.o.pod.deadlineSeconds} s\n`);
+          return { exitCode: state.exitCode, reason: 'DeadlineExceeded' };
+        }
+        if (state.reason !== undefined && state.exitCode !== 0) {
+          out(`\n[triad] ${state.reason}${state.message === undefined ? '' : `: ${state.message}`}\n`);
+          return { exitCode: state.exitCode, reason: state.reason };
+        }
+        return { exitCode: state.exitCode };
+      case 'failed':
+        out(
+          `\n[triad] pod ${name} failed: ${state.reason}${state.message === '' ? '' : `: ${state.message}`}\n`,
+        );
+        return { exitCode: state.exitCode, reason: state.reason };
+      case 'clone-failed':
+        out(`[triad] cloning the repository failed (exit code ${state.exitCode})\n`);
+        return { exitCode: state.exitCode, reason: 'CloneFailed' };
+      case 'pending':
+        throw new Error(`unexpected pod state ${state.kind}`);
+    }
+  }
+
+  /**
+   * Streams a container's log into `onData`, skipping its first `skip` bytes (already emitted by an
+   * earlier stream); returns how many bytes of the log have been seen in total.
+   */
+  private async streamLog(
+    name: string,
+    container: string,
+    follow: boolean,
+    skip: number,
+    onData: (d: Buffer) => void,
+    signal: AbortSignal,
+  ): Promise<number> {
+    let pos = 0;
+    let seen = skip;
+    let source: Readable | undefined;
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        const start = pos;
+        pos += chunk.length;
+        if (pos > seen) {
+          onData(start >= seen ? chunk : chunk.subarray(seen - start));
+          seen = pos;
+        }
+        cb();
+      },
+    });
+    const done = new Promise<void>((resolve, reject) => {
+      sink.on('finish', resolve);
+      sink.on('error', reject);
+      sink.on('close', () => reject(new Error('log stream closed')));
+      // Log pipes the response into `sink` and does not handle the response's errors: do it here,
+      // or a broken connection would be an uncaught exception.
+      sink.on('pipe', (src: Readable) => {
+        source = src;
+        src.on('error', (e) => sink.destroy(e));
+      });
+    });
+    done.catch(() => undefined);
+    const ctrl = await abortable(
+      this.logs.log(this.namespace, name, container, sink, { follow, pretty: false, timestamps: false }),
+      signal,
+    );
+    const onAbort = () => {
+      ctrl.abort();
+      source?.destroy();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await abortable(done, signal);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    return seen;
+  }
+
+  private async deletePod(name: string, gracePeriodSeconds?: number): Promise<void> {
+    try {
+      // Bounded, so that a cancelled step returns promptly even when the API server is slow.
+      await withTimeout(
+        this.core.deleteNamespacedPod({
+          name,
+          namespace: this.namespace,
+          ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
+        }),
+        3000,
+      );
+    } catch (err) {
+      if (!isStatus(err, 404)) this.o.warn(`deleting pod ${name} failed`, err);
+    }
+  }
+
+  async cleanup(job: Job): Promise<void> {
+    await this.deleteOwned((pipeline) => pipeline === String(job.pipeline_id), job.pipeline_id);
+  }
+
+  async sweep(activePipelineIds: ReadonlySet<number>): Promise<void> {
+    await this.deleteOwned((pipeline) => !activePipelineIds.has(Number(pipeline)));
+  }
+
+  /** Deletes this agent's pods, then PVCs, whose pipeline label matches. */
+  private async deleteOwned(match: (pipeline: string) => boolean, pipelineId?: number): Promise<void> {
+    const labelSelector = ownedSelector(this.o.pod.instance, pipelineId);
+    const ns = this.namespace;
+    const problems: string[] = [];
+    const pods = await this.core.listNamespacedPod({ namespace: ns, labelSelector });
+    for (const p of pods.items) {
+      const name = p.metadata?.name;
+      const pipeline = p.metadata?.labels?.[LABEL_PIPELINE];
+      if (name === undefined || pipeline === undefined || !match(pipeline)) continue;
+      await this.core
+        .deleteNamespacedPod({ name, namespace: ns, gracePeriodSeconds: 0 })
+        .catch((err: unknown) => {
+          if (!isStatus(err, 404)) problems.push(`pod ${name}: ${describe(err)}`);
+        });
+    }
+    const claims = await this.core.listNamespacedPersistentVolumeClaim({ namespace: ns, labelSelector });
+    for (const c of claims.items) {
+      const name = c.metadata?.name;
+      const pipeline = c.metadata?.labels?.[LABEL_PIPELINE];
+      if (name === undefined || pipeline === undefined || !match(pipeline)) continue;
+      await this.core.deleteNamespacedPersistentVolumeClaim({ name, namespace: ns }).catch((err: unknown) => {
+        if (!isStatus(err, 404)) problems.push(`persistentvolumeclaim ${name}: ${describe(err)}`);
+      });
+    }
+    if (problems.length > 0) throw new Error(`deleting failed: ${problems.join('; ')}`);
+  }
+}
+
+// ---- configuration ----
+
+const quantity = z
+  .string()
+  .regex(
+    /^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$/,
+    'must be a Kubernetes quantity such as 500m or 1Gi',
+  )
+  .optional();
+
+const labelMap = z.string().transform((s, ctx): Record<string, string> => {
+  const t = s.trim();
+  if (t.startsWith('{')) {
+    try {
+      const parsed = z.record(z.string(), z.string()).safeParse(JSON.parse(t));
+      if (parsed.success) return parsed.data;
+    } catch {
+      /* reported below */
+    }
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of strings or k=v,k=v' });
+    return z.NEVER;
+  }
+  const out: Record<string, string> = {};
+  for (const pair of t.split(',')) {
+    if (pair.trim() === '') continue;
+    const i = pair.indexOf('=');
+    if (i <= 0) {
+      ctx.addIssue({ code: 'custom', message: `"${pair}" is not k=v` });
+      return z.NEVER;
+    }
+    out[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
+  }
+  return out;
+});
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const envSchema = z.object({
+  TRIAD_AGENT_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
+    .optional(),
+  TRIAD_AGENT_PENDING_TIMEOUT: z.coerce.number().positive().default(120),
+  TRIAD_AGENT_POD_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
+  TRIAD_AGENT_CLONE_IMAGE: z.string().min(1).optional(),
+  TRIAD_AGENT_WORKSPACE_SIZE: z
+    .string()
+    .regex(/^[0-9]+(\.[0-9]+)?(k|Ki|M|Mi|G|Gi|T|Ti)?$/, 'must be a quantity such as 1Gi')
+    .default('1Gi'),
+  TRIAD_AGENT_WORKSPACE_ACCESS_MODE: z
+    .enum(['ReadWriteOnce', 'ReadWriteMany', 'ReadWriteOncePod'])
+    .default('ReadWriteOnce'),
+  TRIAD_AGENT_STORAGE_CLASS: z.string().min(1).optional(),
+  TRIAD_AGENT_SERVICE_ACCOUNT: z.string().min(1).optional(),
+  TRIAD_AGENT_NODE_SELECTOR: labelMap.optional(),
+  TRIAD_AGENT_TOLERATIONS: z.string().optional(),
+  TRIAD_AGENT_CPU_REQUEST: quantity,
+  TRIAD_AGENT_CPU_LIMIT: quantity,
+  TRIAD_AGENT_MEMORY_REQUEST: quantity,
+  TRIAD_AGENT_MEMORY_LIMIT: quantity,
+  TRIAD_AGENT_RUN_AS_USER: z.union([z.literal('image'), z.coerce.number().int().min(0)]).default(1000),
+  TRIAD_AGENT_RUN_AS_NON_ROOT: bool.optional(),
+  TRIAD_AGENT_FS_GROUP: z.union([z.literal('none'), z.coerce.number().int().min(0)]).optional(),
+  TRIAD_AGENT_IMAGE_PULL_SECRETS: z.string().optional(),
+  TRIAD_AGENT_INSTANCE: z.string().min(1).optional(),
+  POD_NAME: z.string().min(1).optional(),
+  POD_NAMESPACE: z.string().min(1).optional(),
+  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
+  KUBECONFIG: z.string().min(1).optional(),
+});
+
+const tolerationsSchema = z.array(
+  z.object({
+    key: z.string().optional(),
+    operator: z.enum(['Exists', 'Equal']).optional(),
+    value: z.string().optional(),
+    effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']).optional(),
+    tolerationSeconds: z.number().int().optional(),
+  }),
+);
+
+export type KubernetesEnv = {
+  options: Omit<KubernetesExecutorOptions, 'kubeConfig'>;
+  /** Whether to use the pod's service account (in a cluster, without KUBECONFIG). */
+  inCluster: boolean;
+};
+
+function readNamespaceFile(file: string): string | undefined {
+  try {
+    const ns = fs.readFileSync(file, 'utf8').trim();
+    return ns === '' ? undefined : ns;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Parses the executor's TRIAD_AGENT_* variables (an empty variable counts as unset); a bad value
+ * fails with every problem listed. Pure but for reading the service account's namespace file.
+ */
+export function parseKubernetesEnv(
+  env: NodeJS.ProcessEnv,
+  namespaceFile: string = SERVICEACCOUNT_NAMESPACE_FILE,
+): KubernetesEnv {
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''),
+  );
+  const parsed = envSchema.safeParse(present);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  let tolerations: z.infer<typeof tolerationsSchema> = [];
+  if (parsed.success && parsed.data.TRIAD_AGENT_TOLERATIONS !== undefined) {
+    try {
+      const t = tolerationsSchema.safeParse(JSON.parse(parsed.data.TRIAD_AGENT_TOLERATIONS));
+      if (t.success) tolerations = t.data;
+      else problems.push('TRIAD_AGENT_TOLERATIONS: must be a JSON array of tolerations');
+    } catch {
+      problems.push('TRIAD_AGENT_TOLERATIONS: must be a JSON array of tolerations');
+    }
+  }
+  if (!parsed.success || problems.length > 0)
+    throw new Error(`invalid kubernetes executor configuration: ${problems.join('; ')}`);
+  const e = parsed.data;
+  const agentNamespace = e.POD_NAMESPACE ?? readNamespaceFile(namespaceFile);
+  const namespace = e.TRIAD_AGENT_NAMESPACE ?? agentNamespace ?? 'default';
+  const runAsUser = e.TRIAD_AGENT_RUN_AS_USER === 'image' ? undefined : e.TRIAD_AGENT_RUN_AS_USER;
+  const fsGroup =
+    e.TRIAD_AGENT_FS_GROUP === 'none'
+      ? undefined
+      : (e.TRIAD_AGENT_FS_GROUP ?? (runAsUser === 0 ? undefined : runAsUser));
+  const pod = defaultPodSpecOptions({
+    namespace,
+    cloneImage: e.TRIAD_AGENT_CLONE_IMAGE ?? defaultPodSpecOptions().cloneImage,
+    workspaceSize: e.TRIAD_AGENT_WORKSPACE_SIZE,
+    workspaceAccessMode: e.TRIAD_AGENT_WORKSPACE_ACCESS_MODE,
+    storageClass: e.TRIAD_AGENT_STORAGE_CLASS,
+    deadlineSeconds: e.TRIAD_AGENT_POD_DEADLINE_SECONDS,
+    requests: { cpu: e.TRIAD_AGENT_CPU_REQUEST, memory: e.TRIAD_AGENT_MEMORY_REQUEST },
+    limits: { cpu: e.TRIAD_AGENT_CPU_LIMIT, memory: e.TRIAD_AGENT_MEMORY_LIMIT },
+    nodeSelector: e.TRIAD_AGENT_NODE_SELECTOR ?? {},
+    tolerations,
+    serviceAccountName: e.TRIAD_AGENT_SERVICE_ACCOUNT,
+    runAsUser,
+    runAsGroup: runAsUser,
+    fsGroup,
+    runAsNonRoot: e.TRIAD_AGENT_RUN_AS_NON_ROOT ?? runAsUser !== 0,
+    imagePullSecrets: (e.TRIAD_AGENT_IMAGE_PULL_SECRETS ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+    instance: e.TRIAD_AGENT_INSTANCE ?? e.POD_NAME ?? os.hostname(),
+  });
+  const inCluster = e.KUBERNETES_SERVICE_HOST !== undefined && e.KUBECONFIG === undefined;
+  return {
+    inCluster,
+    options: {
+      pod,
+      pendingTimeoutMs: e.TRIAD_AGENT_PENDING_TIMEOUT * 1000,
+      // Owner references only work within one namespace: a foreign owner would get the objects deleted.
+      selfPod: e.POD_NAME !== undefined && agentNamespace === namespace ? e.POD_NAME : undefined,
+    },
+  };
+}
+
+/** The `kubernetes` executor configured from the environment (see the README's table). */
+export function kubernetesExecutorFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  warn?: (message: string, err?: unknown) => void,
+): KubernetesExecutor {
+  const { options, inCluster } = parseKubernetesEnv(env);
+  const kubeConfig = new KubeConfig();
+  if (inCluster && fs.existsSync(SERVICEACCOUNT_TOKEN_FILE)) kubeConfig.loadFromCluster();
+  else kubeConfig.loadFromDefault();
+  return new KubernetesExecutor({ ...options, kubeConfig, ...(warn === undefined ? {} : { warn }) });
+}
