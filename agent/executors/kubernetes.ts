@@ -244,18 +244,20 @@ export class KubernetesExecutor implements Executor {
       await sleep(this.o.pollMs, signal);
     }
     if (state.kind === 'clone-failed') {
-      await this.streamLog(name, CLONE_CONTAINER, false, 0, run.onOutput, signal).catch((err: unknown) => {
-        if (err instanceof Cancelled) throw err;
-        out(`[triad] could not read the clone log: ${describe(err)}\n`);
-      });
+      await this.streamLog(name, CLONE_CONTAINER, false, { seen: 0 }, run.onOutput, signal).catch(
+        (err: unknown) => {
+          if (err instanceof Cancelled) throw err;
+          out(`[triad] could not read the clone log: ${describe(err)}\n`);
+        },
+      );
       out(`[triad] cloning the repository failed (exit code ${state.exitCode})\n`);
       return { exitCode: state.exitCode, reason: 'CloneFailed' };
     }
     // 2. Follow the log while the container runs; a stream that ends early is reopened.
-    let seen = 0;
+    const cursor = { seen: 0 };
     const pump = async (follow: boolean) => {
       try {
-        seen = await this.streamLog(name, STEP_CONTAINER, follow, seen, run.onOutput, signal);
+        await this.streamLog(name, STEP_CONTAINER, follow, cursor, run.onOutput, signal);
       } catch (err) {
         if (err instanceof Cancelled || signal.aborted) throw new Cancelled();
         this.o.warn(`log stream of pod ${name} broke`, err);
@@ -299,27 +301,26 @@ export class KubernetesExecutor implements Executor {
   }
 
   /**
-   * Streams a container's log into `onData`, skipping its first `skip` bytes (already emitted by an
-   * earlier stream); returns how many bytes of the log have been seen in total.
+   * Streams a container's log into `onData`, skipping its first `cursor.seen` bytes (emitted by an
+   * earlier stream) and advancing `cursor.seen` as bytes arrive, also when the stream then breaks.
    */
   private async streamLog(
     name: string,
     container: string,
     follow: boolean,
-    skip: number,
+    cursor: { seen: number },
     onData: (d: Buffer) => void,
     signal: AbortSignal,
-  ): Promise<number> {
+  ): Promise<void> {
     let pos = 0;
-    let seen = skip;
     let source: Readable | undefined;
     const sink = new Writable({
       write(chunk: Buffer, _enc, cb) {
         const start = pos;
         pos += chunk.length;
-        if (pos > seen) {
-          onData(start >= seen ? chunk : chunk.subarray(seen - start));
-          seen = pos;
+        if (pos > cursor.seen) {
+          onData(start >= cursor.seen ? chunk : chunk.subarray(cursor.seen - start));
+          cursor.seen = pos;
         }
         cb();
       },
@@ -350,7 +351,6 @@ export class KubernetesExecutor implements Executor {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
-    return seen;
   }
 
   private async deletePod(name: string, gracePeriodSeconds?: number): Promise<void> {
