@@ -12,7 +12,10 @@ const optionalString = z
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
-  TRIAD_BASE_URL: optionalString,
+  TRIAD_BASE_URL: optionalString.refine(
+    (v) => v === undefined || /^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(v),
+    'must be an http(s) URL without query or fragment',
+  ),
   TRIAD_DATA_DIR: z.string().default('./data'),
   DATABASE_URL: optionalString,
   TRIAD_REPO_DIR: optionalString,
@@ -53,7 +56,12 @@ export type Config = {
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(env);
+  // An empty variable (`PORT=` in an env file or a chart) means "unset", for every variable:
+  // otherwise `PORT=` would coerce to 0 (a random port) and `LOG_LEVEL=` would be rejected.
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''),
+  );
+  const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`invalid configuration: ${problems}`);

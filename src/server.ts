@@ -36,36 +36,49 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     dbUrl = embedded.url;
     log.info({ dataDir: config.dataDir }, 'embedded PostgreSQL started');
   }
-  const orm = await openOrm(dbUrl);
+  const orm = await openOrm(dbUrl).catch(async (e: unknown) => {
+    await embedded?.stop();
+    throw e;
+  });
+  /** Undoes a partial start (e.g. the port is taken), so no PostgreSQL or connection outlives it. */
+  const abandon = async (e: unknown, services?: Services): Promise<never> => {
+    await services?.pipelines.stop().catch(() => undefined);
+    await orm.close().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    await tracing?.shutdown().catch(() => undefined);
+    throw e;
+  };
   try {
     if (opts.migrate !== false) {
       const applied = await migrate(dbUrl, orm);
       if (applied.length > 0) log.info({ applied }, 'migrations applied');
     }
   } catch (e) {
-    await orm.close();
-    await embedded?.stop();
-    throw e;
+    return abandon(e);
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
-  if (config.admin !== undefined) {
-    const admin = config.admin;
-    await inContext(orm, () => services.users.ensureAdmin(admin));
-  }
-  if (config.agentToken !== undefined) {
-    const token = config.agentToken;
-    await inContext(orm, () => services.agents.ensure(token));
-  }
-  await services.pipelines.start();
   const { app } = createApp(deps, services);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  try {
+    if (config.admin !== undefined) {
+      const admin = config.admin;
+      await inContext(orm, () => services.users.ensureAdmin(admin));
+    }
+    if (config.agentToken !== undefined) {
+      const token = config.agentToken;
+      await inContext(orm, () => services.agents.ensure(token));
+    }
+    await services.pipelines.start();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (e) {
+    return abandon(e, services);
+  }
   const port = (server.address() as AddressInfo).port;
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 

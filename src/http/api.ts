@@ -94,13 +94,18 @@ export class Api {
   ): void {
     this.routes.push(def as unknown as AnyRoute);
     const jsonBody = def.body !== undefined && def.rawBody !== true;
-    const handlers: express.RequestHandler[] = [];
+    // Who may call comes first: an anonymous caller gets 401 (and a non-admin 403) before any
+    // body is read or validated, so a bad body never hides a missing credential.
+    const handlers: express.RequestHandler[] = [(req, res, next) => gate(def.auth, req, res, next)];
     if (jsonBody) handlers.push(this.json);
     handlers.push(async (req, res) => {
       const rawBody: unknown = req.body;
       if (jsonBody && (req.headers['content-length'] === '0' || rawBody === undefined)) {
         throw ApiError.badRequest('a JSON request body is required');
       }
+      // PostgreSQL text cannot hold NUL: reject it up front (400) instead of failing the write (500).
+      if (jsonBody) rejectNul(rawBody, 'body');
+      if (def.query !== undefined) rejectNul(req.query, 'query');
       const body: unknown = def.body && jsonBody ? parseWith(def.body, rawBody, 'body') : undefined;
       const query: unknown = def.query ? parseWith(def.query, req.query, 'query') : undefined;
       const ctx = {
@@ -134,6 +139,54 @@ export class Api {
         return;
       case 'handled':
         return;
+    }
+  }
+}
+
+/**
+ * Route-level credential check from the declared `auth` kind: `token` and `admin` routes need a
+ * user token (401), `admin` routes a site administrator (403). Finer rules stay in the handler.
+ * A path segment with a NUL character names nothing that can exist (404).
+ */
+function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFunction): void {
+  const params = req.params as Record<string, string | undefined>;
+  if (Object.values(params).some((v) => v?.includes('\u0000') === true)) throw ApiError.notFound();
+  const access = res.locals.access as Access | undefined;
+  if (auth === 'token' || auth === 'admin') {
+    if (access?.principal.kind !== 'user') throw ApiError.unauthorized();
+    if (auth === 'admin') access.admin();
+  }
+  next();
+}
+
+type JsonPath = { key: string; parent: JsonPath | undefined };
+function pathText(p: JsonPath): string {
+  const keys: string[] = [];
+  for (let at: JsonPath | undefined = p; at !== undefined; at = at.parent) keys.push(at.key);
+  return keys.reverse().join('.');
+}
+
+/**
+ * 400 `validation_failed` when any string (or key) in a parsed JSON value contains NUL. Walks
+ * with an explicit stack and builds the path only on failure, so a deeply nested body can
+ * neither overflow the call stack nor build huge path strings.
+ */
+function rejectNul(root: unknown, rootWhere: string): void {
+  const stack: [unknown, JsonPath][] = [[root, { key: rootWhere, parent: undefined }]];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    const [value, at] = item;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) {
+        throw ApiError.validation(`${pathText(at)}: must not contain NUL characters`);
+      }
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => stack.push([v, { key: String(i), parent: at }]));
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes('\u0000'))
+          throw ApiError.validation(`${pathText(at)}: keys must not contain NUL characters`);
+        stack.push([v, { key: k, parent: at }]);
+      }
     }
   }
 }

@@ -1,7 +1,7 @@
 import { reply, type Api } from '../http/api.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { ApiError } from '../http/errors.ts';
-import type { UsersService } from '../users/service.ts';
+import { userRefJson, type UsersService } from '../users/service.ts';
 import { createOrgBody, memberBody, orgJson, type OrgsService } from './service.ts';
 
 export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): void {
@@ -46,10 +46,8 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
       const org = await access.org(params.org ?? '', { role: 'owner' });
       const user = await users.byUsername(params.username ?? '');
       const r = await orgs.setMember(org.id, user.id, body.role);
-      return reply.ok({
-        user: { id: user.id, username: user.username, display_name: user.displayName },
-        role: r.role,
-      });
+      // The same member shape as the member list.
+      return reply.ok({ user: { ...userRefJson(user), email: user.email }, role: r.role });
     },
   });
   api.route({

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { OrgRef, Role } from '../http/auth.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { userRefJson } from '../users/service.ts';
+import { isUniqueViolation, userRefJson } from '../users/service.ts';
 import { User } from '../users/entities.ts';
 import { Org, OrgMember } from './entities.ts';
 
@@ -75,15 +75,22 @@ export class OrgsService {
 
   /** Creates the organization with its creator as owner, in one transaction. */
   async create(creatorId: number, body: z.infer<typeof createOrgBody>): Promise<Org> {
-    return this.em().transactional(async (tx) => {
-      const taken = await tx.execute('select 1 from orgs where lower(name) = lower(?)', [body.name]);
-      if (taken.length > 0) throw ApiError.conflict(`organization "${body.name}" already exists`);
-      const org = tx.create(Org, { name: body.name, description: body.description ?? '' });
-      await tx.flush();
-      tx.create(OrgMember, { orgId: org.id, userId: creatorId, role: 'owner' });
-      await tx.flush();
-      return org;
-    });
+    const conflict = () => ApiError.conflict(`organization "${body.name}" already exists`);
+    try {
+      return await this.em().transactional(async (tx) => {
+        const taken = await tx.execute('select 1 from orgs where lower(name) = lower(?)', [body.name]);
+        if (taken.length > 0) throw conflict();
+        const org = tx.create(Org, { name: body.name, description: body.description ?? '' });
+        await tx.flush();
+        tx.create(OrgMember, { orgId: org.id, userId: creatorId, role: 'owner' });
+        await tx.flush();
+        return org;
+      });
+    } catch (e) {
+      // Two concurrent creates both pass the check; the unique index stops the second one.
+      if (isUniqueViolation(e)) throw conflict();
+      throw e;
+    }
   }
 
   async members(orgId: number, q: PageQuery): Promise<Page<unknown>> {

@@ -1,0 +1,330 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, test } from '@jest/globals';
+import pg from 'pg';
+import { loadConfig } from '../../src/config.ts';
+import { freePort } from '../../src/db/database.ts';
+import { migrations } from '../../src/db/migrations/index.ts';
+import { startServer, type Running } from '../../src/server.ts';
+import { Client, freshDatabase, uniq } from '../helpers/server.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const NODE = path.join(ROOT, 'node_modules/.bin/node');
+const CLI = path.join(ROOT, 'src/cli.ts');
+
+const children = new Set<ChildProcess>();
+const runnings = new Set<Running>();
+const dirs: string[] = [];
+const databases: string[] = [];
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all([...children].map((c) => exited(c)));
+  await Promise.all([...runnings].map((r) => r.close()));
+  for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+  const base = process.env.TRIAD_TEST_PG;
+  if (base !== undefined && databases.length > 0) {
+    const c = new pg.Client({ connectionString: `${base}/postgres` });
+    await c.connect();
+    for (const db of databases) await c.query(`drop database if exists ${db} with (force)`);
+    await c.end();
+  }
+});
+
+async function tempDir(): Promise<string> {
+  const d = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-start-'));
+  dirs.push(d);
+  return d;
+}
+
+/** The environment of a child process: this one's, minus anything that would change its setup. */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k === 'DATABASE_URL' || k === 'NODE_OPTIONS' || k === 'PORT' || k.startsWith('TRIAD_')) continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+function exited(c: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (c.exitCode !== null || c.signalCode !== null) {
+    return Promise.resolve({ code: c.exitCode, signal: c.signalCode });
+  }
+  return new Promise((resolve) => c.once('exit', (code, signal) => resolve({ code, signal })));
+}
+
+type Proc = { child: ChildProcess; output: () => string };
+
+function serve(env: Record<string, string>): Proc {
+  const child = spawn(NODE, [CLI, 'serve'], {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  return { child, output: () => out };
+}
+
+/** Polls /readyz until 200; fails early when the process dies. Returns the milliseconds it took. */
+async function waitReady(p: Proc, url: string, limitMs = 30_000): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < limitMs) {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) {
+      throw new Error(
+        `server exited (${p.child.exitCode ?? p.child.signalCode}) before ready:\n${p.output()}`,
+      );
+    }
+    const r = await fetch(`${url}/readyz`).catch(() => undefined);
+    if (r?.status === 200) return Date.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+  throw new Error(`server not ready after ${limitMs} ms:\n${p.output()}`);
+}
+
+async function stop(p: Proc): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const done = exited(p.child);
+  p.child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const result = await Promise.race([
+    done,
+    new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), 20_000);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (result === undefined) throw new Error(`server did not exit within 20 s of SIGTERM:\n${p.output()}`);
+  return result;
+}
+
+function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      NODE,
+      [CLI, ...args],
+      { cwd: ROOT, env: childEnv(env), timeout: 30_000 },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    children.add(child);
+  });
+}
+
+describe('triad serve, the real process', () => {
+  test('when started with an empty data dir, then it becomes ready, serves the API, drains on SIGTERM with exit 0, and keeps its data across restarts', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = { PORT: String(port), TRIAD_DATA_DIR: dataDir, TRIAD_ADMIN_TOKEN: 't0k', LOG_LEVEL: 'info' };
+    const anon = new Client(url);
+    const admin = anon.as('t0k');
+
+    const first = serve(env);
+    expect(await waitReady(first, url)).toBeLessThan(30_000);
+
+    const noToken = await anon.get('/api/v1/user');
+    expect(noToken.status).toBe(401);
+    expect(noToken.body).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
+    const me = await admin.get('/api/v1/user');
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ username: 'admin', is_admin: true });
+    const org = uniq('kept');
+    expect((await admin.post('/api/v1/orgs', { name: org, description: 'survives restarts' })).status).toBe(
+      201,
+    );
+    // LOG_LEVEL=info: JSON lines on stdout, including the listening message.
+    expect(first.output()).toMatch(/"msg":"Triad listening on http:\/\/localhost:\d+"/);
+
+    expect(await stop(first)).toEqual({ code: 0, signal: null });
+    expect(first.output()).toContain('shutdown complete');
+    expect((await fetch(`${url}/healthz`).catch(() => undefined))?.status).toBeUndefined();
+
+    const second = serve(env);
+    await waitReady(second, url);
+    const kept = await anon.get(`/api/v1/orgs/${org}`);
+    expect(kept.status).toBe(200);
+    expect(kept.body.data).toMatchObject({ name: org, description: 'survives restarts' });
+    expect((await admin.get('/api/v1/user')).body.data.id).toBe(me.body.data.id);
+    // The bootstrap token is ensured, not duplicated, on every start.
+    const tokens = await admin.get('/api/v1/user/tokens');
+    expect(tokens.body.data).toHaveLength(1);
+    expect(await stop(second)).toEqual({ code: 0, signal: null });
+  }, 90_000);
+});
+
+describe('triad serve, failed start', () => {
+  test('when the port is taken, then it exits 1 with the reason, leaves no PostgreSQL behind, and a later start works', async () => {
+    const dataDir = await tempDir();
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '0.0.0.0', resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    const env = {
+      PORT: String(port),
+      TRIAD_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      TRIAD_EMBEDDED_AGENT: 'off',
+    };
+    try {
+      const failed = serve(env);
+      const result = await exited(failed.child);
+      expect(result).toEqual({ code: 1, signal: null });
+      expect(failed.output()).toContain('EADDRINUSE');
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+    // The embedded cluster was stopped: no live postmaster owns the data directory.
+    const pidFile = await fs.readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').catch(() => '');
+    const pid = Number.parseInt(pidFile.split('\n')[0] ?? '', 10);
+    if (Number.isInteger(pid) && pid > 0) expect(() => process.kill(pid, 0)).toThrow();
+
+    const again = serve(env);
+    await waitReady(again, `http://127.0.0.1:${port}`);
+    expect(await stop(again)).toEqual({ code: 0, signal: null });
+  }, 60_000);
+});
+
+describe('triad admin user create', () => {
+  test('when --access-token is given, then it prints a token that authenticates against a server on that database', async () => {
+    const dbUrl = await freshDatabase();
+    const dataDir = await tempDir();
+    const username = uniq('cli');
+    const env = { DATABASE_URL: dbUrl, TRIAD_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    const r = await runCli(
+      [
+        'admin',
+        'user',
+        'create',
+        '--username',
+        username,
+        '--email',
+        `${username}@example.test`,
+        '--access-token',
+        '--scopes',
+        'repo:read',
+      ],
+      env,
+    );
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(new RegExp(`^created user ${username} \\(id \\d+\\)$`));
+    const token = lines[1]!;
+    expect(token).toMatch(/^\S{20,}$/);
+
+    const running = await startServer(
+      loadConfig({
+        DATABASE_URL: dbUrl,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAD_DATA_DIR: dataDir,
+        TRIAD_EMBEDDED_AGENT: 'off',
+        LOG_LEVEL: 'silent',
+      }),
+    );
+    runnings.add(running);
+    const c = new Client(running.url, token);
+    const me = await c.get('/api/v1/user');
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ username, email: `${username}@example.test`, is_admin: false });
+    const tokens = await c.get('/api/v1/user/tokens');
+    expect(tokens.body.data).toEqual([expect.objectContaining({ scopes: ['repo:read'], level: 'personal' })]);
+
+    // Bad arguments fail before anything is written; a taken username fails with exit 1.
+    const bad = await runCli(
+      [
+        'admin',
+        'user',
+        'create',
+        '--username',
+        `${username}x`,
+        '--email',
+        'e@example.test',
+        '--access-token',
+        '--scopes',
+        'nope',
+      ],
+      env,
+    );
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^triad: .*scopes/);
+    const q = new pg.Client({ connectionString: dbUrl });
+    await q.connect();
+    const users = await q.query('select username from users where lower(username) = lower($1)', [
+      `${username}x`,
+    ]);
+    await q.end();
+    expect(users.rowCount).toBe(0);
+    const taken = await runCli(
+      ['admin', 'user', 'create', '--username', username, '--email', 'e@example.test'],
+      env,
+    );
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain('taken');
+    await running.close();
+    runnings.delete(running);
+  }, 60_000);
+});
+
+describe('concurrent starts on one empty database', () => {
+  test('when two servers start at once, then both come up and every migration is recorded exactly once', async () => {
+    const base = process.env.TRIAD_TEST_PG;
+    if (base === undefined) throw new Error('TRIAD_TEST_PG is not set');
+    const name = `empty_${randomBytes(6).toString('hex')}`;
+    const c = new pg.Client({ connectionString: `${base}/postgres` });
+    await c.connect();
+    await c.query(`create database ${name}`);
+    await c.end();
+    databases.push(name);
+    const dbUrl = `${base}/${name}`;
+    const config = async () =>
+      loadConfig({
+        DATABASE_URL: dbUrl,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAD_DATA_DIR: await tempDir(),
+        TRIAD_ADMIN_TOKEN: 'both-start-with-this',
+        TRIAD_EMBEDDED_AGENT: 'off',
+        LOG_LEVEL: 'silent',
+      });
+    const started = await Promise.allSettled([startServer(await config()), startServer(await config())]);
+    for (const r of started) if (r.status === 'fulfilled') runnings.add(r.value);
+    const [a, b] = started.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return r.value;
+    }) as [Running, Running];
+    for (const r of [a, b]) {
+      expect((await fetch(`${r.url}/readyz`)).status).toBe(200);
+      const me = await new Client(r.url, 'both-start-with-this').get('/api/v1/user');
+      expect(me.status).toBe(200);
+      expect(me.body.data.username).toBe('admin');
+    }
+    const q = new pg.Client({ connectionString: dbUrl });
+    await q.connect();
+    try {
+      const rows = await q.query<{ name: string; n: string }>(
+        'select name, count(*) as n from triad_migrations group by name order by name',
+      );
+      expect(rows.rows).toEqual(migrations.map((m) => ({ name: m.name, n: '1' })));
+      const admins = await q.query(`select id from users where username = 'admin'`);
+      expect(admins.rowCount).toBe(1);
+    } finally {
+      await q.end();
+    }
+    await Promise.all([a.close(), b.close()]);
+    runnings.delete(a);
+    runnings.delete(b);
+  }, 60_000);
+});
