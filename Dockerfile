@@ -5,7 +5,7 @@
 # Node 24 runs the TypeScript sources directly (type stripping; the code uses erasable syntax
 # only), so there is no build step. The `node` devDependency (a Node binary for development
 # machines whose system node is older) is not needed here: the base image's Node 24 runs the
-# sources, hence `npm ci --omit=dev`.
+# sources, hence `--omit=dev`.
 FROM node:24-slim
 
 RUN apt-get update \
@@ -14,7 +14,10 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# `npm install` rather than `npm ci`: package-lock.json lacks the other platforms' optional
+# packages of dev tools (@swc/core-*, ...), which `npm ci` (npm 11) refuses as "not in sync". The
+# production packages' versions still come from the lock file.
+RUN npm install --omit=dev --no-audit --no-fund --no-save && npm cache clean --force
 
 COPY tsconfig.json ./
 COPY src ./src

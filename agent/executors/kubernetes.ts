@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import {
   ApiException,
@@ -493,6 +494,8 @@ export type KubernetesEnv = {
   options: Omit<KubernetesExecutorOptions, 'kubeConfig'>;
   /** Whether to use the pod's service account (in a cluster, without KUBECONFIG). */
   inCluster: boolean;
+  /** KUBECONFIG files (path-list), when set. */
+  kubeconfigFiles: string[];
 };
 
 function readNamespaceFile(file: string): string | undefined {
@@ -562,6 +565,7 @@ export function parseKubernetesEnv(
   const inCluster = e.KUBERNETES_SERVICE_HOST !== undefined && e.KUBECONFIG === undefined;
   return {
     inCluster,
+    kubeconfigFiles: (e.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== ''),
     options: {
       pod,
       pendingTimeoutMs: e.TRIAD_AGENT_PENDING_TIMEOUT * 1000,
@@ -576,9 +580,31 @@ export function kubernetesExecutorFromEnv(
   env: NodeJS.ProcessEnv = process.env,
   warn?: (message: string, err?: unknown) => void,
 ): KubernetesExecutor {
-  const { options, inCluster } = parseKubernetesEnv(env);
+  const { options, inCluster, kubeconfigFiles } = parseKubernetesEnv(env);
   const kubeConfig = new KubeConfig();
-  if (inCluster && fs.existsSync(SERVICEACCOUNT_TOKEN_FILE)) kubeConfig.loadFromCluster();
-  else kubeConfig.loadFromDefault();
+  try {
+    if (inCluster && fs.existsSync(SERVICEACCOUNT_TOKEN_FILE)) kubeConfig.loadFromCluster();
+    else if (kubeconfigFiles.length > 0) {
+      // Like `kubectl`: the first file's current context, clusters and users merged from all.
+      kubeConfig.loadFromFile(kubeconfigFiles[0]!);
+      for (const f of kubeconfigFiles.slice(1)) {
+        const more = new KubeConfig();
+        more.loadFromFile(f);
+        kubeConfig.mergeConfig(more, true);
+      }
+    } else {
+      const file = path.join(os.homedir(), '.kube', 'config');
+      if (!fs.existsSync(file))
+        throw new Error(`not in a pod, KUBECONFIG is unset and ${file} does not exist`);
+      kubeConfig.loadFromFile(file);
+    }
+  } catch (err) {
+    throw new Error(
+      `kubernetes executor: cannot load the Kubernetes configuration: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
+  }
+  if (kubeConfig.getCurrentCluster() === null)
+    throw new Error('kubernetes executor: the Kubernetes configuration has no current cluster');
   return new KubernetesExecutor({ ...options, kubeConfig, ...(warn === undefined ? {} : { warn }) });
 }

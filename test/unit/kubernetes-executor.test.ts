@@ -2,11 +2,14 @@
  * The kubernetes executor against a small fake Kubernetes API server over real HTTP (node:http on
  * 127.0.0.1): just the endpoints the executor calls, with pods whose life each test scripts.
  */
+import fs from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubernetesExecutor } from '../../agent/executors/kubernetes.ts';
+import { KubernetesExecutor, kubernetesExecutorFromEnv } from '../../agent/executors/kubernetes.ts';
 import { defaultPodSpecOptions } from '../../agent/executors/pod-spec.ts';
 import type { Job, JobStep, StepResult } from '../../agent/types.ts';
 
@@ -555,5 +558,36 @@ describe('kubernetes executor against a fake API server', () => {
     expect(kube.requests.filter((r) => r.startsWith('GET') && r.includes('labelSelector'))).not.toHaveLength(
       0,
     );
+  });
+
+  test('when KUBECONFIG names a file, then the executor from the environment talks to that cluster', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-kubeconfig-'));
+    try {
+      const file = path.join(dir, 'config');
+      await fs.writeFile(
+        file,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          'clusters: [{name: fake, cluster: {server: "' + kube.url + '", insecure-skip-tls-verify: true}}]',
+          'users: [{name: u, user: {token: t}}]',
+          'contexts: [{name: fake, context: {cluster: fake, user: u}}]',
+          'current-context: fake',
+        ].join('\n'),
+      );
+      const ex = kubernetesExecutorFromEnv({
+        KUBECONFIG: file,
+        TRIAD_AGENT_NAMESPACE: 'ci',
+        POD_NAME: 'agent-9',
+      });
+      expect(ex.namespace).toBe('ci');
+      await ex.prepare(job(77), new AbortController().signal);
+      expect(kube.pvcs.get('ci/triad-ws-77')?.metadata.labels['triad.dev/agent']).toBe('agent-9');
+      expect(() => kubernetesExecutorFromEnv({ KUBECONFIG: path.join(dir, 'missing') })).toThrow(
+        /cannot load the Kubernetes configuration/,
+      );
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });
