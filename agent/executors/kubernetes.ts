@@ -130,6 +130,8 @@ export class KubernetesExecutor implements Executor {
   private readonly logs: Log;
   private readonly o: Required<Omit<KubernetesExecutorOptions, 'selfPod'>> & { selfPod: string | undefined };
   private owner: Promise<V1OwnerReference | undefined> | undefined;
+  /** Pipelines between prepare and cleanup here: never swept, whatever snapshot the sweeper got. */
+  private readonly live = new Set<number>();
 
   constructor(opts: KubernetesExecutorOptions) {
     this.o = { pollMs: 1000, warn: () => undefined, ...opts, selfPod: opts.selfPod };
@@ -163,6 +165,7 @@ export class KubernetesExecutor implements Executor {
   }
 
   async prepare(job: Job, signal: AbortSignal): Promise<void> {
+    this.live.add(job.pipeline_id);
     const opts = await abortable(this.podOptions(), signal);
     try {
       await abortable(
@@ -371,11 +374,18 @@ export class KubernetesExecutor implements Executor {
   }
 
   async cleanup(job: Job): Promise<void> {
-    await this.deleteOwned((pipeline) => pipeline === String(job.pipeline_id), job.pipeline_id);
+    try {
+      await this.deleteOwned((pipeline) => pipeline === String(job.pipeline_id), job.pipeline_id);
+    } finally {
+      this.live.delete(job.pipeline_id);
+    }
   }
 
   async sweep(activePipelineIds: ReadonlySet<number>): Promise<void> {
-    await this.deleteOwned((pipeline) => !activePipelineIds.has(Number(pipeline)));
+    await this.deleteOwned((pipeline) => {
+      const id = Number(pipeline);
+      return !activePipelineIds.has(id) && !this.live.has(id);
+    });
   }
 
   /** Deletes this agent's pods, then PVCs, whose pipeline label matches. */

@@ -551,13 +551,25 @@ describe('kubernetes executor against a fake API server', () => {
     const other = executor({ instance: 'agent-1' });
     for (const id of [1, 2, 3]) await mine.prepare(job(id), new AbortController().signal);
     await other.prepare(job(4), new AbortController().signal);
-    await mine.sweep(new Set([2]));
+    // Leftovers of an earlier process of the same instance: made by a fresh executor object.
+    const restarted = executor({ instance: 'agent-0' });
+    await restarted.sweep(new Set([2]));
     expect([...kube.pvcs.keys()].sort()).toEqual(['ci/triad-ws-2', 'ci/triad-ws-4']);
-    await other.sweep(new Set());
+    const otherRestarted = executor({ instance: 'agent-1' });
+    await otherRestarted.sweep(new Set());
     expect([...kube.pvcs.keys()]).toEqual(['ci/triad-ws-2']);
     expect(kube.requests.filter((r) => r.startsWith('GET') && r.includes('labelSelector'))).not.toHaveLength(
       0,
     );
+  });
+
+  test('when a pipeline is prepared here but missing from the sweeper’s snapshot, then it is kept', async () => {
+    const ex = executor();
+    await ex.prepare(job(5), new AbortController().signal);
+    await ex.sweep(new Set());
+    expect([...kube.pvcs.keys()]).toEqual(['ci/triad-ws-5']);
+    await ex.cleanup(job(5));
+    expect(kube.pvcs.size).toBe(0);
   });
 
   test('when KUBECONFIG names a file, then the executor from the environment talks to that cluster', async () => {
