@@ -11,4 +11,6 @@ export default {
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,
+  // A finished run exits even if a library keeps an idle keep-alive socket open.
+  forceExit: true,
 };

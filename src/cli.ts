@@ -4,24 +4,34 @@ import { startServer, inContext } from './server.ts';
 import { serve } from './main.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createUserBody, createTokenBody } from './users/service.ts';
+import { createAgentBody } from './agents/service.ts';
 import { ALL_SCOPES } from './http/auth.ts';
 import { parseWith } from './http/api.ts';
+import { runAgent } from '../agent/main.ts';
 
 const USAGE = `usage: triad <command>
 
 commands:
   serve                                   start the server (default)
+  agent                                   run a CI agent (configured by TRIAD_AGENT_* variables)
   migrate                                 apply pending database migrations and exit
   admin user create --username U --email E [--admin] [--display-name N]
                     [--access-token] [--scopes a,b] [--token-name N]
                                           create a user; --access-token prints a new token
+  admin agent create --name N             register a CI agent and print its token
 `;
 
 async function withServices<T>(
   fn: (s: Awaited<ReturnType<typeof startServer>>) => Promise<T>,
   migrateFirst = true,
 ): Promise<T> {
-  const config = { ...loadConfig(), port: 0, host: '127.0.0.1', admin: undefined };
+  const config = {
+    ...loadConfig(),
+    port: 0,
+    host: '127.0.0.1',
+    admin: undefined,
+    embeddedAgent: 'off' as const,
+  };
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
   const running = await startServer(config, { log, migrate: migrateFirst });
   try {
@@ -36,6 +46,21 @@ export async function main(argv: string[]): Promise<number> {
   if (cmd === 'serve') {
     await serve();
     return -1;
+  }
+  if (cmd === 'agent') {
+    await runAgent();
+    return -1;
+  }
+  if (cmd === 'admin' && rest[0] === 'agent' && rest[1] === 'create') {
+    const { values } = parseArgs({ args: rest.slice(2), options: { name: { type: 'string' } } });
+    const { name } = parseWith(createAgentBody, { name: values.name }, 'arguments');
+    await withServices((s) =>
+      inContext(s.orm, async () => {
+        const a = await s.services.agents.create(name);
+        process.stdout.write(`created agent ${a.name} (id ${a.id})\n${a.token}\n`);
+      }),
+    );
+    return 0;
   }
   if (cmd === 'migrate') {
     await withServices(() => {

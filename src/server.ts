@@ -7,7 +7,11 @@ import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
 import { RequestContext } from '@mikro-orm/core';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
 import path from 'node:path';
+import { Agent } from '../agent/agent.ts';
+import { LocalExecutor } from '../agent/executors/local.ts';
 
 export type Running = {
   url: string;
@@ -82,10 +86,29 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const port = (server.address() as AddressInfo).port;
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 
+  let agent: Agent | undefined;
+  if (config.embeddedAgent === 'local') {
+    const token = await embeddedAgentToken(config.dataDir);
+    await inContext(orm, () => services.agents.ensure(token, 'embedded'));
+    agent = new Agent({
+      server: `http://127.0.0.1:${port}`,
+      token,
+      instance: 'embedded',
+      capacity: 2,
+      executor: new LocalExecutor({ workDir: path.join(config.dataDir, 'work') }),
+      log: log.child({ component: 'agent' }),
+      drainMs: Math.min(config.shutdownTimeoutMs, 10_000),
+    });
+    await agent.start();
+    log.info('embedded CI agent started (local executor)');
+  }
+
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      // Long polls end first (answering 204), so draining does not wait for their timeouts.
+      // The embedded agent drains first (it talks to this server), then long polls end
+      // (answering 204), so draining does not wait for their timeouts.
+      await agent?.stop();
       await services.pipelines.stop();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
@@ -97,4 +120,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await tracing?.shutdown();
     })());
   return { url: baseUrl, port, orm, services, log, close };
+}
+
+/** The embedded agent keeps one token across restarts, stored in the data directory. */
+async function embeddedAgentToken(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'embedded-agent.token');
+  const existing = await fs.readFile(file, 'utf8').catch(() => '');
+  if (existing.trim() !== '') return existing.trim();
+  const token = `triad_agent_${randomBytes(24).toString('hex')}`;
+  await fs.mkdir(dataDir, { recursive: true });
+  await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
+  return token;
 }

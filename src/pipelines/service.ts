@@ -159,19 +159,21 @@ class QueueWaker {
     this.client = c;
   }
 
-  /** Resolves on the next notification, after `ms`, or at shutdown. */
-  wait(ms: number): Promise<void> {
+  /** Resolves on the next notification, after `ms`, at shutdown, or when `signal` aborts. */
+  wait(ms: number, signal?: AbortSignal): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t);
         this.bus.off('wake', done);
         this.bus.off('close', done);
+        signal?.removeEventListener('abort', done);
         resolve();
       };
       const t = setTimeout(done, ms);
       this.bus.on('wake', done);
       this.bus.on('close', done);
+      signal?.addEventListener('abort', done, { once: true });
     });
   }
 
@@ -477,17 +479,43 @@ export class PipelinesService {
 
   // ------------------------------------------------------------------ agent side
 
-  /** Claims the oldest pending pipeline (FOR UPDATE SKIP LOCKED), waiting up to `waitMs` for one. */
-  async poll(agent: { agentId: number; instance: string | undefined }, waitMs: number) {
+  /**
+   * Claims the oldest pending pipeline (FOR UPDATE SKIP LOCKED), waiting up to `waitMs` for one.
+   * When the agent has gone away meanwhile (`gone` aborted), a claimed pipeline is put back.
+   */
+  async poll(agent: { agentId: number; instance: string | undefined }, waitMs: number, gone?: AbortSignal) {
     const deadline = Date.now() + waitMs;
+    const isGone = () => gone?.aborted === true;
     for (;;) {
+      if (isGone()) return undefined;
       const job = await this.claim(agent);
-      if (job !== undefined) return job;
+      if (job !== undefined) {
+        if (isGone()) {
+          await this.release(job.pipeline_id);
+          return undefined;
+        }
+        return job;
+      }
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
-      await this.waker.wait(Math.min(left, 5000));
-      if (Date.now() >= deadline) return this.claim(agent);
+      await this.waker.wait(Math.min(left, 5000), gone);
     }
+  }
+
+  /** Undoes a claim whose poll response could not be delivered. */
+  private async release(pipelineId: number): Promise<void> {
+    await this.em()
+      .fork()
+      .transactional(async (tx) => {
+        await tx.execute(
+          `update pipelines set status = 'pending', agent_id = null, agent_instance = null, started_at = null
+            where id = ? and status = 'running'`,
+          [pipelineId],
+        );
+        await tx.execute('delete from api_tokens where pipeline_id = ?', [pipelineId]);
+        await tx.execute(`select pg_notify('${NOTIFY_CHANNEL}', '')`);
+      });
+    this.d.log.info({ pipeline: pipelineId }, 'agent went away during its poll: pipeline back in the queue');
   }
 
   private async claim(agent: { agentId: number; instance: string | undefined }) {

@@ -1,0 +1,344 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import client from 'prom-client';
+import type { Logger } from 'pino';
+import { backoff, retryable, ServerClient, sleep, withRetry } from './client.ts';
+import { LogShipper } from './log-shipper.ts';
+import type { Executor, Job, JobStep } from './types.ts';
+
+export type AgentOptions = {
+  server: string;
+  token: string;
+  instance: string;
+  capacity: number;
+  executor: Executor;
+  log: Logger;
+  /** Seconds a poll may wait on the server (long poll). */
+  pollWait?: number;
+  /** Heartbeat period when idle; while pipelines run the agent checks for cancellation every `cancelCheckMs`. */
+  heartbeatMs?: number;
+  cancelCheckMs?: number;
+  /** SIGTERM: how long running pipelines may finish before they are cancelled. */
+  drainMs?: number;
+  /** Port of /metrics and /healthz; undefined = no HTTP server. */
+  metricsPort?: number;
+  sweepMs?: number;
+};
+
+type Running = { job: Job; abort: AbortController; cancelled: boolean; done: Promise<void> };
+
+const now = () => new Date().toISOString();
+
+/**
+ * The CI agent: long-polls the server for pipelines (up to `capacity` at once), runs their steps
+ * in order with an executor, ships logs losslessly, reports statuses, heartbeats, and drains on
+ * SIGTERM.
+ */
+export class Agent {
+  private readonly o: Required<Omit<AgentOptions, 'metricsPort'>> & { metricsPort: number | undefined };
+  private readonly api: ServerClient;
+  private readonly running = new Map<number, Running>();
+  private stopping = false;
+  private readonly pollAbort = new AbortController();
+  private loopDone: Promise<void> | undefined;
+  private slotFreed: (() => void) | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private metricsServer: http.Server | undefined;
+  readonly registry = new client.Registry();
+  private readonly m;
+
+  constructor(opts: AgentOptions) {
+    this.o = {
+      pollWait: 30,
+      heartbeatMs: 10_000,
+      cancelCheckMs: 2_000,
+      drainMs: 60_000,
+      sweepMs: 300_000,
+      ...opts,
+      metricsPort: opts.metricsPort,
+    };
+    this.api = new ServerClient(opts.server, opts.token, opts.instance);
+    const r = [this.registry];
+    client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_agent_process_' });
+    this.m = {
+      capacity: new client.Gauge({
+        name: 'triad_agent_capacity',
+        help: 'Pipelines this agent runs at once',
+        registers: r,
+      }),
+      running: new client.Gauge({ name: 'triad_agent_running', help: 'Pipelines running now', registers: r }),
+      polls: new client.Counter({
+        name: 'triad_agent_polls_total',
+        help: 'Polls by result (job, empty, error)',
+        labelNames: ['result'],
+        registers: r,
+      }),
+      steps: new client.Histogram({
+        name: 'triad_agent_step_duration_seconds',
+        help: 'Step durations by status',
+        labelNames: ['status'],
+        buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+        registers: r,
+      }),
+      logBytes: new client.Counter({
+        name: 'triad_agent_log_bytes_shipped_total',
+        help: 'Log bytes acknowledged by the server',
+        registers: r,
+      }),
+    };
+    this.m.capacity.set(opts.capacity);
+  }
+
+  get port(): number | undefined {
+    const a = this.metricsServer?.address();
+    return a !== null && typeof a === 'object' ? (a).port : undefined;
+  }
+
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  async start(): Promise<void> {
+    if (this.o.metricsPort !== undefined) {
+      this.metricsServer = http.createServer((req, res) => {
+        if (req.url === '/healthz') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
+        } else if (req.url === '/metrics') {
+          this.registry.metrics().then(
+            (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
+            () => res.writeHead(500).end(),
+          );
+        } else res.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => this.metricsServer!.listen(this.o.metricsPort, resolve));
+    }
+    await this.sweep();
+    // Heartbeats every heartbeatMs when idle; while pipelines run, every cancelCheckMs, so a
+    // cancellation on the server stops the running step within seconds.
+    let last = 0;
+    this.schedule(
+      async () => {
+        if (this.running.size === 0 && Date.now() - last < this.o.heartbeatMs) return;
+        last = Date.now();
+        await this.heartbeat();
+      },
+      () => Math.min(this.o.cancelCheckMs, this.o.heartbeatMs),
+    );
+    if (this.o.executor.sweep !== undefined) {
+      this.schedule(
+        () => this.sweep(),
+        () => this.o.sweepMs,
+      );
+    }
+    this.loopDone = this.loop();
+  }
+
+  /** Runs `fn` repeatedly, waiting `every()` between runs (re-read each time). */
+  private schedule(fn: () => Promise<void>, every: () => number): void {
+    const tick = () => {
+      if (this.stopping && this.running.size === 0) return;
+      fn()
+        .catch(() => undefined)
+        .finally(() => {
+          const t = setTimeout(tick, every());
+          t.unref();
+          this.timers.push(t);
+        });
+    };
+    const t = setTimeout(tick, every());
+    t.unref();
+    this.timers.push(t);
+  }
+
+  private async sweep(): Promise<void> {
+    await this.o.executor.sweep?.(new Set(this.running.keys())).catch((err: unknown) => {
+      this.o.log.warn({ err }, 'sweep failed');
+    });
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      const cancelled = await this.api.heartbeat();
+      this.o.log.debug({ cancelled }, 'heartbeat');
+      for (const id of cancelled) {
+        const r = this.running.get(id);
+        if (r !== undefined && !r.cancelled) {
+          this.o.log.info({ pipeline: id }, 'pipeline cancelled on the server: stopping it');
+          r.cancelled = true;
+          r.abort.abort();
+        }
+      }
+    } catch (err) {
+      this.o.log.warn({ err: String(err) }, 'heartbeat failed');
+    }
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0;
+    while (!this.stopping) {
+      if (this.running.size >= this.o.capacity) {
+        await new Promise<void>((resolve) => (this.slotFreed = resolve));
+        continue;
+      }
+      try {
+        const job = await this.api.poll(this.o.pollWait, this.pollAbort.signal);
+        failures = 0;
+        if (job === undefined) {
+          this.m.polls.inc({ result: 'empty' });
+          continue;
+        }
+        this.m.polls.inc({ result: 'job' });
+        this.launch(job);
+      } catch (err) {
+        if (this.stopping) break;
+        this.m.polls.inc({ result: 'error' });
+        const wait = backoff(failures++, 1000, 30_000);
+        this.o.log.warn({ err: String(err), retryInMs: wait }, 'poll failed');
+        await sleep(wait, this.pollAbort.signal);
+      }
+    }
+  }
+
+  private launch(job: Job): void {
+    const abort = new AbortController();
+    const entry: Running = { job, abort, cancelled: false, done: Promise.resolve() };
+    this.running.set(job.pipeline_id, entry);
+    this.m.running.set(this.running.size);
+    entry.done = this.runJob(entry)
+      .catch((err: unknown) => this.o.log.error({ err, pipeline: job.pipeline_id }, 'pipeline run failed'))
+      .finally(() => {
+        this.running.delete(job.pipeline_id);
+        this.m.running.set(this.running.size);
+        this.slotFreed?.();
+        this.slotFreed = undefined;
+      });
+  }
+
+  private report<T>(fn: () => Promise<T>): Promise<T> {
+    return withRetry(fn, { onRetry: (e) => this.o.log.warn({ err: String(e) }, 'report failed; retrying') });
+  }
+
+  private async runJob(r: Running): Promise<void> {
+    const { job } = r;
+    const log = this.o.log.child({ pipeline: job.pipeline_id, repo: `${job.org}/${job.repo}` });
+    log.info({ commit: job.commit_node }, 'pipeline started');
+    const steps = job.steps.filter((s) => s.status !== 'skipped');
+    let failed = false;
+    let errorMessage: string | undefined;
+    try {
+      try {
+        await this.o.executor.prepare(job, r.abort.signal);
+      } catch (err) {
+        failed = true;
+        errorMessage = err instanceof Error ? err.message : String(err);
+      }
+      for (const step of steps) {
+        if (failed || r.cancelled || r.abort.signal.aborted) {
+          await this.report(() =>
+            this.api.stepStatus(step.id, {
+              status: r.cancelled ? 'cancelled' : 'skipped',
+              finished_at: now(),
+            }),
+          ).catch(() => undefined);
+          continue;
+        }
+        const ok = await this.runStep(r, step, log);
+        if (!ok) failed = true;
+      }
+      const status = r.cancelled
+        ? 'cancelled'
+        : failed
+          ? errorMessage !== undefined
+            ? 'error'
+            : 'failure'
+          : 'success';
+      await this.report(() =>
+        this.api.pipelineStatus(job.pipeline_id, {
+          status,
+          finished_at: now(),
+          ...(errorMessage !== undefined ? { error_message: errorMessage } : {}),
+          ...(status === 'cancelled' && this.stopping
+            ? { error_message: `agent ${this.o.instance} shut down` }
+            : {}),
+        }),
+      );
+      log.info({ status }, 'pipeline finished');
+    } finally {
+      await this.o.executor.cleanup(job).catch((err: unknown) => log.warn({ err }, 'cleanup failed'));
+    }
+  }
+
+  /** Runs one step; false when it failed. */
+  private async runStep(r: Running, step: JobStep, log: Logger): Promise<boolean> {
+    const startedAt = now();
+    const started = Date.now();
+    await this.report(() => this.api.stepStatus(step.id, { status: 'running', started_at: startedAt }));
+    const shipper = new LogShipper((offset, chunk) => this.api.appendLog(step.id, offset, chunk), {
+      onShipped: (n) => this.m.logBytes.inc(n),
+      onError: (e) => {
+        if (!retryable(e)) log.warn({ err: String(e), step: step.number }, 'log chunk refused');
+      },
+    });
+    let exitCode: number;
+    try {
+      const result = await this.o.executor.runStep({
+        job: r.job,
+        step,
+        env: { ...step.environment, ...r.job.ci_env },
+        onOutput: (d) => shipper.write(d),
+        signal: r.abort.signal,
+      });
+      exitCode = result.exitCode;
+      if (result.reason !== undefined) shipper.write(Buffer.from(`\n[triad] ${result.reason}\n`));
+    } catch (err) {
+      exitCode = 1;
+      shipper.write(
+        Buffer.from(`\n[triad] step could not run: ${err instanceof Error ? err.message : String(err)}\n`),
+      );
+    }
+    await shipper.close();
+    const status = r.cancelled ? 'cancelled' : exitCode === 0 ? 'success' : 'failure';
+    this.m.steps.observe({ status }, (Date.now() - started) / 1000);
+    const pipelineStatus = await this.report(() =>
+      this.api.stepStatus(step.id, {
+        status,
+        exit_code: exitCode,
+        started_at: startedAt,
+        finished_at: now(),
+      }),
+    );
+    if (pipelineStatus === 'cancelled' && !r.cancelled) {
+      r.cancelled = true;
+      r.abort.abort();
+    }
+    return status === 'success';
+  }
+
+  /**
+   * Stops polling, lets running pipelines finish for the drain period, then cancels what is
+   * left (reporting it) and resolves.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.pollAbort.abort();
+    this.slotFreed?.();
+    const all = () => Promise.all([...this.running.values()].map((r) => r.done));
+    const drained = await Promise.race([all().then(() => true), sleep(this.o.drainMs).then(() => false)]);
+    if (!drained) {
+      this.o.log.warn(
+        { pipelines: [...this.running.keys()] },
+        'drain period over: cancelling running pipelines',
+      );
+      for (const r of this.running.values()) {
+        r.cancelled = true;
+        r.abort.abort();
+      }
+      await all();
+    }
+    await this.loopDone;
+    for (const t of this.timers) clearTimeout(t);
+    await new Promise<void>((resolve) =>
+      this.metricsServer ? this.metricsServer.close(() => resolve()) : resolve(),
+    );
+  }
+}

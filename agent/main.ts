@@ -1,0 +1,90 @@
+import os from 'node:os';
+import { z } from 'zod';
+import { pino } from 'pino';
+import { Agent } from './agent.ts';
+import { LocalExecutor } from './executors/local.ts';
+import type { Executor } from './types.ts';
+
+const envSchema = z.object({
+  TRIAD_AGENT_SERVER: z.url().default('http://localhost:3000'),
+  TRIAD_AGENT_TOKEN: z.string().min(1, 'TRIAD_AGENT_TOKEN is required'),
+  TRIAD_AGENT_INSTANCE: z.string().min(1).optional(),
+  POD_NAME: z.string().min(1).optional(),
+  TRIAD_AGENT_CAPACITY: z.coerce.number().int().min(1).max(256).default(2),
+  TRIAD_AGENT_EXECUTOR: z.enum(['local', 'kubernetes']).optional(),
+  KUBERNETES_SERVICE_HOST: z.string().optional(),
+  TRIAD_AGENT_DRAIN_SECONDS: z.coerce.number().min(0).default(60),
+  TRIAD_AGENT_POLL_WAIT: z.coerce.number().int().min(0).max(30).default(30),
+  TRIAD_AGENT_HEARTBEAT_SECONDS: z.coerce.number().positive().default(10),
+  TRIAD_AGENT_METRICS_PORT: z
+    .union([z.literal('off'), z.coerce.number().int().min(0).max(65535)])
+    .default(9090),
+  TRIAD_AGENT_WORK_DIR: z.string().optional(),
+  LOG_LEVEL: z.string().default('info'),
+});
+
+async function executorFor(
+  kind: 'local' | 'kubernetes',
+  env: NodeJS.ProcessEnv,
+  workDir?: string,
+): Promise<Executor> {
+  if (kind === 'local') return new LocalExecutor(workDir === undefined ? {} : { workDir });
+  const { kubernetesExecutorFromEnv } = await import('./executors/kubernetes.ts');
+  return kubernetesExecutorFromEnv(env);
+}
+
+/** `triad agent`: configuration from the environment, SIGTERM/SIGINT drain, exit 0. */
+export async function runAgent(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new Error(
+      `invalid agent configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  }
+  const e = parsed.data;
+  const log = pino({
+    level: e.LOG_LEVEL,
+    base: { service: 'triad-agent' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+  const kind = e.TRIAD_AGENT_EXECUTOR ?? (e.KUBERNETES_SERVICE_HOST !== undefined ? 'kubernetes' : 'local');
+  const instance = e.TRIAD_AGENT_INSTANCE ?? e.POD_NAME ?? os.hostname();
+  const agent = new Agent({
+    server: e.TRIAD_AGENT_SERVER,
+    token: e.TRIAD_AGENT_TOKEN,
+    instance,
+    capacity: e.TRIAD_AGENT_CAPACITY,
+    executor: await executorFor(kind, env, e.TRIAD_AGENT_WORK_DIR),
+    log,
+    pollWait: e.TRIAD_AGENT_POLL_WAIT,
+    heartbeatMs: e.TRIAD_AGENT_HEARTBEAT_SECONDS * 1000,
+    drainMs: e.TRIAD_AGENT_DRAIN_SECONDS * 1000,
+    metricsPort: e.TRIAD_AGENT_METRICS_PORT === 'off' ? undefined : e.TRIAD_AGENT_METRICS_PORT,
+  });
+  await agent.start();
+  log.info(
+    {
+      server: e.TRIAD_AGENT_SERVER,
+      instance,
+      executor: kind,
+      capacity: e.TRIAD_AGENT_CAPACITY,
+      metricsPort: agent.port,
+    },
+    'Triad agent started',
+  );
+  const stop = (signal: string) => {
+    log.info({ signal, running: agent.runningCount }, 'stopping: no new pipelines; draining');
+    agent.stop().then(
+      () => {
+        log.info('agent stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'agent stop failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}

@@ -1,0 +1,322 @@
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import pg from 'pg';
+import { pino } from 'pino';
+import { Agent } from '../../agent/agent.ts';
+import { LocalExecutor } from '../../agent/executors/local.ts';
+import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
+
+let s: TestServer;
+let owner: TestUser;
+let org: string;
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await s.newUser();
+  org = await s.newOrg(owner);
+});
+afterAll(async () => {
+  await s.close();
+});
+
+const quiet = pino({ level: process.env.TRIAD_TEST_AGENT_LOG ?? 'silent' });
+
+async function agentToken(): Promise<string> {
+  const r = await s.admin.post('/api/v1/admin/agents', { name: 'test-agent' });
+  return r.body.data.token;
+}
+
+function startAgent(
+  token: string,
+  server = s.url,
+  extra: Partial<ConstructorParameters<typeof Agent>[0]> = {},
+) {
+  const agent = new Agent({
+    server,
+    token,
+    instance: 'jest',
+    capacity: 2,
+    executor: new LocalExecutor(),
+    log: quiet,
+    pollWait: 1,
+    cancelCheckMs: 500,
+    ...extra,
+  });
+  return agent;
+}
+
+function pipelineFile(steps: { name: string; commands: string[] }[]): string {
+  return `steps:\n${steps
+    .map((st) => `  - name: ${st.name}\n    image: alpine\n    commands: ${JSON.stringify(st.commands)}\n`)
+    .join('')}`;
+}
+
+async function pipelineWith(steps: { name: string; commands: string[] }[]): Promise<GitRepo> {
+  const repo = await gitRepo(s, owner, org);
+  await commitFiles(repo, { '.pipeline.yml': pipelineFile(steps) });
+  await repo.push();
+  return repo;
+}
+
+async function waitFor(repo: GitRepo, pred: (p: any) => boolean, ms = 30_000): Promise<any> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const p = (await owner.client.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1`)).body;
+    if (pred(p) || Date.now() > until) return p;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+const finished = (p: any) => ['success', 'failure', 'cancelled', 'error'].includes(p.status);
+
+async function stepLog(repo: GitRepo, step: number): Promise<string> {
+  return (await owner.client.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1/steps/${step}/log`)).text;
+}
+
+/** Only one agent may poll this server's queue at a time in these tests. */
+describe('the agent with the local executor', () => {
+  test('when a pipeline has `echo hello` and `exit 3`, then it ends failure with the right statuses and log', async () => {
+    const agent = startAgent(await agentToken());
+    await agent.start();
+    try {
+      const repo = await pipelineWith([
+        { name: 'greet', commands: ['echo hello'] },
+        { name: 'fail', commands: ['exit 3'] },
+        { name: 'never', commands: ['echo unreachable'] },
+      ]);
+      const p = await waitFor(repo, finished);
+      expect(p.status).toBe('failure');
+      expect(p.steps.map((x: any) => [x.name, x.status, x.exit_code])).toEqual([
+        ['greet', 'success', 0],
+        ['fail', 'failure', 3],
+        ['never', 'skipped', null],
+      ]);
+      expect(p.steps[0].started_at).not.toBeNull();
+      expect(p.steps[0].finished_at).not.toBeNull();
+      expect(await stepLog(repo, 1)).toBe('hello\n');
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test('steps see the repository at the commit and the CI environment', async () => {
+    const agent = startAgent(await agentToken());
+    await agent.start();
+    try {
+      const repo = await gitRepo(s, owner, org, true);
+      const sha = await commitFiles(repo, {
+        'data.txt': 'from the repo\n',
+        '.pipeline.yml': `steps:\n  - name: env\n    image: alpine\n    environment: {GREETING: hi}\n    commands: ["cat data.txt", "echo $GREETING $CI $CI_COMMIT $CI_BRANCH $CI_REPO"]\n`,
+      });
+      await repo.push();
+      const p = await waitFor(repo, finished);
+      expect(p.status).toBe('success');
+      expect(await stepLog(repo, 1)).toBe(`from the repo\nhi true ${sha} main ${org}/${repo.name}\n`);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test('when a step writes 5 MB, then every byte arrives in order in chunks of at most 1 MiB', async () => {
+    const agent = startAgent(await agentToken());
+    await agent.start();
+    try {
+      const repo = await pipelineWith([{ name: 'loud', commands: ['seq 1 800000'] }]);
+      const p = await waitFor(repo, finished, 60_000);
+      expect(p.status).toBe('success');
+      const expected = Array.from({ length: 800000 }, (_, i) => `${i + 1}\n`).join('');
+      expect(expected.length).toBeGreaterThan(5_000_000);
+      const log = await stepLog(repo, 1);
+      expect(log.length).toBe(expected.length);
+      expect(log === expected).toBe(true);
+      const c = new pg.Client({ connectionString: s.dbUrl });
+      await c.connect();
+      const rows = await c.query<{ offset: string; size: number; last: string }>(
+        `select "offset", size from step_log_chunks where step_id = $1 order by "offset"`,
+        [p.steps[0].id],
+      );
+      await c.end();
+      let at = 0;
+      for (const r of rows.rows) {
+        expect(Number(r.offset)).toBe(at);
+        expect(r.size).toBeLessThanOrEqual(1024 * 1024);
+        at += r.size;
+        // cut at line boundaries: every chunk ends with a newline
+        expect(expected[at - 1]).toBe('\n');
+      }
+      expect(at).toBe(expected.length);
+      expect(rows.rows.length).toBeGreaterThanOrEqual(5);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test('when the pipeline is cancelled mid-step, then the agent stops it within 5 s', async () => {
+    const agent = startAgent(await agentToken());
+    await agent.start();
+    try {
+      const repo = await pipelineWith([
+        { name: 'slow', commands: ['echo started', 'sleep 60', 'echo not reached'] },
+        { name: 'after', commands: ['echo no'] },
+      ]);
+      const t0 = Date.now();
+      await waitFor(repo, (p) => p.steps[0].status === 'running');
+      if (process.env.TRIAD_TEST_AGENT_LOG !== undefined) console.log('running after', Date.now() - t0);
+      await new Promise((r) => setTimeout(r, 300));
+      const cancelledAt = Date.now();
+      const c = await owner.client.post(`/api/v1/repos/${org}/${repo.name}/pipelines/1/cancel`);
+      expect(c.status).toBe(200);
+      if (process.env.TRIAD_TEST_AGENT_LOG !== undefined) console.log('cancel answered', Date.now() - cancelledAt);
+      const until = Date.now() + 10_000;
+      while (agent.runningCount > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      expect(agent.runningCount).toBe(0);
+      expect(Date.now() - cancelledAt).toBeLessThan(5000);
+      const p = await waitFor(repo, finished);
+      expect(p.status).toBe('cancelled');
+      expect(p.steps.map((x: any) => x.status)).toEqual(['cancelled', 'cancelled']);
+      expect(await stepLog(repo, 1)).toBe('started\n');
+    } finally {
+      await agent.stop();
+    }
+  });
+});
+
+/** A TCP proxy in front of the server that can refuse connections for a while. */
+async function flakyProxy(
+  target: number,
+): Promise<{ url: string; down: () => void; up: () => Promise<void>; close: () => void }> {
+  let server: net.Server;
+  const sockets = new Set<net.Socket>();
+  let port = 0;
+  const listen = () =>
+    new Promise<void>((resolve) => {
+      server = net.createServer((c) => {
+        const up = net.connect(target, '127.0.0.1');
+        sockets.add(c).add(up);
+        c.pipe(up).pipe(c);
+        const end = () => {
+          c.destroy();
+          up.destroy();
+        };
+        c.on('error', end).on('close', end);
+        up.on('error', end).on('close', end);
+      });
+      server.listen(port, '127.0.0.1', () => {
+        port = (server.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+  await listen();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    down: () => {
+      server.close();
+      for (const x of sockets) x.destroy();
+      sockets.clear();
+    },
+    up: listen,
+    close: () => {
+      server.close();
+      for (const x of sockets) x.destroy();
+    },
+  };
+}
+
+describe('agent resilience', () => {
+  test('when the server is unreachable for 10 s mid-step, then no log line is lost', async () => {
+    const proxy = await flakyProxy(Number(new URL(s.url).port));
+    const agent = startAgent(await agentToken(), proxy.url);
+    await agent.start();
+    try {
+      const repo = await pipelineWith([
+        { name: 'ticker', commands: ['for i in $(seq 1 60); do echo line $i; sleep 0.25; done'] },
+      ]);
+      await waitFor(repo, (p) => p.steps[0]?.status === 'running');
+      await new Promise((r) => setTimeout(r, 1500));
+      proxy.down();
+      await new Promise((r) => setTimeout(r, 10_000));
+      await proxy.up();
+      const p = await waitFor(repo, finished, 60_000);
+      expect([p.status, p.error_message]).toEqual(['success', undefined]);
+      const expected = Array.from({ length: 60 }, (_, i) => `line ${i + 1}\n`).join('');
+      expect(await stepLog(repo, 1)).toBe(expected);
+    } finally {
+      await agent.stop();
+      proxy.close();
+    }
+  }, 90_000);
+
+  test('when the agent process gets SIGTERM, then it finishes the running pipeline and exits 0', async () => {
+    const token = await agentToken();
+    const repo = await pipelineWith([{ name: 'work', commands: ['sleep 2', 'echo finished'] }]);
+    const child = spawn(process.execPath, ['src/cli.ts', 'agent'], {
+      env: {
+        ...process.env,
+        TRIAD_AGENT_SERVER: s.url,
+        TRIAD_AGENT_TOKEN: token,
+        TRIAD_AGENT_EXECUTOR: 'local',
+        TRIAD_AGENT_METRICS_PORT: '0',
+        TRIAD_AGENT_POLL_WAIT: '1',
+        TRIAD_AGENT_DRAIN_SECONDS: '30',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: process.env.TRIAD_TEST_AGENT_STDIO === 'inherit' ? 'inherit' : 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await waitFor(repo, (p) => p.steps[0]?.status === 'running');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const p = await waitFor(repo, finished);
+    expect(p.status).toBe('success');
+    expect(await stepLog(repo, 1)).toBe('finished\n');
+  });
+
+  test('when the drain period ends first, then what is left is cancelled and reported, and it exits 0', async () => {
+    const token = await agentToken();
+    const repo = await pipelineWith([{ name: 'forever', commands: ['echo begin', 'sleep 120'] }]);
+    const child = spawn(process.execPath, ['src/cli.ts', 'agent'], {
+      env: {
+        ...process.env,
+        TRIAD_AGENT_SERVER: s.url,
+        TRIAD_AGENT_TOKEN: token,
+        TRIAD_AGENT_EXECUTOR: 'local',
+        TRIAD_AGENT_METRICS_PORT: 'off',
+        TRIAD_AGENT_POLL_WAIT: '1',
+        TRIAD_AGENT_DRAIN_SECONDS: '1',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: process.env.TRIAD_TEST_AGENT_STDIO === 'inherit' ? 'inherit' : 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await waitFor(repo, (p) => p.steps[0]?.status === 'running');
+    const t = Date.now();
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(Date.now() - t).toBeLessThan(10_000);
+    const p = await waitFor(repo, finished);
+    expect(p.status).toBe('cancelled');
+    expect(p.error_message).toContain('shut down');
+    expect(p.steps[0].status).toBe('cancelled');
+  });
+
+  test('the agent serves /healthz and its own metrics', async () => {
+    const agent = startAgent(await newAgent(s).then(() => agentToken()), s.url, { metricsPort: 0 });
+    await agent.start();
+    try {
+      const h = await fetch(`http://127.0.0.1:${agent.port}/healthz`);
+      expect(h.status).toBe(200);
+      const m = await (await fetch(`http://127.0.0.1:${agent.port}/metrics`)).text();
+      for (const name of [
+        'triad_agent_capacity 2',
+        'triad_agent_running',
+        'triad_agent_polls_total',
+        'triad_agent_step_duration_seconds',
+        'triad_agent_log_bytes_shipped_total',
+      ]) {
+        expect(m).toContain(name);
+      }
+    } finally {
+      await agent.stop();
+    }
+  });
+});
