@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import client from 'prom-client';
 import type { Logger } from 'pino';
 import { backoff, retryable, ServerClient, sleep, withRetry } from './client.ts';
