@@ -56,6 +56,15 @@ export interface Executor {
   sweep?(activePipelineIds: ReadonlySet<number>): Promise<void>;
 }
 
+/**
+ * A step's commands as one `sh -c` script, the same for every executor: it stops at the first
+ * failing command (`set -e`) with that command's exit code. The log holds only what the commands
+ * print (commands are not echoed), so `echo hello` logs exactly `hello`.
+ */
+export function stepScript(commands: readonly string[]): string {
+  return ['set -e', ...commands].join('\n');
+}
+
 /** Clone commands for a job, shared by the executors (credentials in the URL or via -B for fossil). */
 export function cloneScript(job: Job, dest: string): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

@@ -2,12 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { cloneScript, type Executor, type Job, type StepResult, type StepRun } from '../types.ts';
-
-/** The commands of a step as one shell script that stops at the first failing command. */
-export function stepScript(commands: readonly string[]): string {
-  return ['set -e', ...commands].join('\n');
-}
+import { cloneScript, stepScript, type Executor, type Job, type StepResult, type StepRun } from '../types.ts';
 
 const KILL_GRACE_MS = 2000;
 

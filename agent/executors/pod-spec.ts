@@ -13,7 +13,9 @@ import type {
   V1SecurityContext,
   V1Toleration,
 } from '@kubernetes/client-node';
-import { cloneScript, type Job, type JobStep } from '../types.ts';
+import { cloneScript, type Job, type JobStep, stepScript } from '../types.ts';
+
+export { stepScript };
 
 export const MANAGED_BY = 'triad-agent';
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
@@ -165,16 +167,6 @@ export function workspacePvc(job: Job, opts: PodSpecOptions): V1PersistentVolume
       ...(opts.storageClass === undefined ? {} : { storageClassName: opts.storageClass }),
     },
   };
-}
-
-/**
- * The step's commands as one `sh` script: each command is echoed as `+ <command>` before it runs,
- * and the script stops at the first failing command (`set -e`) with that command's exit code.
- */
-export function stepScript(commands: readonly string[]): string {
-  const lines = ['set -e'];
-  for (const c of commands) lines.push(`printf '%s\\n' ${shellQuote(`+ ${c}`)}`, c);
-  return lines.join('\n');
 }
 
 /** The init container's script: clone at the commit into `<workspaceDir>/src` unless already done. */

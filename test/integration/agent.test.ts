@@ -166,7 +166,8 @@ describe('the agent with the local executor', () => {
       const cancelledAt = Date.now();
       const c = await owner.client.post(`/api/v1/repos/${org}/${repo.name}/pipelines/1/cancel`);
       expect(c.status).toBe(200);
-      if (process.env.TRIAD_TEST_AGENT_LOG !== undefined) console.log('cancel answered', Date.now() - cancelledAt);
+      if (process.env.TRIAD_TEST_AGENT_LOG !== undefined)
+        console.log('cancel answered', Date.now() - cancelledAt);
       const until = Date.now() + 10_000;
       while (agent.runningCount > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
       expect(agent.runningCount).toBe(0);
@@ -317,6 +318,39 @@ describe('agent resilience', () => {
       }
     } finally {
       await agent.stop();
+    }
+  });
+});
+
+describe('the embedded agent (TRIAD_EMBEDDED_AGENT=local)', () => {
+  test('when a git push has `echo hello` and `exit 3`, then the server runs it with no agent set up', async () => {
+    const e = await startTestServer({ TRIAD_EMBEDDED_AGENT: 'local' });
+    try {
+      const u = await e.newUser();
+      const o = await e.newOrg(u);
+      const repo = await gitRepo(e, u, o);
+      await commitFiles(repo, {
+        '.pipeline.yml': pipelineFile([
+          { name: 'hello', commands: ['echo hello'] },
+          { name: 'fail', commands: ['exit 3'] },
+        ]),
+      });
+      await repo.push();
+      let p: any;
+      for (let i = 0; i < 100; i++) {
+        p = (await u.client.get(`/api/v1/repos/${o}/${repo.name}/pipelines/1`)).body;
+        if (finished(p)) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(p.status).toBe('failure');
+      expect(p.steps.map((x: any) => [x.status, x.exit_code])).toEqual([
+        ['success', 0],
+        ['failure', 3],
+      ]);
+      const log = await u.client.get(`/api/v1/repos/${o}/${repo.name}/pipelines/1/steps/1/log`);
+      expect(log.text).toBe('hello\n');
+    } finally {
+      await e.close();
     }
   });
 });

@@ -323,8 +323,6 @@ describe('kubernetes executor against a fake API server', () => {
       await delay(60);
       p.run();
       await delay(60);
-      p.write('+ echo hello\n');
-      await delay(30);
       p.write('hel');
       p.write('lo\n');
       await delay(30);
@@ -332,13 +330,9 @@ describe('kubernetes executor against a fake API server', () => {
     };
     const { result, output } = await runStep(executor());
     expect(result).toEqual({ exitCode: 0 });
-    expect(output).toBe('+ echo hello\nhello\n');
+    expect(output).toBe('hello\n');
     expect(pod!.name).toMatch(/^triad-p42-s1-[0-9a-f]{6}$/);
-    expect(pod!.body.spec.containers[0].command).toEqual([
-      'sh',
-      '-c',
-      "set -e\nprintf '%s\\n' '+ echo hello'\necho hello",
-    ]);
+    expect(pod!.body.spec.containers[0].command).toEqual(['sh', '-c', 'set -e\necho hello']);
     expect(pod!.deleted).toBe(true);
     expect(kube.requests.some((r) => r.includes('/log?') && r.includes('follow=true'))).toBe(true);
   });
