@@ -90,7 +90,7 @@ export class Agent {
 
   get port(): number | undefined {
     const a = this.metricsServer?.address();
-    return a !== null && typeof a === 'object' ? (a).port : undefined;
+    return a !== null && typeof a === 'object' ? a.port : undefined;
   }
 
   get runningCount(): number {
