@@ -41,14 +41,13 @@ export function agentRoutes(
     summary:
       'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
     query: pollQuery,
-    handler: async ({ access, query, req, res }) => {
+    handler: async ({ access, query, res }) => {
       const agent = access.agent();
       await agents.seen(agent.agentId, agent.instance);
       const gone = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      req.socket.on('close', () => gone.abort());
       const job = await pipelines.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
       return job === undefined ? reply.noContent() : reply.bare(job);
     },

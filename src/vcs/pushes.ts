@@ -212,27 +212,29 @@ async function fossilSnapshot(file: string): Promise<Snapshot> {
   };
 }
 
+/** Check-ins matching `where` (over `event e` joined to `blob b`), newest first. */
+async function fossilCommits(file: string, where: string, limit: number): Promise<CommitInfo[]> {
+  const rows = await fossilSql(
+    file,
+    `select hex(b.uuid), hex(e.user), hex(''), hex(strftime('%Y-%m-%dT%H:%M:%SZ', e.mtime)),
+            hex(coalesce(e.ecomment, e.comment, ''))
+       from event e join blob b on b.rid = e.objid where ${where} order by e.mtime desc limit ${limit}`,
+  );
+  return rows.map(([id = '', name = '', email = '', date = '', message = '']) => ({
+    id,
+    message,
+    author: { name, email, date },
+  }));
+}
+
 async function fossilNewCommits(
   file: string,
   branch: string,
   mark: number,
 ): Promise<{ c: CommitInfo[]; total: number }> {
   const where = `e.type = 'ci' and e.objid > ${mark} and coalesce(${BRANCH_OF('e.objid')}, 'trunk') = '${branch.replace(/'/g, "''")}'`;
-  const rows = await fossilSql(
-    file,
-    `select hex(b.uuid), hex(e.user), hex(''), hex(strftime('%Y-%m-%dT%H:%M:%SZ', e.mtime)),
-            hex(coalesce(e.ecomment, e.comment, ''))
-       from event e join blob b on b.rid = e.objid where ${where} order by e.mtime desc limit ${MAX_COMMITS}`,
-  );
   const [count] = await fossilSql(file, `select hex(cast(count(*) as text)) from event e where ${where}`);
-  return {
-    c: rows.map(([id = '', name = '', email = '', date = '', message = '']) => ({
-      id,
-      message,
-      author: { name, email, date },
-    })),
-    total: Number(count?.[0] ?? 0),
-  };
+  return { c: await fossilCommits(file, where, MAX_COMMITS), total: Number(count?.[0] ?? 0) };
 }
 
 // ---------------------------------------------------------------- common
@@ -335,60 +337,52 @@ async function commitsById(ctx: PushContext, ids: string[]): Promise<Map<string,
     case 'hg':
       list = await hgCommits(ctx.dir, unique.join(' or '), unique.length).catch(() => []);
       break;
-    case 'fossil':
-      list = (
-        await Promise.all(
-          unique.map(async (id) => {
-            const rows = await fossilSql(
-              ctx.dir,
-              `select hex(b.uuid), hex(e.user), hex(''), hex(strftime('%Y-%m-%dT%H:%M:%SZ', e.mtime)),
-                      hex(coalesce(e.ecomment, e.comment, ''))
-                 from event e join blob b on b.rid = e.objid where b.uuid = '${id.replace(/[^0-9a-f]/g, '')}'`,
-            );
-            return rows.map(([i = '', name = '', email = '', date = '', message = '']) => ({
-              id: i,
-              message,
-              author: { name, email, date },
-            }));
-          }),
-        )
-      ).flat();
+    case 'fossil': {
+      const ids = unique.map((id) => `'${id.replace(/[^0-9a-f]/g, '')}'`).join(', ');
+      list = await fossilCommits(ctx.dir, `b.uuid in (${ids})`, unique.length);
       break;
+    }
   }
   return new Map(list.map((c) => [c.id, c]));
+}
+
+/** Git and Fossil: one `push` event per branch whose head moved, with the commits it gained. */
+async function branchEvents(
+  ctx: PushContext,
+  before: Snapshot,
+  after: Snapshot,
+  gained: (head: string, branch: string) => Promise<{ commits: CommitInfo[]; total: number }>,
+): Promise<PushEvent[]> {
+  const events: PushEvent[] = [];
+  for (const [branch, head] of after.branches) {
+    const old = before.branches.get(branch);
+    if (old === head) continue;
+    const { commits, total } = await gained(head, branch);
+    const ref = {
+      ref: branch,
+      refType: 'branch' as const,
+      isDefault: branch === ctx.defaultBranch,
+      before: old ?? '',
+      after: head,
+      created: old === undefined,
+    };
+    events.push({ type: 'push', commit: head, branch, payload: pushPayload(ctx, ref, commits, total) });
+  }
+  return events;
 }
 
 /** Compares two snapshots and builds the spec's `push` and `tag` events, newest commits first. */
 export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snapshot): Promise<PushEvent[]> {
   const events: PushEvent[] = [];
   switch (ctx.vcs) {
-    case 'git': {
-      for (const [branch, head] of after.branches) {
-        const old = before.branches.get(branch);
-        if (old === head) continue;
-        const { ids, total } = await gitNewIds(ctx.dir, head, before);
-        const commits = await gitCommits(ctx.dir, ids);
-        events.push({
-          type: 'push',
-          commit: head,
-          branch,
-          payload: pushPayload(
-            ctx,
-            {
-              ref: branch,
-              refType: 'branch',
-              isDefault: branch === ctx.defaultBranch,
-              before: old ?? '',
-              after: head,
-              created: old === undefined,
-            },
-            commits,
-            total,
-          ),
-        });
-      }
+    case 'git':
+      events.push(
+        ...(await branchEvents(ctx, before, after, async (head) => {
+          const { ids, total } = await gitNewIds(ctx.dir, head, before);
+          return { commits: await gitCommits(ctx.dir, ids), total };
+        })),
+      );
       break;
-    }
     case 'hg': {
       const fresh = `${before.mark + 1}:`;
       const covered: string[] = [];
@@ -447,32 +441,14 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
       }
       break;
     }
-    case 'fossil': {
-      for (const [branch, head] of after.branches) {
-        const old = before.branches.get(branch);
-        if (old === head) continue;
-        const { c, total } = await fossilNewCommits(ctx.dir, branch, before.mark);
-        events.push({
-          type: 'push',
-          commit: head,
-          branch,
-          payload: pushPayload(
-            ctx,
-            {
-              ref: branch,
-              refType: 'branch',
-              isDefault: branch === ctx.defaultBranch,
-              before: old ?? '',
-              after: head,
-              created: old === undefined,
-            },
-            c,
-            total,
-          ),
-        });
-      }
+    case 'fossil':
+      events.push(
+        ...(await branchEvents(ctx, before, after, async (_head, branch) => {
+          const { c, total } = await fossilNewCommits(ctx.dir, branch, before.mark);
+          return { commits: c, total };
+        })),
+      );
       break;
-    }
   }
   events.push(...(await tagEvents(ctx, before, after)));
   return events;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { startServer, type Running } from '../../src/server.ts';
+import { CURRENT_SCOPES } from '../../src/http/auth.ts';
 
 export type Res<T = any> = { status: number; body: T; headers: Headers; text: string };
 
@@ -135,19 +136,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
       if (u.status !== 201) throw new Error(`newUser: ${u.status} ${u.text}`);
       const t = await admin.post(`/api/v1/admin/users/${username}/tokens`, {
         name: 'test',
-        scopes: opts.scopes ?? [
-          'repo:read',
-          'repo:write',
-          'issues:read',
-          'issues:write',
-          'pulls:read',
-          'pulls:write',
-          'releases:read',
-          'releases:write',
-          'ci:read',
-          'ci:write',
-          'admin',
-        ],
+        scopes: opts.scopes ?? [...CURRENT_SCOPES],
       });
       if (t.status !== 201) throw new Error(`newUser token: ${t.status} ${t.text}`);
       return { id: u.body.data.id, username, token: t.body.data.token, client: anon.as(t.body.data.token) };

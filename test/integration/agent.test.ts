@@ -223,6 +223,24 @@ async function flakyProxy(
   };
 }
 
+/** `triad agent` as its own process (local executor) against the test server. */
+function agentProcess(token: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, ['src/cli.ts', 'agent'], {
+    env: {
+      ...process.env,
+      TRIAD_AGENT_SERVER: s.url,
+      TRIAD_AGENT_TOKEN: token,
+      TRIAD_AGENT_EXECUTOR: 'local',
+      TRIAD_AGENT_POLL_WAIT: '1',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: process.env.TRIAD_TEST_AGENT_STDIO === 'inherit' ? 'inherit' : 'ignore',
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited };
+}
+
 describe('agent resilience', () => {
   test('when the server is unreachable for 10 s mid-step, then no log line is lost', async () => {
     const proxy = await flakyProxy(Number(new URL(s.url).port));
@@ -250,20 +268,10 @@ describe('agent resilience', () => {
   test('when the agent process gets SIGTERM, then it finishes the running pipeline and exits 0', async () => {
     const token = await agentToken();
     const repo = await pipelineWith([{ name: 'work', commands: ['sleep 2', 'echo finished'] }]);
-    const child = spawn(process.execPath, ['src/cli.ts', 'agent'], {
-      env: {
-        ...process.env,
-        TRIAD_AGENT_SERVER: s.url,
-        TRIAD_AGENT_TOKEN: token,
-        TRIAD_AGENT_EXECUTOR: 'local',
-        TRIAD_AGENT_METRICS_PORT: '0',
-        TRIAD_AGENT_POLL_WAIT: '1',
-        TRIAD_AGENT_DRAIN_SECONDS: '30',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: process.env.TRIAD_TEST_AGENT_STDIO === 'inherit' ? 'inherit' : 'ignore',
+    const { child, exited } = agentProcess(token, {
+      TRIAD_AGENT_METRICS_PORT: '0',
+      TRIAD_AGENT_DRAIN_SECONDS: '30',
     });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     await waitFor(repo, (p) => p.steps[0]?.status === 'running');
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
@@ -275,20 +283,10 @@ describe('agent resilience', () => {
   test('when the drain period ends first, then what is left is cancelled and reported, and it exits 0', async () => {
     const token = await agentToken();
     const repo = await pipelineWith([{ name: 'forever', commands: ['echo begin', 'sleep 120'] }]);
-    const child = spawn(process.execPath, ['src/cli.ts', 'agent'], {
-      env: {
-        ...process.env,
-        TRIAD_AGENT_SERVER: s.url,
-        TRIAD_AGENT_TOKEN: token,
-        TRIAD_AGENT_EXECUTOR: 'local',
-        TRIAD_AGENT_METRICS_PORT: 'off',
-        TRIAD_AGENT_POLL_WAIT: '1',
-        TRIAD_AGENT_DRAIN_SECONDS: '1',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: process.env.TRIAD_TEST_AGENT_STDIO === 'inherit' ? 'inherit' : 'ignore',
+    const { child, exited } = agentProcess(token, {
+      TRIAD_AGENT_METRICS_PORT: 'off',
+      TRIAD_AGENT_DRAIN_SECONDS: '1',
     });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     await waitFor(repo, (p) => p.steps[0]?.status === 'running');
     const t = Date.now();
     child.kill('SIGTERM');
