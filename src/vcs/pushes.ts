@@ -463,7 +463,8 @@ export async function fileAt(
 ): Promise<string | undefined> {
   const args: Record<VcsKind, [string, string[]]> = {
     git: ['git', ['-C', dir, 'show', `${rev}:${file}`]],
-    hg: [HG, ['-R', dir, 'cat', '-r', rev, file]],
+    // `path:` makes the file relative to the repository root, not the working directory
+    hg: [HG, ['-R', dir, 'cat', '-r', rev, `path:${file}`]],
     fossil: ['fossil', ['cat', '-R', dir, '-r', rev, file]],
   };
   const [cmd, a] = args[vcs];

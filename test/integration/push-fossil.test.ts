@@ -38,7 +38,7 @@ async function checkout(clone: string, token: string): Promise<string> {
 
 async function commit(w: string, file: string, content: string, message: string, extra: string[] = []) {
   await writeFile(w, file, content);
-  await ok('fossil', ['addremove'], w);
+  await ok('fossil', ['addremove', '--dotfiles'], w);
   await ok('fossil', ['commit', '--user', 'ada', '--no-warnings', '-m', message, ...extra], w);
 }
 
@@ -135,5 +135,23 @@ describe('Fossil over HTTP', () => {
       dir,
     );
     expect(member.code).toBe(0);
+  });
+});
+
+describe('Fossil pushes trigger pipelines', () => {
+  test('when a check-in with .pipeline.yml is pushed, then a pipeline runs on it', async () => {
+    const repo = await newRepo();
+    const w = await checkout(repo.clone, owner.token);
+    await commit(
+      w,
+      '.pipeline.yml',
+      'steps:\n  - name: t\n    image: alpine\n    commands: [echo hi]\n',
+      'ci',
+    );
+    await ok('fossil', ['push', '-B', `x:${owner.token}`, repo.clone], w);
+    const [e] = await outboxEvents(s, repo.id);
+    const p = await s.anon.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1`);
+    expect(p.status).toBe(200);
+    expect(p.body).toMatchObject({ commit_node: e!.payload.after, branch: 'trunk', event: 'push' });
   });
 });

@@ -159,3 +159,19 @@ describe('Mercurial over HTTP', () => {
     expect(member.code).toBe(0);
   });
 });
+
+describe('Mercurial pushes trigger pipelines', () => {
+  test('when a bookmark push carries .pipeline.yml, then a pipeline runs on the bookmark head', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await ok('hg', ['bookmark', '@'], w);
+    await writeFile(w, '.pipeline.yml', 'steps:\n  - name: t\n    image: alpine\n    commands: [echo hi]\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'ci'], w);
+    await ok('hg', ['push', '-q', '-B', '@'], w);
+    const node = (await ok('hg', ['log', '-r', '@', '-T', '{node}'], w)).trim();
+    const p = await s.anon.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1`);
+    expect(p.status).toBe(200);
+    expect(p.body).toMatchObject({ commit_node: node, branch: '@', event: 'push', status: 'pending' });
+    expect(p.body.steps).toHaveLength(1);
+  });
+});
