@@ -40,10 +40,10 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs/:org/members/:username',
     tag: 'orgs',
     auth: 'token',
-    summary: 'Add a member or change a role (org owner)',
+    summary: 'Add a member or change a role (org owner, admin scope)',
     body: memberBody,
     handler: async ({ access, params, body }) => {
-      const org = await access.org(params.org ?? '', { role: 'owner' });
+      const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
       const user = await users.byUsername(params.username ?? '');
       const r = await orgs.setMember(org.id, user.id, body.role);
       // The same member shape as the member list.
@@ -55,10 +55,10 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs/:org/members/:username',
     tag: 'orgs',
     auth: 'token',
-    summary: 'Remove a member (org owner); the last owner cannot be removed',
+    summary: 'Remove a member (org owner, admin scope); the last owner cannot be removed',
     status: 204,
     handler: async ({ access, params }) => {
-      const org = await access.org(params.org ?? '', { role: 'owner' });
+      const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
       const user = await users.byUsername(params.username ?? '').catch((e: unknown) => {
         throw e instanceof ApiError ? ApiError.notFound('member') : e;
       });

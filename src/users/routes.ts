@@ -32,7 +32,11 @@ export function userRoutes(api: Api, users: UsersService): void {
     summary: 'Create a token; the plaintext `token` is returned only here',
     body: createTokenBody,
     status: 201,
-    handler: async ({ access, body }) => reply.created(await users.createToken(access.user().id, body)),
+    handler: async ({ access, body }) => {
+      const user = access.user();
+      const p = access.principal;
+      return reply.created(await users.createToken(user.id, body, p.kind === 'user' ? p.grant : undefined));
+    },
   });
   api.route({
     method: 'delete',

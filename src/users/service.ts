@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
-import { ALL_SCOPES, hashToken, type AuthUser, type TokenGrant, type TokenLevel } from '../http/auth.ts';
+import {
+  ALL_SCOPES,
+  hashToken,
+  scopeAllows,
+  type AuthUser,
+  type Scope,
+  type TokenGrant,
+  type TokenLevel,
+} from '../http/auth.ts';
 import { ApiToken, User } from './entities.ts';
 
 export const usernameSchema = z
@@ -125,7 +133,12 @@ export class UsersService {
     return user;
   }
 
-  async createToken(userId: number, body: CreateTokenBody) {
+  /**
+   * Creates a token. `minter` is the grant of the token making the request (absent for the admin
+   * endpoint and the CLI): a token cannot mint a token with a scope it lacks or a wider reach
+   * than its own level and target, so no token escalates its own privileges.
+   */
+  async createToken(userId: number, body: CreateTokenBody, minter?: TokenGrant) {
     if (body.expires_at != null && new Date(body.expires_at).getTime() <= Date.now()) {
       throw ApiError.validation('body.expires_at: must be in the future');
     }
@@ -137,6 +150,18 @@ export class UsersService {
       if (body.target === undefined)
         throw ApiError.validation(`body.target: required for a ${body.level} token`);
       target = await this.resolveTarget(body.level, body.target, userId);
+    }
+    if (minter !== undefined) {
+      const missing = body.scopes.filter((s) => !mayGrant(minter.scopes, s));
+      if (missing.length > 0) {
+        throw ApiError.forbidden(`this token cannot grant scopes it does not hold: ${missing.join(', ')}`);
+      }
+      const within =
+        minter.level === 'personal' ||
+        (minter.level === 'org' && target.orgId === minter.targetOrgId) ||
+        (minter.level === 'repo' && body.level === 'repo' && target.repoId === minter.targetRepoId);
+      if (!within)
+        throw ApiError.forbidden('this token cannot create a token reaching beyond its own target');
     }
     const plaintext = newTokenValue();
     const em = this.em();
@@ -272,6 +297,14 @@ export class UsersService {
       [id],
     );
   }
+}
+
+/** May a token holding `held` grant `scope` (current or earlier-variant name)? */
+function mayGrant(held: readonly string[], scope: string): boolean {
+  if (held.includes('admin') || held.includes(scope)) return true;
+  if (scope === 'read') return held.includes('write');
+  if (scope === 'write' || scope === 'admin') return false;
+  return scopeAllows(held, scope as Scope);
 }
 
 export function isUniqueViolation(e: unknown): boolean {

@@ -608,3 +608,71 @@ describe('private repository visibility', () => {
     expect(r.body.data).toMatchObject({ name: priv, org, is_private: true });
   });
 });
+
+describe('tokens cannot mint more than they hold', () => {
+  test('when a narrow token creates a token with a scope it lacks, then 403; within its scopes, 201', async () => {
+    const u = await s.newUser();
+    const narrow = await tokenOf(u, { scopes: ['issues:read'] });
+    expectError(await narrow.post('/api/v1/user/tokens', { name: 'x', scopes: ['admin'] }), 403, 'forbidden');
+    expectError(
+      await narrow.post('/api/v1/user/tokens', { name: 'x', scopes: ['issues:write'] }),
+      403,
+      'forbidden',
+    );
+    expect((await narrow.post('/api/v1/user/tokens', { name: 'x', scopes: ['issues:read'] })).status).toBe(
+      201,
+    );
+    const writer = await tokenOf(u, { scopes: ['repo:write'] });
+    expect((await writer.post('/api/v1/user/tokens', { name: 'x', scopes: ['repo:read'] })).status).toBe(201);
+    const coarse = await tokenOf(u, { scopes: ['write'] });
+    expect(
+      (await coarse.post('/api/v1/user/tokens', { name: 'x', scopes: ['read', 'ci:write'] })).status,
+    ).toBe(201);
+    expectError(await coarse.post('/api/v1/user/tokens', { name: 'x', scopes: ['admin'] }), 403, 'forbidden');
+  });
+
+  test('when an org or repo token creates a token reaching further, then 403', async () => {
+    const u = await s.newUser();
+    const org = await s.newOrg(u);
+    const other = await s.newOrg(u);
+    const repo = await createRepo(u.client, org);
+    const orgTok = await tokenOf(u, { scopes: ['repo:read'], level: 'org', target: org });
+    expectError(
+      await orgTok.post('/api/v1/user/tokens', { name: 'x', scopes: ['repo:read'] }),
+      403,
+      'forbidden',
+    );
+    expectError(
+      await orgTok.post('/api/v1/user/tokens', {
+        name: 'x',
+        scopes: ['repo:read'],
+        level: 'org',
+        target: other,
+      }),
+      403,
+      'forbidden',
+    );
+    const sub = { name: 'x', scopes: ['repo:read'], level: 'repo', target: `${org}/${repo}` };
+    expect((await orgTok.post('/api/v1/user/tokens', sub)).status).toBe(201);
+    const repoTok = await tokenOf(u, { scopes: ['repo:read'], level: 'repo', target: `${org}/${repo}` });
+    expect((await repoTok.post('/api/v1/user/tokens', sub)).status).toBe(201);
+    const org2 = { name: 'x', scopes: ['repo:read'], level: 'org', target: org };
+    expectError(await repoTok.post('/api/v1/user/tokens', org2), 403, 'forbidden');
+  });
+
+  test('when an owner manages members with a token lacking the admin scope, then 403', async () => {
+    const u = await s.newUser();
+    const org = await s.newOrg(u);
+    const m = await s.newUser();
+    const noAdmin = await tokenOf(u, { scopes: ['repo:write', 'issues:write'] });
+    expectError(
+      await noAdmin.put(`/api/v1/orgs/${org}/members/${m.username}`, { role: 'member' }),
+      403,
+      'forbidden',
+    );
+    expect((await u.client.put(`/api/v1/orgs/${org}/members/${m.username}`, { role: 'member' })).status).toBe(
+      200,
+    );
+    expectError(await noAdmin.delete(`/api/v1/orgs/${org}/members/${m.username}`), 403, 'forbidden');
+  });
+});
