@@ -448,6 +448,8 @@ export class PipelinesService {
       (/^\d+$/.test(stepRef) ? steps.find((s) => s.number === Number(stepRef)) : undefined) ??
       steps.find((s) => s.name === stepRef);
     if (step === undefined) throw ApiError.notFound('step');
+    // A step that never started has no log (404); a started one answers its log, even if empty.
+    if (step.started_at === null && Number(step.log_size) === 0) throw ApiError.notFound('log');
     const chunks = await this.em().execute<{ offset: string; size: number; blob_key: string }[]>(
       'select "offset", size, blob_key from step_log_chunks where step_id = ? order by "offset"',
       [step.id],

@@ -311,6 +311,9 @@ describe('agent protocol', () => {
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('forbidden');
     expect((await owner.client.get(path(repo, '/1/steps/9/log'))).status).toBe(404);
+    const notStarted = await owner.client.get(path(repo, '/1/steps/1/log'));
+    expect(notStarted.status).toBe(404);
+    expect(notStarted.body.error.code).toBe('not_found');
     expect((await owner.client.get(path(repo, '/1/steps/nope/log'))).status).toBe(404);
     expect((await owner.client.get(path(repo, '/7/steps/1/log'))).status).toBe(404);
   });
