@@ -125,3 +125,37 @@ describe('pipeline triggers', () => {
     expect((await s.anon.get(path(repo))).body).toEqual({ total: 0, page: 1, per_page: 20, pipelines: [] });
   });
 });
+
+describe('pipeline list', () => {
+  test('per_page is clamped to 50, status filters, and unknown numbers are 404', async () => {
+    const repo = await gitRepo(s, owner, org);
+    await commitFiles(repo, { '.pipeline.yml': TWO_STEPS });
+    await repo.push();
+    await commitFiles(repo, { '.pipeline.yml': 'steps: [' });
+    await repo.push();
+    const all = await s.anon.get(path(repo, '?per_page=500'));
+    expect(all.body).toMatchObject({ total: 2, page: 1, per_page: 50 });
+    expect(all.body.pipelines.map((p: any) => p.number)).toEqual([2, 1]);
+    const errors = await s.anon.get(path(repo, '?status=error'));
+    expect(errors.body.pipelines.map((p: any) => p.number)).toEqual([2]);
+    const pending = await s.anon.get(path(repo, '?status=pending&per_page=1&page=1'));
+    expect(pending.body).toMatchObject({
+      total: 1,
+      per_page: 1,
+      pipelines: [expect.objectContaining({ number: 1 })],
+    });
+    expect((await s.anon.get(path(repo, '?status=bogus'))).status).toBe(400);
+    expect((await s.anon.get(path(repo, '/3'))).status).toBe(404);
+    expect((await s.anon.get(path(repo, '/abc'))).status).toBe(404);
+  });
+
+  test('a private repository hides its pipelines from outsiders (404)', async () => {
+    const repo = await gitRepo(s, owner, org, true);
+    await commitFiles(repo, { '.pipeline.yml': TWO_STEPS });
+    await repo.push();
+    expect((await s.anon.get(path(repo))).status).toBe(404);
+    const outsider = await s.newUser();
+    expect((await outsider.client.get(path(repo, '/1'))).status).toBe(404);
+    expect((await owner.client.get(path(repo, '/1'))).status).toBe(200);
+  });
+});
