@@ -21,6 +21,8 @@ import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
+import { IssuesService } from './issues/service.ts';
+import { issueRoutes } from './issues/routes.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
 import { fileAt } from './vcs/pushes.ts';
 import type { VcsKind } from './vcs/index.ts';
@@ -34,6 +36,7 @@ export type Services = {
   repos: ReposService;
   agents: AgentsService;
   pipelines: PipelinesService;
+  issues: IssuesService;
 };
 
 export type AppDeps = {
@@ -102,7 +105,8 @@ export function createServices(deps: AppDeps): Services {
       return { id: repo.id, name: repo.name, org: org.name, vcs: repo.vcs, isPrivate: repo.isPrivate };
     },
   });
-  return { users, orgs, repos, agents, pipelines };
+  const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
+  return { users, orgs, repos, agents, pipelines, issues };
 }
 
 export function directory(s: Services): Directory {
@@ -208,6 +212,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
   pipelineRoutes(api, services.pipelines);
+  issueRoutes(api, services.issues);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));

@@ -31,6 +31,7 @@ const envSchema = z.object({
   OTEL_SERVICE_NAME: z.string().default('triad'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRIAD_LOG_REQUESTS: bool.default(true),
+  TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
 });
 
 export type Config = {
@@ -52,6 +53,8 @@ export type Config = {
   serviceName: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
   logRequests: boolean;
+  /** Most assignees one issue may have (400 beyond, on create and on add). */
+  issueMaxAssignees: number;
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -93,5 +96,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serviceName: e.OTEL_SERVICE_NAME,
     logLevel: e.LOG_LEVEL,
     logRequests: e.TRIAD_LOG_REQUESTS,
+    issueMaxAssignees: e.TRIAD_ISSUE_MAX_ASSIGNEES,
   };
 }
