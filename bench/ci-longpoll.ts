@@ -1,0 +1,96 @@
+/**
+ * How fast a long-polling agent gets a pipeline created while it waits (issue target: 100 ms).
+ * Starts a server (embedded PostgreSQL in a temporary directory, or DATABASE_URL), pushes one git
+ * commit with a pipeline file, then N times: an agent waits in `POST /api/v1/ci/poll?wait=30`, a
+ * user reruns the pipeline, and the time from the rerun's answer to the poll's answer is recorded.
+ *
+ *   npm run bench:ci [-- --iterations 200]
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import { startServer } from '../src/server.ts';
+
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' } } });
+const iterations = Number(values.iterations);
+
+const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-ci-'));
+const token = 'bench-admin-token';
+const running = await startServer(
+  loadConfig({
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    TRIAD_DATA_DIR: dir,
+    TRIAD_ADMIN_TOKEN: token,
+    TRIAD_EMBEDDED_AGENT: 'off',
+    LOG_LEVEL: 'warn',
+    TRIAD_LOG_REQUESTS: 'false',
+  }),
+);
+const base = running.url;
+const call = async (method: string, p: string, auth: string, body?: unknown) => {
+  const r = await fetch(`${base}${p}`, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, body: r.status === 204 ? undefined : ((await r.json()) as Record<string, any>) };
+};
+
+try {
+  await call('POST', '/api/v1/orgs', token, { name: 'bench' });
+  await call('POST', '/api/v1/orgs/bench/repos', token, { name: 'ci', vcs: 'git' });
+  const work = path.join(dir, 'work');
+  // async: the server answering the push runs in this process
+  const git = (...a: string[]) =>
+    promisify(execFile)('git', a, {
+      cwd: work,
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 'b',
+        GIT_AUTHOR_EMAIL: 'b@b',
+        GIT_COMMITTER_NAME: 'b',
+        GIT_COMMITTER_EMAIL: 'b@b',
+      },
+    });
+  await fs.mkdir(work);
+  await git('init', '-q', '-b', 'main');
+  await fs.writeFile(
+    path.join(work, '.pipeline.yml'),
+    'steps:\n  - name: s\n    image: alpine\n    commands: ["true"]\n',
+  );
+  await git('add', '.');
+  await git('commit', '-q', '-m', 'ci');
+  const url = new URL(`${base}/bench/ci`);
+  url.username = 'x';
+  url.password = token;
+  await git('push', '-q', url.toString(), 'main');
+  const agent = (await call('POST', '/api/v1/admin/agents', token, { name: 'bench' })).body!.data
+    .token as string;
+  await call('POST', '/api/v1/ci/poll', agent); // claims pipeline 1
+
+  const samples: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const polled = call('POST', '/api/v1/ci/poll?wait=30', agent).then((r) => ({ r, at: performance.now() }));
+    await new Promise((r) => setTimeout(r, 20)); // the agent is waiting on the server
+    const rerun = await call('POST', '/api/v1/repos/bench/ci/pipelines/1/rerun', token);
+    const created = performance.now();
+    const { r, at } = await polled;
+    if (r.status !== 200 || r.body!.number !== rerun.body!.number)
+      throw new Error(`unexpected poll answer ${r.status}`);
+    samples.push(at - created);
+  }
+  samples.sort((a, b) => a - b);
+  const q = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!.toFixed(2);
+  console.log(
+    `long-poll wake-up over ${iterations} pipelines: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${samples.at(-1)!.toFixed(2)} ms`,
+  );
+} finally {
+  await running.close();
+  await fs.rm(dir, { recursive: true, force: true });
+}
