@@ -111,6 +111,17 @@ describe('Fossil over HTTP', () => {
     });
   });
 
+  test('when 60 check-ins are pushed, then the newest 50 are listed and truncated is true', async () => {
+    const repo = await newRepo();
+    const w = await checkout(repo.clone, owner.token);
+    for (let i = 1; i <= 60; i++) await commit(w, `f${i}`, `${i}\n`, `c${i}`);
+    await ok('fossil', ['push', '-B', `x:${owner.token}`, repo.clone], w);
+    const [e] = await outboxEvents(s, repo.id);
+    expect(e!.payload).toMatchObject({ ref: 'trunk', total_commits: 50, truncated: true });
+    expect(e!.payload.commits[0].subject).toBe('c60');
+    expect(e!.payload.commits[49].subject).toBe('c11');
+  });
+
   test('when pushing with a read-only token, then nothing changes and no event is recorded', async () => {
     const repo = await newRepo();
     const reader = await s.newUser(undefined, { scopes: ['repo:read'] });
