@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/server.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -137,5 +139,57 @@ describe('git over HTTP', () => {
     const r = await fetch(`${repo.clone}/info/refs?service=git-upload-pack`);
     expect(r.status).toBe(401);
     expect(r.headers.get('www-authenticate')).toContain('Basic');
+  });
+});
+
+describe('pushes from two server replicas', () => {
+  test('when two replicas take pushes to one repository at once, then both land and each is recorded once', async () => {
+    // a second server on the same database and repository volume, like a second replica
+    const second = await startServer(
+      loadConfig({
+        DATABASE_URL: s.dbUrl,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAD_DATA_DIR: s.dataDir,
+        TRIAD_EMBEDDED_AGENT: 'off',
+        LOG_LEVEL: 'silent',
+        TRIAD_LOG_REQUESTS: 'false',
+      }),
+    );
+    try {
+      const repo = await newRepo();
+      const base = await tempDir();
+      await ok('git', ['init', '-q', '-b', 'main', base], base);
+      await ok('git', ['commit', '-q', '--allow-empty', '-m', 'root'], base);
+      await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], base);
+      const clones = await Promise.all(
+        ['a', 'b', 'c', 'd'].map(async (name) => {
+          const d = await tempDir();
+          await ok('git', ['clone', '-q', repo.clone, `${d}/w`], d);
+          await ok('git', ['checkout', '-q', '-b', `topic-${name}`], `${d}/w`);
+          for (let i = 0; i < 5; i++)
+            await ok('git', ['commit', '-q', '--allow-empty', '-m', `${name}${i}`], `${d}/w`);
+          return { name, dir: `${d}/w` };
+        }),
+      );
+      const urls = [repo.clone, repo.clone.replace(s.url, second.url)];
+      const results = await Promise.all(
+        clones.map((c, i) =>
+          sh('git', ['push', '-q', withCreds(urls[i % 2]!, owner.token), `topic-${c.name}`], c.dir),
+        ),
+      );
+      expect(results.map((r) => r.code)).toEqual([0, 0, 0, 0]);
+      const events = await outboxEvents(s, repo.id);
+      const pushes = events.filter((e) => e.event_type === 'push').slice(1);
+      expect(pushes.map((e) => e.payload.ref).sort()).toEqual(['topic-a', 'topic-b', 'topic-c', 'topic-d']);
+      for (const e of pushes) {
+        expect(e.payload).toMatchObject({ created: true, total_commits: 5 });
+      }
+      const check = await tempDir();
+      await ok('git', ['clone', '-q', '--mirror', repo.clone, `${check}/m`], check);
+      await ok('git', ['fsck', '--strict'], `${check}/m`);
+    } finally {
+      await second.close();
+    }
   });
 });
