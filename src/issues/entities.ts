@@ -13,6 +13,10 @@ export const Issue = defineEntity({
     state: p.string(),
     severity: p.string().default('none'),
     authorId: p.integer().nullable(),
+    /** Label ids in the order they were added (GIN-indexed for the `label` filter). */
+    labelIds: p.array(),
+    /** Assignee user ids in the order they were assigned (GIN-indexed for the `assignee` filter). */
+    assigneeIds: p.array(),
     /** Maintained in the comment transaction, so the `comments` sort needs no join. */
     commentCount: p.integer().default(0),
     createdAt: p.datetime().onCreate(() => new Date()),
@@ -52,36 +56,21 @@ export const Label = defineEntity({
 });
 export type Label = InferEntity<typeof Label>;
 
-export const IssueLabel = defineEntity({
-  name: 'IssueLabel',
-  tableName: 'issue_labels',
-  properties: {
-    issueId: p.integer().primary(),
-    labelId: p.integer().primary(),
-  },
-});
-export type IssueLabel = InferEntity<typeof IssueLabel>;
-
-export const IssueAssignee = defineEntity({
-  name: 'IssueAssignee',
-  tableName: 'issue_assignees',
-  properties: {
-    issueId: p.integer().primary(),
-    userId: p.integer().primary(),
-    createdAt: p.datetime().onCreate(() => new Date()),
-  },
-});
-export type IssueAssignee = InferEntity<typeof IssueAssignee>;
-
-/** Per-repository number counters, locked by the creating transaction's `update ... returning`. */
+/**
+ * Per-repository issue number counter (locked by the creating transaction's upsert) and issue
+ * counts per state (kept in the transaction of every state change; unfiltered list totals).
+ */
 export const RepoCounter = defineEntity({
   name: 'RepoCounter',
   tableName: 'repo_counters',
   properties: {
     repoId: p.integer().primary(),
     lastIssueNumber: p.integer().default(0),
+    issuesNew: p.integer().default(0),
+    issuesOpen: p.integer().default(0),
+    issuesClosed: p.integer().default(0),
   },
 });
 export type RepoCounter = InferEntity<typeof RepoCounter>;
 
-export const issueEntities = [Issue, IssueComment, Label, IssueLabel, IssueAssignee, RepoCounter];
+export const issueEntities = [Issue, IssueComment, Label, RepoCounter];

@@ -100,12 +100,14 @@ type IssueRow = {
   state: IssueState;
   severity: Severity;
   author_id: number | null;
+  label_ids: number[];
+  assignee_ids: number[];
   comment_count: number;
   created_at: Date;
   updated_at: Date;
 };
 const ISSUE_COLUMNS = `i.id, i.repo_id, i.number, i.title, i.body, i.state, i.severity, i.author_id,
-  i.comment_count, i.created_at, i.updated_at`;
+  i.label_ids, i.assignee_ids, i.comment_count, i.created_at, i.updated_at`;
 
 type UserRow = { id: number; username: string; display_name: string; avatar_url: string };
 type LabelRow = { id: number; name: string; color: string; scope: LabelScope; description: string };
@@ -250,6 +252,13 @@ export class IssuesService {
 
   // ----- reads -------------------------------------------------------------------------------
 
+  /**
+   * One page of issues. Every filter is a predicate on `issues` (labels and assignees are id
+   * arrays with GIN indexes), so the planner combines indexes for any combination. The page is
+   * read in two steps: the numbers (an index-only scan for the plain state lists, cheap even for
+   * deep pages), then those rows. Without filters besides `state`, the total comes from the
+   * per-state counts in `repo_counters` instead of a count scan.
+   */
   async list(t: Target, q: ListIssuesQuery): Promise<Page<IssueJson>> {
     const em = this.em();
     const empty: Page<IssueJson> = { items: [], total: 0, page: q.page, perPage: q.per_page };
@@ -263,31 +272,32 @@ export class IssuesService {
         params.push(q.state);
         break;
       case 'active':
-        where.push(`i.state in ('new', 'open')`);
+        // The predicate of the partial `issues_active_*` indexes.
+        where.push(`i.state <> 'closed'`);
         break;
       case 'all':
         break;
     }
+    const stateOnly = where.length;
     if (q.severity !== undefined) {
       where.push('i.severity = ?');
       params.push(q.severity);
     }
     if (q.label !== undefined) {
-      const [label] = await em.execute<{ id: number }[]>(
-        `select l.id from labels l where ${CATALOG_WHERE} and lower(l.name) = lower(?)
-          order by ${SCOPE_RANK} limit 1`,
+      // Every label of that name the repository can see: normally one, but an issue may carry a
+      // broader-scope label whose name a narrower scope defined later.
+      const labels = await em.execute<{ id: number }[]>(
+        `select l.id from labels l where ${CATALOG_WHERE} and lower(l.name) = lower(?)`,
         [t.org.id, t.repo.id, q.label],
       );
-      if (label === undefined) return empty;
-      where.push('exists (select 1 from issue_labels il where il.issue_id = i.id and il.label_id = ?)');
-      params.push(label.id);
+      if (labels.length === 0) return empty;
+      where.push('i.label_ids && ?::int[]');
+      params.push(intArray(labels.map((l) => l.id)));
     }
     if (q.assignee !== undefined) {
       const ids = await this.usersByDisplayName(em, q.assignee);
       if (ids.length === 0) return empty;
-      where.push(
-        'exists (select 1 from issue_assignees ia where ia.issue_id = i.id and ia.user_id = any(?::int[]))',
-      );
+      where.push('i.assignee_ids && ?::int[]');
       params.push(intArray(ids));
     }
     if (q.author !== undefined) {
@@ -301,19 +311,75 @@ export class IssuesService {
       params.push(`%${likeEscape(q.q)}%`);
     }
     const whereSql = where.join(' and ');
-    const [count] = await em.execute<{ n: number }[]>(
-      `select count(*)::int as n from issues i where ${whereSql}`,
-      params,
-    );
-    const total = count?.n ?? 0;
+    let total: number;
+    if (where.length === stateOnly) {
+      total = await this.stateCount(em, t.repo.id, q.state);
+    } else {
+      const [count] = await em.execute<{ n: number }[]>(
+        `select count(*)::int as n from issues i where ${whereSql}`,
+        params,
+      );
+      total = count?.n ?? 0;
+    }
     const offset = offsetOf(q);
     if (total <= offset) return { ...empty, total };
-    const rows = await em.execute<IssueRow[]>(
-      `select ${ISSUE_COLUMNS} from issues i where ${whereSql}
-        order by ${SORT_SQL[q.sort]} limit ? offset ?`,
+    const numbers = await em.execute<{ number: number }[]>(
+      `select i.number from issues i where ${whereSql} order by ${SORT_SQL[q.sort]} limit ? offset ?`,
       [...params, q.per_page, offset],
     );
-    return { items: await this.hydrate(em, rows), total, page: q.page, perPage: q.per_page };
+    if (numbers.length === 0) return { ...empty, total };
+    const rows = await em.execute<IssueRow[]>(
+      `select ${ISSUE_COLUMNS} from issues i where i.repo_id = ? and i.number = any(?::int[])`,
+      [t.repo.id, intArray(numbers.map((n) => n.number))],
+    );
+    const byNumber = new Map(rows.map((r) => [r.number, r]));
+    const ordered = numbers.flatMap((n) => {
+      const r = byNumber.get(n.number);
+      return r === undefined ? [] : [r];
+    });
+    return { items: await this.hydrate(em, ordered), total, page: q.page, perPage: q.per_page };
+  }
+
+  private async stateCount(
+    em: EntityManager,
+    repoId: number,
+    state: ListIssuesQuery['state'],
+  ): Promise<number> {
+    const [c] = await em.execute<{ issues_new: number; issues_open: number; issues_closed: number }[]>(
+      'select issues_new, issues_open, issues_closed from repo_counters where repo_id = ?',
+      [repoId],
+    );
+    if (c === undefined) return 0;
+    switch (state) {
+      case 'new':
+        return c.issues_new;
+      case 'open':
+        return c.issues_open;
+      case 'closed':
+        return c.issues_closed;
+      case 'active':
+        return c.issues_new + c.issues_open;
+      case 'all':
+        return c.issues_new + c.issues_open + c.issues_closed;
+    }
+  }
+
+  /**
+   * Moves one issue between the per-state counts of `repo_counters`, in the transaction of the
+   * change and under the issue row lock, so the counts never drift from the rows.
+   */
+  private async countState(
+    tx: EntityManager,
+    repoId: number,
+    from: IssueState,
+    to: IssueState,
+  ): Promise<void> {
+    if (from === to) return;
+    await tx.execute(
+      `update repo_counters set issues_${from} = issues_${from} - 1, issues_${to} = issues_${to} + 1
+        where repo_id = ?`,
+      [repoId],
+    );
   }
 
   /** The issue with its comments (the `comments` key only when there are any). */
@@ -359,40 +425,32 @@ export class IssuesService {
       if (new Set(assignees.map((a) => a.id)).size !== assignees.length) {
         throw ApiError.validation('body.assignees: must not repeat an assignee');
       }
+      const state: IssueState = assignees.length > 0 ? 'open' : 'new';
+      // The counter row is locked by this upsert until commit: concurrent creates in the same
+      // repository queue here and get consecutive numbers (a rolled-back create frees its number).
       const [counter] = await tx.execute<{ n: number }[]>(
-        `insert into repo_counters (repo_id, last_issue_number) values (?, 1)
-         on conflict (repo_id) do update set last_issue_number = repo_counters.last_issue_number + 1
-         returning last_issue_number as n`,
+        `insert into repo_counters as c (repo_id, last_issue_number, issues_${state}) values (?, 1, 1)
+         on conflict (repo_id) do update
+           set last_issue_number = c.last_issue_number + 1, issues_${state} = c.issues_${state} + 1
+         returning c.last_issue_number as n`,
         [t.repo.id],
       );
       const [row] = await tx.execute<IssueRow[]>(
-        `insert into issues as i (repo_id, number, title, body, state, severity, author_id)
-         values (?, ?, ?, ?, ?, ?, ?)
+        `insert into issues as i (repo_id, number, title, body, state, severity, author_id, label_ids, assignee_ids)
+         values (?, ?, ?, ?, ?, ?, ?, ?::int[], ?::int[])
          returning ${ISSUE_COLUMNS}`,
         [
           t.repo.id,
           counter!.n,
           body.title,
           body.body ?? '',
-          assignees.length > 0 ? 'open' : 'new',
+          state,
           body.severity ?? 'none',
           user.id,
+          intArray(labels.map((l) => l.id)),
+          intArray(assignees.map((a) => a.id)),
         ],
       );
-      if (labels.length > 0) {
-        await tx.execute('insert into issue_labels (issue_id, label_id) select ?, unnest(?::int[])', [
-          row!.id,
-          intArray(labels.map((l) => l.id)),
-        ]);
-      }
-      if (assignees.length > 0) {
-        await tx.execute(
-          `insert into issue_assignees (issue_id, user_id, created_at)
-           select ?, a.id, now() + (a.ord * interval '1 microsecond')
-             from unnest(?::int[]) with ordinality as a(id, ord)`,
-          [row!.id, intArray(assignees.map((a) => a.id))],
-        );
-      }
       const [issue] = await this.hydrate(tx, [row!]);
       await this.emit(tx, t, user, 'issue.opened', { action: 'opened', issue: issue! });
       return issue!;
@@ -426,6 +484,7 @@ export class IssuesService {
         sets.push('closed_at = null');
         if (row.state === 'closed') event = 'issue.reopened';
       }
+      if (body.state !== undefined) await this.countState(tx, t.repo.id, row.state, body.state);
       let current = row;
       if (sets.length > 0) {
         const [updated] = await tx.execute<IssueRow[]>(
@@ -462,6 +521,7 @@ export class IssuesService {
           where id = ? returning ${ISSUE_COLUMNS}`,
         [row.id],
       );
+      if (row.state === 'new') await this.countState(tx, t.repo.id, 'new', 'open');
       const authors = await this.usersById(tx, [user.id]);
       const comment = commentJson(c!, authors);
       const [issue] = await this.hydrate(tx, [updated!]);
@@ -475,12 +535,8 @@ export class IssuesService {
     return this.em().transactional(async (tx) => {
       const row = await this.find(tx, t.repo.id, number, true);
       const [label] = await this.resolveLabels(tx, t, [name]);
-      const added = await tx.execute<{ label_id: number }[]>(
-        `insert into issue_labels (issue_id, label_id) values (?, ?) on conflict do nothing
-         returning label_id`,
-        [row.id, label!.id],
-      );
-      return this.touched(tx, row, added.length > 0);
+      if (row.label_ids.includes(label!.id)) return this.touched(tx, row, undefined);
+      return this.touched(tx, row, { sql: 'label_ids = array_append(label_ids, ?)', params: [label!.id] });
     });
   }
 
@@ -489,15 +545,13 @@ export class IssuesService {
     access.user('issues:write');
     return this.em().transactional(async (tx) => {
       const row = await this.find(tx, t.repo.id, number, true);
-      const removed = await tx.execute<{ label_id: number }[]>(
-        `delete from issue_labels where issue_id = ? and label_id = (
-           select l.id from issue_labels il join labels l on l.id = il.label_id
-            where il.issue_id = ? and lower(l.name) = lower(?) order by ${SCOPE_RANK} limit 1)
-         returning label_id`,
-        [row.id, row.id, name],
+      const [label] = await tx.execute<{ id: number }[]>(
+        `select l.id from labels l where l.id = any(?::int[]) and lower(l.name) = lower(?)
+          order by ${SCOPE_RANK} limit 1`,
+        [intArray(row.label_ids), name],
       );
-      if (removed.length === 0) throw ApiError.notFound(`label "${name}" on this issue`);
-      return this.touched(tx, row, true);
+      if (label === undefined) throw ApiError.notFound(`label "${name}" on this issue`);
+      return this.touched(tx, row, { sql: 'label_ids = array_remove(label_ids, ?)', params: [label.id] });
     });
   }
 
@@ -506,19 +560,14 @@ export class IssuesService {
     return this.em().transactional(async (tx) => {
       const row = await this.find(tx, t.repo.id, number, true);
       const member = await this.resolveAssignee(tx, t.org.id, ref);
-      const [have] = await tx.execute<{ n: number; mine: boolean }[]>(
-        `select count(*)::int as n, coalesce(bool_or(user_id = ?), false) as mine
-           from issue_assignees where issue_id = ?`,
-        [member.id, row.id],
-      );
-      if (have?.mine === true) return this.touched(tx, row, false);
-      this.checkCap((have?.n ?? 0) + 1);
-      await tx.execute('insert into issue_assignees (issue_id, user_id) values (?, ?)', [row.id, member.id]);
+      if (row.assignee_ids.includes(member.id)) return this.touched(tx, row, undefined);
+      this.checkCap(row.assignee_ids.length + 1);
       // The first assignee on a `new` issue opens it (current variant).
-      if (row.state === 'new') {
-        await tx.execute(`update issues set state = 'open' where id = ?`, [row.id]);
-      }
-      return this.touched(tx, row, true);
+      if (row.state === 'new') await this.countState(tx, t.repo.id, 'new', 'open');
+      return this.touched(tx, row, {
+        sql: `assignee_ids = array_append(assignee_ids, ?), state = case when state = 'new' then 'open' else state end`,
+        params: [member.id],
+      });
     });
   }
 
@@ -527,12 +576,8 @@ export class IssuesService {
     if (!isDbId(userId)) throw ApiError.notFound('assignee on this issue');
     return this.em().transactional(async (tx) => {
       const row = await this.find(tx, t.repo.id, number, true);
-      const removed = await tx.execute<{ user_id: number }[]>(
-        'delete from issue_assignees where issue_id = ? and user_id = ? returning user_id',
-        [row.id, userId],
-      );
-      if (removed.length === 0) throw ApiError.notFound('assignee on this issue');
-      return this.touched(tx, row, true);
+      if (!row.assignee_ids.includes(userId)) throw ApiError.notFound('assignee on this issue');
+      return this.touched(tx, row, { sql: 'assignee_ids = array_remove(assignee_ids, ?)', params: [userId] });
     });
   }
 
@@ -544,15 +589,21 @@ export class IssuesService {
     }
   }
 
-  /** Bumps `updated_at` when something changed and returns the enriched issue. */
-  private async touched(tx: EntityManager, row: IssueRow, changed: boolean): Promise<IssueJson> {
-    const [current] = await tx.execute<IssueRow[]>(
-      changed
-        ? `update issues i set updated_at = now() where id = ? returning ${ISSUE_COLUMNS}`
-        : `select ${ISSUE_COLUMNS} from issues i where id = ?`,
-      [row.id],
-    );
-    const [issue] = await this.hydrate(tx, [current!]);
+  /** Applies a change (with `updated_at`), if any, and returns the enriched issue. */
+  private async touched(
+    tx: EntityManager,
+    row: IssueRow,
+    change: { sql: string; params: unknown[] } | undefined,
+  ): Promise<IssueJson> {
+    let current = row;
+    if (change !== undefined) {
+      const [updated] = await tx.execute<IssueRow[]>(
+        `update issues i set ${change.sql}, updated_at = now() where id = ? returning ${ISSUE_COLUMNS}`,
+        [...change.params, row.id],
+      );
+      current = updated!;
+    }
+    const [issue] = await this.hydrate(tx, [current]);
     return issue!;
   }
 
@@ -621,31 +672,25 @@ export class IssuesService {
     return new Map(rows.map((u) => [u.id, u]));
   }
 
-  /** Issue rows to JSON with authors, labels and assignees, in three queries for any page size. */
+  /** Issue rows to JSON with authors, labels and assignees, in two queries for any page size. */
   private async hydrate(em: EntityManager, rows: readonly IssueRow[]): Promise<IssueJson[]> {
     if (rows.length === 0) return [];
-    const ids = intArray(rows.map((r) => r.id));
-    // Sequential on purpose: inside a transaction the queries share one connection anyway.
-    const authors = await this.usersById(
-      em,
-      rows.map((r) => r.author_id),
-    );
-    const labels = await em.execute<(LabelRow & { issue_id: number })[]>(
-      `select il.issue_id, l.id, l.name, l.color, l.scope, l.description
-         from issue_labels il join labels l on l.id = il.label_id
-        where il.issue_id = any(?::int[]) order by lower(l.name), l.id`,
-      [ids],
-    );
-    const assignees = await em.execute<(UserRow & { issue_id: number })[]>(
-      `select ia.issue_id, u.id, u.username, u.display_name, u.avatar_url
-         from issue_assignees ia join users u on u.id = ia.user_id
-        where ia.issue_id = any(?::int[]) order by ia.created_at, u.id`,
-      [ids],
-    );
-    const labelsOf = groupBy(labels, (l) => l.issue_id);
-    const assigneesOf = groupBy(assignees, (a) => a.issue_id);
+    const users = await this.usersById(em, [
+      ...rows.map((r) => r.author_id),
+      ...rows.flatMap((r) => r.assignee_ids),
+    ]);
+    const labelIds = [...new Set(rows.flatMap((r) => r.label_ids))];
+    const labels =
+      labelIds.length === 0
+        ? []
+        : await em.execute<LabelRow[]>(
+            `select id, name, color, scope, description from labels where id = any(?::int[])
+              order by lower(name), id`,
+            [intArray(labelIds)],
+          );
     return rows.map((r) => {
-      const author = r.author_id === null ? undefined : authors.get(r.author_id);
+      const author = r.author_id === null ? undefined : users.get(r.author_id);
+      const mine = new Set(r.label_ids);
       return {
         id: r.id,
         number: r.number,
@@ -654,8 +699,11 @@ export class IssuesService {
         state: r.state,
         severity: r.severity,
         ...(author === undefined ? {} : { author: userRef(author) }),
-        labels: (labelsOf.get(r.id) ?? []).map(labelJson),
-        assignees: (assigneesOf.get(r.id) ?? []).map(userRef),
+        labels: labels.filter((l) => mine.has(l.id)).map(labelJson),
+        assignees: r.assignee_ids.flatMap((id) => {
+          const u = users.get(id);
+          return u === undefined ? [] : [userRef(u)];
+        }),
         created_at: iso(r.created_at),
         updated_at: iso(r.updated_at),
       };
@@ -698,14 +746,3 @@ function commentJson(c: CommentRow, authors: Map<number, UserRow>): CommentJson 
 
 /** A positive value that fits a PostgreSQL `integer` (path numbers and ids). */
 const isDbId = (n: number): boolean => Number.isSafeInteger(n) && n >= 1 && n <= 2_147_483_647;
-
-function groupBy<T>(items: readonly T[], key: (t: T) => number): Map<number, T[]> {
-  const out = new Map<number, T[]>();
-  for (const item of items) {
-    const k = key(item);
-    const list = out.get(k);
-    if (list === undefined) out.set(k, [item]);
-    else list.push(item);
-  }
-  return out;
-}

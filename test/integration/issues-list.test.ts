@@ -82,8 +82,13 @@ describe('state filter', () => {
     ['closed', [3]],
     ['active', [5, 4, 2, 1]],
     ['all', [5, 4, 3, 2, 1]],
-  ])('state=%s', async (state, expected) => {
-    expect(numbers(await s.anon.get(`${path}/issues?state=${state}`))).toEqual(expected);
+  ])('state=%s (the total comes from the per-state counts)', async (state, expected) => {
+    const r = await s.anon.get(`${path}/issues?state=${state}`);
+    expect(numbers(r)).toEqual(expected);
+    expect(r.body.pagination.total).toBe(expected.length);
+    const page2 = await s.anon.get(`${path}/issues?state=${state}&per_page=1&page=2`);
+    expect(page2.body.pagination.total).toBe(expected.length);
+    expect(numbers(page2)).toEqual(expected.slice(1, 2));
   });
   test('a bad state answers 400', async () => {
     const r = await s.anon.get(`${path}/issues?state=merged`);
