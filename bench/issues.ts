@@ -12,6 +12,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import * as prettier from 'prettier';
 import { loadConfig } from '../src/config.ts';
 import { startServer } from '../src/server.ts';
 
@@ -178,7 +179,7 @@ try {
       ['state=all&author&q=login&sort=updated', `state=all&author=${u5}&q=login&sort=updated`],
       [
         'all filters (active, severity, label, assignee, author, q)',
-        `state=active&severity=medium&label=perf&assignee=${u3}&author=${u5}&q=in&sort=comments`,
+        `state=active&severity=medium&label=perf&assignee=${u5}&author=${u5}&q=in&sort=comments`,
       ],
       ['state=all&per_page=100', 'state=all&per_page=100'],
       ['state=all&page=1000 (deep)', 'state=all&page=1000'],
@@ -253,7 +254,9 @@ ${table}
         );
       const re = /<!-- bench:issues:start -->[\s\S]*<!-- bench:issues:end -->/;
       const next = re.test(current) ? current.replace(re, section) : `${current.trimEnd()}\n\n${section}\n`;
-      await fs.writeFile(readme, next);
+      // The README stays in Prettier's format (`npm run lint` checks it).
+      const options = (await prettier.resolveConfig(readme)) ?? {};
+      await fs.writeFile(readme, await prettier.format(next, { ...options, filepath: readme }));
       console.log(`recorded in ${readme}`);
     }
   }
