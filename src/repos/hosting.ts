@@ -114,7 +114,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
       }
       const repoPath = deps.repos.path(repo);
       const scriptName = `/${orgName}/${urlRepo}`;
-      const backend = { vcs, repoPath, subpath, scriptName, remoteUser, req, res };
+      const backend = { vcs, repoPath, subpath, scriptName, remoteUser, write: op === 'write', req, res };
       if (!mutates(vcs, req.method, op) || (vcs === 'fossil' && remoteUser !== FOSSIL_WRITER)) {
         await serveBackend(backend);
         res.end();

@@ -39,7 +39,9 @@ demandimport.enable()
 from mercurial import ui as uimod
 from mercurial.hgweb import hgweb, wsgicgi
 u = uimod.ui.load()
-u.setconfig(b'web', b'allow-push', b'*')
+# Only requests Triad authorised as pushes may write (unbundle, pushkey, or a batch of them).
+u.setconfig(b'web', b'allow-push', b'*' if os.environ.get('TRIAD_HG_PUSH') == '1' else b'')
+u.setconfig(b'web', b'deny_push', b'' if os.environ.get('TRIAD_HG_PUSH') == '1' else b'*')
 u.setconfig(b'web', b'push_ssl', b'false')
 u.setconfig(b'web', b'allow-archive', b'')
 u.setconfig(b'ui', b'report_untrusted', b'false')
@@ -73,6 +75,8 @@ export type BackendRequest = {
   /** The public path of the clone URL (SCRIPT_NAME). */
   scriptName: string;
   remoteUser: string | undefined;
+  /** Triad authorised this request to write (git receive-pack, hg unbundle/pushkey). */
+  write: boolean;
   req: IncomingMessage;
   res: ServerResponse;
   buffer?: boolean;
@@ -100,7 +104,7 @@ export async function serveBackend(b: BackendRequest): Promise<CgiResult> {
           GIT_HTTP_MAX_REQUEST_BUFFER: '100M',
           GIT_CONFIG_COUNT: '1',
           GIT_CONFIG_KEY_0: 'http.receivepack',
-          GIT_CONFIG_VALUE_0: 'true',
+          GIT_CONFIG_VALUE_0: b.write ? 'true' : 'false',
         },
       });
     case 'hg':
@@ -110,7 +114,12 @@ export async function serveBackend(b: BackendRequest): Promise<CgiResult> {
         command: '/usr/bin/python3',
         args: [await hgScriptFile],
         pathInfo: b.subpath === '' ? '/' : b.subpath,
-        env: { TRIAD_HG_REPO: b.repoPath, HGPLAIN: '1', HGENCODING: 'UTF-8' },
+        env: {
+          TRIAD_HG_REPO: b.repoPath,
+          TRIAD_HG_PUSH: b.write ? '1' : '0',
+          HGPLAIN: '1',
+          HGENCODING: 'UTF-8',
+        },
       });
     case 'fossil':
       return runCgi({

@@ -175,3 +175,37 @@ describe('Mercurial pushes trigger pipelines', () => {
     expect(p.body.steps).toHaveLength(1);
   });
 });
+
+describe('Mercurial wire protocol: writes hidden in read commands', () => {
+  test('when a read-only caller sends a batch with pushkey (GET or POST), then no bookmark moves', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await writeFile(w, 'a', 'a\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'base'], w);
+    await ok('hg', ['push', '-q'], w);
+    const node = (await ok('hg', ['log', '-r', 'tip', '-T', '{node}'], w)).trim();
+    const reader = await s.newUser(undefined, { scopes: ['repo:read'] });
+    await s.addMember(org, reader);
+    const cmds = `pushkey namespace=bookmarks,key=evil,old=,new=${node}`;
+    const auth = `Basic ${Buffer.from(`x:${reader.token}`).toString('base64')}`;
+    const args = new URLSearchParams({ cmds }).toString();
+    // as a GET (arguments in headers) and as a POST (httppostargs: arguments in the body)
+    const get = await fetch(`${repo.clone}?cmd=batch`, {
+      headers: { authorization: auth, 'x-hgarg-1': args },
+    });
+    await get.arrayBuffer();
+    const r = await fetch(`${repo.clone}?cmd=batch`, {
+      method: 'POST',
+      headers: {
+        authorization: auth,
+        'x-hgargs-post': String(Buffer.byteLength(args)),
+        'content-type': 'application/mercurial-0.1',
+      },
+      body: args,
+    });
+    await r.arrayBuffer();
+    const d = await tempDir();
+    await ok('hg', ['clone', '-q', withCreds(repo.clone, owner.token), `${d}/c`], d);
+    expect(await ok('hg', ['bookmarks', '-T', '{bookmark}\n'], `${d}/c`)).not.toContain('evil');
+  });
+});
