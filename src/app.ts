@@ -17,6 +17,8 @@ import { orgRoutes } from './orgs/routes.ts';
 import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
+import { contentRoutes } from './repos/contents.ts';
+import { readerPool } from './vcs/index.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -211,6 +213,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
+  contentRoutes(api, services.repos, readerPool(services.repos));
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });

@@ -12,6 +12,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Agent } from '../agent/agent.ts';
 import { LocalExecutor } from '../agent/executors/local.ts';
+import { closeReaderPool } from './vcs/index.ts';
 
 export type Running = {
   url: string;
@@ -115,6 +116,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
       await drained;
       clearTimeout(timer);
+      closeReaderPool(services.repos);
       await orm.close();
       await embedded?.stop();
       await tracing?.shutdown();

@@ -2,6 +2,10 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { FossilReader } from './fossil.ts';
+import { GitReader } from './git.ts';
+import { HgReader } from './hg.ts';
+import { ReaderPool, type RepoReader } from './reader.ts';
 
 const run = promisify(execFile);
 
@@ -53,4 +57,37 @@ export async function initRepository(vcs: VcsKind, dest: string): Promise<void> 
 
 export async function removeRepository(dest: string): Promise<void> {
   await fs.rm(dest, { recursive: true, force: true });
+}
+
+/** A read driver for one repository (see reader.ts); persistent processes are pooled by ReaderPool. */
+export function openReader(vcs: VcsKind, dir: string): RepoReader {
+  switch (vcs) {
+    case 'git':
+      return new GitReader(dir);
+    case 'hg':
+      return new HgReader(dir);
+    case 'fossil':
+      return new FossilReader(dir);
+  }
+}
+
+const pools = new WeakMap<object, ReaderPool>();
+
+/**
+ * The reader pool of one server instance, keyed by an object of that instance (its ReposService).
+ * The push handler calls `readerPool(repos).invalidate(repos.path(repo))` after a push.
+ */
+export function readerPool(owner: object): ReaderPool {
+  let pool = pools.get(owner);
+  if (pool === undefined) {
+    pool = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
+    pools.set(owner, pool);
+  }
+  return pool;
+}
+
+/** Ends every pooled reader process of a server instance (at shutdown). */
+export function closeReaderPool(owner: object): void {
+  pools.get(owner)?.close();
+  pools.delete(owner);
 }

@@ -1,0 +1,253 @@
+import { randomBytes } from 'node:crypto';
+import {
+  blobContent,
+  gitDiffSection,
+  isoUtc,
+  Lru,
+  PersistentProcess,
+  ReadNotFound,
+  Respawning,
+  sortEntries,
+  splitMessage,
+  type BlobContent,
+  type Changeset,
+  type LogEntry,
+  type LogPage,
+  type Parser,
+  type RepoReader,
+  type TreeEntry,
+} from './reader.ts';
+
+export const FOSSIL_SHORT = 10;
+const ENV = { ...process.env, USER: 'triad', LANG: 'C.UTF-8' };
+
+/** A SQL text literal that cannot break out of the statement (or line) whatever it holds. */
+function sqlText(s: string): string {
+  return `CAST(X'${Buffer.from(s, 'utf8').toString('hex')}' AS TEXT)`;
+}
+
+type Row = {
+  rid: number;
+  uuid: string;
+  mtime: number;
+  user: string;
+  comment: string;
+  branch: string | null;
+  tags: string[];
+};
+
+const ENTRY_JSON = `json_object('rid', e.objid, 'uuid', b.uuid, 'mtime', e.mtime, 'user', coalesce(e.euser, e.user, ''),
+  'comment', coalesce(e.ecomment, e.comment, ''),
+  'branch', (SELECT x.value FROM tagxref x JOIN tag t ON t.tagid = x.tagid WHERE t.tagname = 'branch' AND x.rid = e.objid AND x.tagtype > 0),
+  'tags', json((SELECT json_group_array(substr(t.tagname, 5)) FROM tagxref x JOIN tag t ON t.tagid = x.tagid
+    WHERE x.rid = e.objid AND x.tagtype = 1 AND t.tagname GLOB 'sym-*')))`;
+
+/** Julian day (Fossil's event.mtime) to ISO UTC. */
+function julianIso(mtime: number): string {
+  return isoUtc(Math.round((mtime - 2440587.5) * 86_400_000));
+}
+
+/**
+ * Fossil: one `fossil sql --readonly` per repository; every read is one SQL statement answering a
+ * single JSON line, framed by a unique marker line. The warm process keeps Fossil's artifact cache,
+ * so delta chains of old revisions are expanded once.
+ */
+export class FossilReader implements RepoReader {
+  private readonly proc: Respawning;
+  private readonly orders = new Lru<number, number[]>(16);
+  private seq = 0;
+  private readonly tag = randomBytes(6).toString('hex');
+
+  constructor(file: string) {
+    this.proc = new Respawning(() => {
+      const p = new PersistentProcess('fossil', ['sql', '--readonly', '-R', file], { env: ENV });
+      const ready = Buffer.from('~ready~\n');
+      const parse: Parser<undefined> = (buf) => {
+        const at = buf.indexOf(ready);
+        return at < 0 ? undefined : { value: undefined, used: at + ready.length };
+      };
+      p.request(".mode list\n.headers off\nSELECT '~ready~';\n", parse).catch(() => undefined);
+      return p;
+    });
+  }
+
+  busy(): boolean {
+    return this.proc.busy();
+  }
+  close(): void {
+    this.proc.close();
+  }
+
+  /** Runs one statement returning one JSON value (undefined when it failed or returned no row). */
+  private query<T>(sql: string): Promise<T | undefined> {
+    this.seq += 1;
+    const marker = `~end-${this.tag}-${this.seq}~`;
+    const oneLine = sql.replace(/\s*\n\s*/g, ' ').trim();
+    const text = `${oneLine};\nSELECT '${marker}';\n`;
+    const endLine = Buffer.from(`${marker}\n`);
+    const parse: Parser<string> = (buf) => {
+      const at = buf.indexOf(endLine);
+      if (at < 0) return undefined;
+      return { value: buf.toString('utf8', 0, at), used: at + endLine.length };
+    };
+    return this.proc.run(async (p) => {
+      const out = (await p.request(text, parse)).trim();
+      if (out === '') {
+        const err = p.takeStderr().trim();
+        if (err !== '') throw new Error(`fossil sql: ${err}`);
+        return undefined;
+      }
+      return JSON.parse(out) as T;
+    });
+  }
+
+  private ci(rev: string): string {
+    return `(SELECT rid, uuid FROM blob WHERE rid = symbolic_name_to_rid(${sqlText(rev)}, 'ci'))`;
+  }
+
+  async resolve(rev: string): Promise<string | undefined> {
+    const r = await this.query<{ uuid: string | null }>(
+      `SELECT json_object('uuid', (SELECT uuid FROM ${this.ci(rev)}))`,
+    );
+    return r?.uuid ?? undefined;
+  }
+
+  private async rid(rev: string): Promise<{ rid: number; uuid: string }> {
+    const r = await this.query<{ rid: number | null; uuid: string | null }>(
+      `SELECT json_object('rid', c.rid, 'uuid', c.uuid) FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
+    );
+    if (r?.rid === null || r?.rid === undefined || r.uuid === null) throw new ReadNotFound('revision');
+    return { rid: r.rid, uuid: r.uuid };
+  }
+
+  async tree(rev: string, p: string): Promise<TreeEntry[]> {
+    const prefix = p === '' ? '' : `${p}/`;
+    const where = prefix === '' ? '1' : `instr(f.filename, ${sqlText(prefix)}) = 1`;
+    const r = await this.query<{ uuid: string | null; files: [string, number][]; isfile: number }>(
+      `SELECT json_object('uuid', c.uuid,
+        'files', json((SELECT json_group_array(json_array(f.filename, b.size)) FROM files_of_checkin(c.uuid) f
+           JOIN blob b ON b.uuid = f.uuid WHERE ${where})),
+        'isfile', (SELECT count(*) FROM files_of_checkin(c.uuid) f WHERE f.filename = ${sqlText(p)}))
+       FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
+    );
+    if (r === undefined || r.uuid === null) throw new ReadNotFound('revision');
+    if (r.isfile > 0) throw new ReadNotFound('directory');
+    if (r.files.length === 0 && p !== '') throw new ReadNotFound('path');
+    const dirs = new Set<string>();
+    const entries: TreeEntry[] = [];
+    for (const [name, size] of r.files) {
+      const rest = name.slice(prefix.length);
+      const slash = rest.indexOf('/');
+      if (slash >= 0) dirs.add(rest.slice(0, slash));
+      else entries.push({ name: rest, is_dir: false, size: Math.max(0, size) });
+    }
+    for (const d of dirs) entries.push({ name: d, is_dir: true, size: 0 });
+    return sortEntries(entries);
+  }
+
+  async blob(rev: string, p: string): Promise<BlobContent> {
+    if (p === '') {
+      await this.rid(rev);
+      throw new ReadNotFound('file');
+    }
+    const r = await this.query<{ uuid: string | null; hex: string | null }>(
+      `SELECT json_object('uuid', c.uuid,
+        'hex', (SELECT hex(content(f.uuid)) FROM files_of_checkin(c.uuid) f WHERE f.filename = ${sqlText(p)}))
+       FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
+    );
+    if (r === undefined || r.uuid === null) throw new ReadNotFound('revision');
+    if (r.hex === null) throw new ReadNotFound('path');
+    return blobContent(p, Buffer.from(r.hex, 'hex'));
+  }
+
+  private entry(row: Row): LogEntry {
+    return {
+      id: row.uuid,
+      short_id: row.uuid.slice(0, FOSSIL_SHORT),
+      author: row.user,
+      date: julianIso(row.mtime),
+      ...splitMessage(row.comment),
+      branch: row.branch ?? '',
+      tags: row.tags,
+    };
+  }
+
+  /** Check-in ancestors newest first (timeline order), cached per check-in: history is immutable. */
+  private async order(rid: number): Promise<number[]> {
+    const hit = this.orders.get(rid);
+    if (hit !== undefined) return hit;
+    const ids = await this.query<number[]>(
+      `WITH RECURSIVE anc(rid) AS (SELECT ${rid} UNION SELECT p.pid FROM plink p JOIN anc ON p.cid = anc.rid)
+       SELECT json_group_array(rid) FROM (SELECT anc.rid AS rid FROM anc JOIN event e ON e.objid = anc.rid
+         ORDER BY e.mtime DESC, anc.rid DESC)`,
+    );
+    const list = ids ?? [];
+    this.orders.set(rid, list);
+    return list;
+  }
+
+  private async rows(rids: number[]): Promise<Row[]> {
+    if (rids.length === 0) return [];
+    const rows =
+      (await this.query<Row[]>(
+        `SELECT json_group_array(${ENTRY_JSON}) FROM event e JOIN blob b ON b.rid = e.objid
+         WHERE e.objid IN (${rids.map((r) => String(Math.trunc(r))).join(',')})`,
+      )) ?? [];
+    const byRid = new Map(rows.map((r) => [r.rid, r]));
+    return rids.flatMap((r) => {
+      const row = byRid.get(r);
+      return row === undefined ? [] : [row];
+    });
+  }
+
+  async log(rev: string, page: number, perPage: number): Promise<LogPage> {
+    const { rid } = await this.rid(rev);
+    const order = await this.order(rid);
+    const rows = await this.rows(order.slice((page - 1) * perPage, page * perPage));
+    return { entries: rows.map((r) => this.entry(r)), total: order.length };
+  }
+
+  async changeset(rev: string): Promise<Changeset> {
+    const { rid } = await this.rid(rev);
+    const [row] = await this.rows([rid]);
+    if (row === undefined) throw new ReadNotFound('revision');
+    type Change = {
+      name: string;
+      oldName: string | null;
+      newUuid: string | null;
+      oldUuid: string | null;
+      newPerm: number;
+      oldHex: string | null;
+      newHex: string | null;
+    };
+    const changes =
+      (await this.query<Change[]>(
+        `SELECT json_group_array(json_object('name', fn.name, 'oldName', pfn.name,
+            'newUuid', nb.uuid, 'oldUuid', ob.uuid, 'newPerm', m.mperm,
+            'oldHex', CASE WHEN m.pid > 0 THEN hex(content(ob.uuid)) END,
+            'newHex', CASE WHEN m.fid > 0 THEN hex(content(nb.uuid)) END))
+         FROM mlink m JOIN filename fn ON fn.fnid = m.fnid
+           LEFT JOIN filename pfn ON pfn.fnid = m.pfnid
+           LEFT JOIN blob nb ON nb.rid = m.fid AND m.fid > 0
+           LEFT JOIN blob ob ON ob.rid = m.pid AND m.pid > 0
+         WHERE m.mid = ${rid} AND NOT m.isaux`,
+      )) ?? [];
+    changes.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const mode = (perm: number) => (perm === 1 ? '100755' : perm === 2 ? '120000' : '100644');
+    const diff = changes
+      .filter((c) => c.newUuid !== c.oldUuid || (c.oldName !== null && c.oldName !== c.name))
+      .map((c) =>
+        gitDiffSection({
+          oldPath: c.oldUuid === null ? undefined : (c.oldName ?? c.name),
+          newPath: c.newUuid === null ? undefined : c.name,
+          newMode: mode(c.newPerm),
+          oldId: c.oldUuid ?? undefined,
+          newId: c.newUuid ?? undefined,
+          oldData: c.oldHex === null ? undefined : Buffer.from(c.oldHex, 'hex'),
+          newData: c.newHex === null ? undefined : Buffer.from(c.newHex, 'hex'),
+        }),
+      )
+      .join('');
+    return { ...this.entry(row), diff };
+  }
+}

@@ -1,0 +1,363 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import {
+  blobContent,
+  gitDiffSection,
+  isoUtc,
+  Lru,
+  PersistentProcess,
+  ReadNotFound,
+  Respawning,
+  sortEntries,
+  splitMessage,
+  type BlobContent,
+  type Changeset,
+  type FileChange,
+  type LogEntry,
+  type LogPage,
+  type Parser,
+  type RepoReader,
+  type TreeEntry,
+} from './reader.ts';
+
+const exec = promisify(execFile);
+const ENV = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', LANG: 'C.UTF-8' };
+export const GIT_SHORT = 12;
+
+type Obj = { id: string; type: string; size: number; data: Buffer | undefined };
+type Cmd = { op: 'info' | 'contents'; name: string };
+
+type Commit = {
+  id: string;
+  tree: string;
+  parents: string[];
+  author: string;
+  authorTime: number;
+  message: string;
+};
+
+type Refs = { key: string; head: string; branches: Map<string, string>; tagsByCommit: Map<string, string[]> };
+
+/** Parses one `--batch-command` answer per command, in order. */
+function batchParser(cmds: Cmd[]): Parser<(Obj | undefined)[]> {
+  return (buf) => {
+    const out: (Obj | undefined)[] = [];
+    let at = 0;
+    for (const cmd of cmds) {
+      const nl = buf.indexOf(10, at);
+      if (nl < 0) return undefined;
+      const header = buf.toString('utf8', at, nl);
+      const parts = header.split(' ');
+      if (parts.length !== 3 || /^(missing|ambiguous)$/.test(parts[parts.length - 1] ?? '')) {
+        if (/ (missing|ambiguous)$/.test(header)) {
+          out.push(undefined);
+          at = nl + 1;
+          continue;
+        }
+        throw new Error(`git cat-file: unexpected answer ${JSON.stringify(header.slice(0, 200))}`);
+      }
+      const size = Number(parts[2]);
+      const obj: Obj = { id: parts[0] ?? '', type: parts[1] ?? '', size, data: undefined };
+      at = nl + 1;
+      if (cmd.op === 'contents') {
+        if (buf.length < at + size + 1) return undefined;
+        obj.data = buf.subarray(at, at + size);
+        at += size + 1;
+      }
+      out.push(obj);
+    }
+    return { value: out, used: at };
+  };
+}
+
+function parseCommit(id: string, data: Buffer): Commit {
+  const text = data.toString('utf8');
+  const blank = text.indexOf('\n\n');
+  const head = blank < 0 ? text : text.slice(0, blank);
+  const message = blank < 0 ? '' : text.slice(blank + 2);
+  let tree = '';
+  const parents: string[] = [];
+  let author = '';
+  let authorTime = 0;
+  for (const line of head.split('\n')) {
+    if (line.startsWith('tree ')) tree = line.slice(5);
+    else if (line.startsWith('parent ')) parents.push(line.slice(7));
+    else if (line.startsWith('author ')) {
+      const m = /^author (.*) (-?\d+) ([+-]\d{4})$/.exec(line);
+      if (m !== null) {
+        author = m[1] ?? '';
+        authorTime = Number(m[2]) * 1000;
+      }
+    }
+  }
+  return { id, tree, parents, author, authorTime, message };
+}
+
+type RawEntry = { mode: string; name: string; id: string };
+
+function parseTree(data: Buffer, hashLen: number): RawEntry[] {
+  const out: RawEntry[] = [];
+  let at = 0;
+  while (at < data.length) {
+    const sp = data.indexOf(32, at);
+    const nul = data.indexOf(0, sp);
+    if (sp < 0 || nul < 0) break;
+    const mode = data.toString('latin1', at, sp);
+    const name = data.toString('utf8', sp + 1, nul);
+    const id = data.toString('hex', nul + 1, nul + 1 + hashLen);
+    out.push({ mode: mode.padStart(6, '0'), name, id });
+    at = nul + 1 + hashLen;
+  }
+  return out;
+}
+
+const isTreeMode = (mode: string) => mode === '040000';
+const isBlobMode = (mode: string) => mode.startsWith('10') || mode === '120000';
+
+/** Git: one `git cat-file --batch-command` per repository for every object read. */
+export class GitReader implements RepoReader {
+  private readonly dir: string;
+  private readonly proc: Respawning;
+  private readonly commits = new Lru<string, Commit>(50_000);
+  private readonly orders = new Lru<string, string[]>(8);
+  private refsCache: Refs | undefined;
+
+  constructor(dir: string) {
+    this.dir = dir;
+    this.proc = new Respawning(
+      () => new PersistentProcess('git', ['-C', dir, 'cat-file', '--batch-command'], { env: ENV }),
+    );
+  }
+
+  busy(): boolean {
+    return this.proc.busy();
+  }
+  close(): void {
+    this.proc.close();
+  }
+
+  private batch(cmds: Cmd[]): Promise<(Obj | undefined)[]> {
+    if (cmds.length === 0) return Promise.resolve([]);
+    const text = cmds.map((c) => `${c.op} ${c.name}\n`).join('');
+    return this.proc.run((p) => p.request(text, batchParser(cmds)));
+  }
+
+  private async one(op: Cmd['op'], name: string): Promise<Obj | undefined> {
+    return (await this.batch([{ op, name }]))[0];
+  }
+
+  async resolve(rev: string): Promise<string | undefined> {
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._/+-]*$/.test(rev) || rev.includes('..') || rev.length > 256) {
+      return undefined;
+    }
+    const obj = await this.one('info', `${rev === 'tip' ? 'HEAD' : rev}^{commit}`);
+    return obj?.type === 'commit' ? obj.id : undefined;
+  }
+
+  private async mustResolve(rev: string): Promise<string> {
+    const id = await this.resolve(rev);
+    if (id !== undefined) return id;
+    if (rev === 'tip') throw new ReadNotFound('empty');
+    throw new ReadNotFound('revision');
+  }
+
+  private async commitsOf(ids: string[]): Promise<Commit[]> {
+    const missing = ids.filter((id) => this.commits.get(id) === undefined);
+    const objs = await this.batch(missing.map((id) => ({ op: 'contents', name: id })));
+    objs.forEach((o, i) => {
+      const id = missing[i];
+      if (o?.data !== undefined && id !== undefined) this.commits.set(id, parseCommit(id, o.data));
+    });
+    return ids.map((id) => {
+      const c = this.commits.get(id);
+      if (c === undefined) throw new Error(`git: commit ${id} unreadable`);
+      return c;
+    });
+  }
+
+  /** Branch heads, HEAD's branch and tags by commit; re-read when the ref files change. */
+  private async refs(): Promise<Refs> {
+    const stamp = ['HEAD', 'packed-refs', 'refs/heads', 'refs/tags']
+      .map((f) => {
+        try {
+          return String(fs.statSync(path.join(this.dir, f)).mtimeMs);
+        } catch {
+          return '-';
+        }
+      })
+      .join(':');
+    if (this.refsCache?.key === stamp) return this.refsCache;
+    const { stdout } = await exec(
+      'git',
+      [
+        '-C',
+        this.dir,
+        'for-each-ref',
+        '--format=%(objectname) %(*objectname) %(refname)',
+        'refs/heads',
+        'refs/tags',
+      ],
+      { env: ENV, maxBuffer: 64 * 1024 * 1024 },
+    );
+    const headRef = fs.readFileSync(path.join(this.dir, 'HEAD'), 'utf8').trim();
+    const branches = new Map<string, string>();
+    const tagsByCommit = new Map<string, string[]>();
+    for (const line of stdout.split('\n')) {
+      const m = /^([0-9a-f]+) ([0-9a-f]*) (.+)$/.exec(line);
+      if (m === null) continue;
+      const [, obj = '', peeled = '', ref = ''] = m;
+      if (ref.startsWith('refs/heads/')) branches.set(ref.slice(11), obj);
+      else if (ref.startsWith('refs/tags/')) {
+        const target = peeled !== '' ? peeled : obj;
+        const list = tagsByCommit.get(target) ?? [];
+        list.push(ref.slice(10));
+        tagsByCommit.set(target, list);
+      }
+    }
+    const head = headRef.startsWith('ref: refs/heads/') ? headRef.slice(16) : '';
+    this.refsCache = { key: stamp, head, branches, tagsByCommit };
+    return this.refsCache;
+  }
+
+  /** The branch a read names: the rev itself when it is a branch, HEAD's branch for tip. */
+  private branchOf(refs: Refs, rev: string, id: string): string {
+    if (rev === 'tip') return refs.head;
+    if (refs.branches.has(rev)) return rev;
+    for (const [name, head] of refs.branches) if (head === id) return name;
+    return '';
+  }
+
+  private entry(c: Commit, refs: Refs, branch: string): LogEntry {
+    return {
+      id: c.id,
+      short_id: c.id.slice(0, GIT_SHORT),
+      author: c.author,
+      date: isoUtc(c.authorTime),
+      ...splitMessage(c.message),
+      branch,
+      tags: refs.tagsByCommit.get(c.id) ?? [],
+    };
+  }
+
+  async tree(rev: string, p: string): Promise<TreeEntry[]> {
+    const id = await this.mustResolve(rev);
+    const obj = await this.one('contents', p === '' ? `${id}^{tree}` : `${id}:${p}`);
+    if (obj === undefined) throw new ReadNotFound('path');
+    if (obj.type !== 'tree' || obj.data === undefined) throw new ReadNotFound('directory');
+    const raw = parseTree(obj.data, id.length / 2);
+    const files = raw.filter((e) => isBlobMode(e.mode));
+    const infos = await this.batch(files.map((e) => ({ op: 'info', name: e.id })));
+    const sizes = new Map(files.map((e, i) => [e.id, infos[i]?.size ?? 0]));
+    return sortEntries(
+      raw.map((e) => ({ name: e.name, is_dir: isTreeMode(e.mode), size: sizes.get(e.id) ?? 0 })),
+    );
+  }
+
+  async blob(rev: string, p: string): Promise<BlobContent> {
+    const id = await this.mustResolve(rev);
+    if (p === '') throw new ReadNotFound('file');
+    const obj = await this.one('contents', `${id}:${p}`);
+    if (obj === undefined) throw new ReadNotFound('path');
+    if (obj.type !== 'blob' || obj.data === undefined) throw new ReadNotFound('file');
+    return blobContent(p, Buffer.from(obj.data));
+  }
+
+  /** Ancestors of a commit newest first, in `git log` order (cached per commit: history is immutable). */
+  private async order(id: string): Promise<string[]> {
+    const hit = this.orders.get(id);
+    if (hit !== undefined) return hit;
+    const { stdout } = await exec('git', ['-C', this.dir, 'rev-list', id], {
+      env: ENV,
+      maxBuffer: 1024 * 1024 * 1024,
+    });
+    const ids = stdout.split('\n').filter((l) => l !== '');
+    this.orders.set(id, ids);
+    return ids;
+  }
+
+  async log(rev: string, page: number, perPage: number): Promise<LogPage> {
+    const id = await this.mustResolve(rev);
+    const [order, refs] = await Promise.all([this.order(id), this.refs()]);
+    const ids = order.slice((page - 1) * perPage, page * perPage);
+    const branch = this.branchOf(refs, rev, id);
+    const commits = await this.commitsOf(ids);
+    return { entries: commits.map((c) => this.entry(c, refs, branch)), total: order.length };
+  }
+
+  async changeset(rev: string): Promise<Changeset> {
+    const id = await this.mustResolve(rev);
+    const [[c], refs] = await Promise.all([this.commitsOf([id]), this.refs()]);
+    if (c === undefined) throw new ReadNotFound('revision');
+    const parent = c.parents[0] === undefined ? undefined : (await this.commitsOf([c.parents[0]]))[0];
+    const diff = await this.diff(parent?.tree, c.tree);
+    return { ...this.entry(c, refs, this.branchOf(refs, rev, id)), diff };
+  }
+
+  /** Git-style diff between two trees, read through cat-file (no process spawned). */
+  private async diff(oldTree: string | undefined, newTree: string): Promise<string> {
+    const changes: (FileChange & { sortKey: string })[] = [];
+    const hashLen = newTree.length / 2;
+    const readTrees = async (ids: (string | undefined)[]): Promise<RawEntry[][]> => {
+      const want = ids.filter((x): x is string => x !== undefined);
+      const objs = await this.batch(want.map((x) => ({ op: 'contents', name: x })));
+      const byId = new Map(want.map((x, i) => [x, objs[i]?.data]));
+      return ids.map((x) => {
+        const d = x === undefined ? undefined : byId.get(x);
+        return d === undefined ? [] : parseTree(d, hashLen);
+      });
+    };
+    // Breadth-first over differing subtrees, one cat-file round trip per level.
+    let level: { prefix: string; a: string | undefined; b: string | undefined }[] = [
+      { prefix: '', a: oldTree, b: newTree },
+    ];
+    while (level.length > 0) {
+      const trees = await readTrees(level.flatMap((l) => [l.a, l.b]));
+      const nextLevel: typeof level = [];
+      level.forEach((l, i) => {
+        const a = new Map((trees[2 * i] ?? []).map((e) => [e.name, e]));
+        const b = new Map((trees[2 * i + 1] ?? []).map((e) => [e.name, e]));
+        for (const name of new Set([...a.keys(), ...b.keys()])) {
+          const ea = a.get(name);
+          const eb = b.get(name);
+          if (ea !== undefined && eb !== undefined && ea.id === eb.id && ea.mode === eb.mode) continue;
+          const full = `${l.prefix}${name}`;
+          const ta = ea !== undefined && isTreeMode(ea.mode) ? ea.id : undefined;
+          const tb = eb !== undefined && isTreeMode(eb.mode) ? eb.id : undefined;
+          if (ta !== undefined || tb !== undefined) nextLevel.push({ prefix: `${full}/`, a: ta, b: tb });
+          const fa = ea !== undefined && isBlobMode(ea.mode) ? ea : undefined;
+          const fb = eb !== undefined && isBlobMode(eb.mode) ? eb : undefined;
+          if (fa === undefined && fb === undefined) continue;
+          changes.push({
+            sortKey: full,
+            oldPath: fa === undefined ? undefined : full,
+            newPath: fb === undefined ? undefined : full,
+            oldMode: fa?.mode,
+            newMode: fb?.mode,
+            oldId: fa?.id,
+            newId: fb?.id,
+            oldData: undefined,
+            newData: undefined,
+          });
+        }
+      });
+      level = nextLevel;
+    }
+    changes.sort((x, y) => (x.sortKey < y.sortKey ? -1 : x.sortKey > y.sortKey ? 1 : 0));
+    const blobIds = [
+      ...new Set(changes.flatMap((c) => [c.oldId, c.newId]).filter((x): x is string => x !== undefined)),
+    ];
+    const objs = await this.batch(blobIds.map((x) => ({ op: 'contents', name: x })));
+    const data = new Map(blobIds.map((x, i) => [x, objs[i]?.data]));
+    return changes
+      .map((c) =>
+        gitDiffSection({
+          ...c,
+          oldData: c.oldId === undefined ? undefined : data.get(c.oldId),
+          newData: c.newId === undefined ? undefined : data.get(c.newId),
+        }),
+      )
+      .join('');
+  }
+}
