@@ -21,6 +21,7 @@ import {
 export const HG_BIN = '/usr/bin/hg';
 export const HG_SHORT = 12;
 const NULL_NODE = '0'.repeat(40);
+const WDIR_NODE = 'f'.repeat(40);
 const ENV = { ...process.env, HGPLAIN: '1', HGENCODING: 'UTF-8', HGRCPATH: '', LANG: 'C.UTF-8' };
 
 type Result = { code: number; out: Buffer; err: string };
@@ -177,7 +178,8 @@ export class HgReader implements RepoReader {
     const [r] = await this.run(['log', '-r', lit(rev), '-T', '{node}\\n']);
     if (r === undefined || r.code !== 0) return undefined;
     const node = r.out.toString('utf8').trim();
-    return /^[0-9a-f]{40}$/.test(node) && node !== NULL_NODE ? node : undefined;
+    // The null revision and the virtual working-directory revision (ff...ff) name no changeset.
+    return /^[0-9a-f]{40}$/.test(node) && node !== NULL_NODE && node !== WDIR_NODE ? node : undefined;
   }
 
   private async mustResolve(rev: string): Promise<string> {
