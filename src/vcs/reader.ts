@@ -157,7 +157,24 @@ function editScript(a: string[], b: string[]): Op[] {
   const B = b.slice(pre, b.length - suf);
   const head: Op[] = a.slice(0, pre).map((line) => ({ kind: ' ', line }));
   const tail: Op[] = a.slice(a.length - suf).map((line) => ({ kind: ' ', line }));
-  const middle = myers(A, B);
+  // Within each block of changes, deletions first (as diff -u and git print them).
+  const middle: Op[] = [];
+  let dels: Op[] = [];
+  let adds: Op[] = [];
+  const flush = () => {
+    middle.push(...dels, ...adds);
+    dels = [];
+    adds = [];
+  };
+  for (const op of myers(A, B)) {
+    if (op.kind === '-') dels.push(op);
+    else if (op.kind === '+') adds.push(op);
+    else {
+      flush();
+      middle.push(op);
+    }
+  }
+  flush();
   return [...head, ...middle, ...tail];
 }
 
