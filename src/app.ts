@@ -233,6 +233,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     em: () => orm.em,
     log,
     baseUrl: deps.baseUrl,
+    // the next read after a push starts with fresh reader processes and caches
+    onPushed: (_repoId, repoPath) => readerPool(services.repos).invalidate(repoPath),
     onPushEvents: (tx, repoId, events, senderId) =>
       services.pipelines.trigger(
         tx,
