@@ -114,6 +114,8 @@ export function contentsSuite(vcs: VcsKind): void {
         `${base}/blob/feature.txt`,
         `${base}/blob/README.md?rev=${'0123456789abcdef'.repeat(2)}`,
         `${base}/blob/README.md?rev=no-such-tag`,
+        `${base}/blob/README.md?rev=--config%3Dextensions.evil%3D%2Ftmp%2Fevil.py`,
+        `${base}/blob/README.md?rev=-1`,
       ]) {
         const r = await s.anon.get(p);
         expect([p, r.status]).toEqual([p, 404]);
