@@ -41,6 +41,25 @@ from mercurial import error, match as matchmod, node as nodemod, patch, registra
 cmdtable = {}
 command = registrar.command(cmdtable)
 _orders = {}
+# History is immutable: parsed manifests (by manifest node) and changeset fields (by node) are
+# kept across commands in this process; tags are looked up per read since they can move.
+_manifests = {}
+_entries = {}
+
+
+def _remember(cache, key, value, limit):
+    cache[key] = value
+    while len(cache) > limit:
+        del cache[next(iter(cache))]
+    return value
+
+
+def _manifest(ctx):
+    key = ctx.manifestnode()
+    mf = _manifests.pop(key, None)
+    if mf is None:
+        mf = ctx.manifest()
+    return _remember(_manifests, key, mf, 16)
 
 
 def _s(b):
@@ -60,15 +79,20 @@ def _ctx(repo, rev):
     return ctx, None
 
 
-def _entry(ctx):
-    return {
-        'id': _s(ctx.hex()),
-        'user': _s(ctx.user()),
-        'time': ctx.date()[0],
-        'desc': _s(ctx.description()),
-        'branch': _s(ctx.branch()),
-        'tags': [_s(t) for t in ctx.tags() if t != b'tip'],
-    }
+def _entry(repo, node):
+    e = _entries.get(node)
+    if e is None:
+        ctx = repo[node]
+        e = _remember(_entries, node, {
+            'id': _s(ctx.hex()),
+            'user': _s(ctx.user()),
+            'time': ctx.date()[0],
+            'desc': _s(ctx.description()),
+            'branch': _s(ctx.branch()),
+        }, 50000)
+    e = dict(e)
+    e['tags'] = [_s(t) for t in repo.nodetags(node) if t != b'tip']
+    return e
 
 
 def _out(ui, obj, data=None):
@@ -86,7 +110,7 @@ def triadread(ui, repo, op, rev, *args):
         return _out(ui, {'id': _s(ctx.hex())})
     if op == b'tree':
         path = args[0] if args else b''
-        mf = ctx.manifest()
+        mf = _manifest(ctx)
         if path and path in mf:
             return _out(ui, {'error': 'directory'})
         prefix = path + b'/' if path else b''
@@ -106,7 +130,7 @@ def triadread(ui, repo, op, rev, *args):
         return _out(ui, {'dirs': sorted(_s(d) for d in dirs), 'files': files})
     if op == b'blob':
         path = args[0]
-        mf = ctx.manifest()
+        mf = _manifest(ctx)
         if path not in mf:
             return _out(ui, {'error': 'file' if mf.hasdir(path) else 'path'})
         return _out(ui, {'ok': True}, ctx.filectx(path, fileid=mf[path]).data())
@@ -122,14 +146,15 @@ def triadread(ui, repo, op, rev, *args):
         _orders[node] = order
         while len(_orders) > 8:
             del _orders[next(iter(_orders))]
-        entries = [_entry(repo[r]) for r in order[offset:offset + limit]]
+        node_of = cl.node
+        entries = [_entry(repo, node_of(r)) for r in order[offset:offset + limit]]
         return _out(ui, {'total': len(order), 'entries': entries})
     if op == b'changeset':
         opts = patch.diffallopts(ui, {b'git': True})
         p1 = ctx.p1().node()
         chunks = patch.diff(repo, p1, ctx.node(), opts=opts)
         diff = b''.join(chunks)
-        e = _entry(ctx)
+        e = _entry(repo, ctx.node())
         e['diff'] = _s(diff)
         return _out(ui, e)
     return _out(ui, {'error': 'op'})
