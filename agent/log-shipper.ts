@@ -53,7 +53,8 @@ export class LogShipper {
     this.flushIntervalMs = opts.flushIntervalMs ?? 250;
     this.maxChunk = opts.maxChunk ?? MAX_CHUNK;
     this.tmpDir = opts.tmpDir ?? os.tmpdir();
-    this.loop = this.run();
+    // Never an unhandled rejection (e.g. the spill file cannot be written): report and stop shipping.
+    this.loop = this.run().catch((e: unknown) => this.opts.onError?.(e));
   }
 
   get shippedBytes(): number {

@@ -78,7 +78,8 @@ export function cloneScript(job: Job, dest: string): string {
   const d = q(dest);
   switch (job.vcs) {
     case 'git':
-      return `git clone -q --no-checkout ${u} ${d} && git -C ${d} checkout -q ${rev}`;
+      // the credential is not left in .git/config, where step commands could read it
+      return `git clone -q --no-checkout ${u} ${d} && git -C ${d} remote set-url origin ${q(job.clone_url)} && git -C ${d} checkout -q ${rev}`;
     case 'hg':
       return `hg clone -q -U ${u} ${d} && hg -R ${d} update -q -r ${rev}`;
     case 'fossil': {

@@ -46,6 +46,8 @@ export type TokenGrant = {
   level: TokenLevel;
   targetOrgId: number | null;
   targetRepoId: number | null;
+  /** A CI pipeline's short-lived clone credential: it may read its repository and nothing else. */
+  pipeline?: boolean;
 };
 export type Principal =
   | { kind: 'anonymous' }
@@ -199,12 +201,13 @@ export function authenticate(dir: Directory, onUse: (tokenId: number) => void): 
     const header = req.headers.authorization;
     let principal: Principal = { kind: 'anonymous' };
     // Clone URLs (outside /api/) authenticate with HTTP Basic in the hosting handler.
-    if (header !== undefined && req.path.startsWith('/api/')) {
+    const lower = req.path.toLowerCase(); // express routing ignores case; so must this check
+    if (header !== undefined && lower.startsWith('/api/')) {
       const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (m?.[1] === undefined) throw ApiError.unauthorized('Authorization must be "Bearer <token>"');
       const hash = hashToken(m[1]);
-      const agent = req.path.startsWith(AGENT_PREFIX) ? await dir.agentByTokenHash(hash) : undefined;
-      if (agent === undefined && req.path.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(req.path)) {
+      const agent = lower.startsWith(AGENT_PREFIX) ? await dir.agentByTokenHash(hash) : undefined;
+      if (agent === undefined && lower.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(lower)) {
         throw ApiError.unauthorized('invalid agent token');
       }
       if (agent !== undefined) {

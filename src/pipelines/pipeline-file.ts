@@ -73,7 +73,16 @@ export function parsePipelineFile(text: string): ParseResult {
       error: `${PIPELINE_FILE} line ${at.line}: ${yamlError.message.split('\n')[0] ?? 'invalid YAML'}`,
     };
   }
-  const r = file.safeParse(doc.toJS());
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (e) {
+    return { ok: false, error: `${PIPELINE_FILE}: ${e instanceof Error ? e.message : 'invalid YAML'}` };
+  }
+  if (JSON.stringify(value ?? null).includes('\\u0000')) {
+    return { ok: false, error: `${PIPELINE_FILE}: NUL characters are not allowed` };
+  }
+  const r = file.safeParse(value);
   if (r.success) return { ok: true, file: r.data };
   const issue = r.error.issues[0]!;
   // The deepest YAML node that exists along the issue's path gives the line.
@@ -95,27 +104,47 @@ export function parsePipelineFile(text: string): ParseResult {
   };
 }
 
-function globToRegExp(glob: string): RegExp {
-  let re = '';
+/**
+ * Glob match without backtracking regexes (patterns and branch names come from pushers):
+ * `*` matches within a path segment, `**` across segments, `?` one character other than `/`.
+ * Dynamic programming over (pattern position, text position): O(pattern × text).
+ */
+export function globMatch(glob: string, text: string): boolean {
+  type Tok = { kind: 'lit'; ch: string } | { kind: 'one' } | { kind: 'star' } | { kind: 'globstar' };
+  const toks: Tok[] = [];
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!;
-    if (c === '*') {
-      if (glob[i + 1] === '*') {
-        re += '.*';
-        i++;
-      } else re += '[^/]*';
-    } else if (c === '?') re += '[^/]';
-    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+    if (c === '*' && glob[i + 1] === '*') {
+      toks.push({ kind: 'globstar' });
+      while (glob[i + 1] === '*') i++;
+    } else if (c === '*') toks.push({ kind: 'star' });
+    else if (c === '?') toks.push({ kind: 'one' });
+    else toks.push({ kind: 'lit', ch: c });
   }
-  return new RegExp(`^${re}$`);
+  // can[j] = pattern prefix (first i tokens) matches text prefix of length j
+  let can = new Array<boolean>(text.length + 1).fill(false);
+  can[0] = true;
+  for (const t of toks) {
+    const next = new Array<boolean>(text.length + 1).fill(false);
+    for (let j = 0; j <= text.length; j++) {
+      if (t.kind === 'star' || t.kind === 'globstar') {
+        // zero characters, or one more character (not '/' for a single star)
+        next[j] = can[j]! || (j > 0 && next[j - 1]! && (t.kind === 'globstar' || text[j - 1] !== '/'));
+      } else if (j > 0 && can[j - 1]!) {
+        const ch = text[j - 1]!;
+        next[j] = t.kind === 'one' ? ch !== '/' : ch === t.ch;
+      }
+    }
+    can = next;
+  }
+  return can[text.length]!;
 }
 
 /** Does a `when` block match? Event lists any of the pipeline's events; branch globs apply when there is a branch. */
 export function whenMatches(w: When | undefined, events: readonly string[], branch: string): boolean {
   if (w === undefined) return true;
   if (w.event !== undefined && !events.some((e) => (w.event as readonly string[]).includes(e))) return false;
-  if (w.branch !== undefined && branch !== '' && !w.branch.some((g) => globToRegExp(g).test(branch)))
-    return false;
+  if (w.branch !== undefined && branch !== '' && !w.branch.some((g) => globMatch(g, branch))) return false;
   if (w.branch !== undefined && branch === '' && !events.includes('tag')) return false;
   return true;
 }

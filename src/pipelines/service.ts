@@ -27,7 +27,7 @@ const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
 const timestamp = z.iso.datetime({ offset: true }).nullish();
 export const stepStatusBody = z.object({
   status: z.enum(STEP_STATUSES),
-  exit_code: z.number().int().nullish(),
+  exit_code: z.number().int().min(-2147483648).max(2147483647).nullish(),
   started_at: timestamp,
   finished_at: timestamp,
 });
@@ -462,7 +462,8 @@ export class PipelinesService {
     res.setHeader('X-Svc-Step-Name', encodeURIComponent(step.name));
     res.setHeader('X-Svc-Step-Number', String(step.number));
     if (truncated) res.setHeader('X-Svc-Log-Truncated', 'true');
-    let left = LOG_READ_CAP;
+    // Chunks appended after log_size was read are not part of this snapshot.
+    let left = Math.min(total, LOG_READ_CAP);
     for (const c of chunks) {
       if (left <= 0) break;
       const stream = await this.d.blobs.get(c.blob_key);
@@ -740,7 +741,7 @@ export class PipelinesService {
                coalesce(a.name, 'deleted agent'), p.agent_instance, ? / 1000)
             from pipelines q left join agents a on a.id = q.agent_id
             left join agent_instances i on i.agent_id = q.agent_id and i.instance = q.agent_instance
-           where p.id = q.id and q.status = 'running'
+           where p.id = q.id and q.status = 'running' and p.status = 'running'
              and greatest(i.last_seen_at, q.started_at) < now() - (? * interval '1 millisecond')
           returning p.id`,
           [timeout, timeout],

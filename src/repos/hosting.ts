@@ -144,7 +144,15 @@ export function hostingHandler(deps: Deps): RequestHandler {
               tx,
               events.map((e) => ({ type: e.type, repoId: repo.id, senderId, payload: e.payload })),
             );
-            if (events.length > 0) await deps.onPushEvents?.(tx, repo.id, events, senderId);
+            if (events.length > 0 && deps.onPushEvents !== undefined) {
+              // In a savepoint: a CI trigger that fails must not take the push's events with it.
+              const trigger = deps.onPushEvents;
+              try {
+                await tx.transactional((sp) => trigger(sp, repo.id, events, senderId));
+              } catch (err) {
+                deps.log.error({ err, repo: repo.id }, 'CI triggers failed; push events kept');
+              }
+            }
             return events.length > 0;
           });
       } catch (e) {
@@ -152,7 +160,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
         if (served === undefined) throw e;
         deps.log.error({ err: e, repo: repo.id }, 'push served but its events could not be recorded');
       }
-      res.end(served);
+      if (!res.writableEnded) res.end(served);
       if (changed) deps.onPushed?.(repo.id, repoPath);
     } catch (e) {
       if (res.headersSent) {

@@ -1,6 +1,17 @@
 import { z } from 'zod';
 import { reply, type Api } from '../http/api.ts';
+import type { Access, AuthUser } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
 import { createTokenBody, createUserBody, userJson, type UsersService } from './service.ts';
+
+/** Token management with any valid token — except a CI clone credential. */
+function tokenOwner(access: Access): AuthUser {
+  const user = access.user();
+  if (access.principal.kind === 'user' && access.principal.grant.pipeline === true) {
+    throw ApiError.forbidden('a CI clone credential cannot manage tokens');
+  }
+  return user;
+}
 
 const idParam = (raw: string | undefined): number => {
   const n = Number(raw);
@@ -22,7 +33,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     tag: 'users',
     auth: 'token',
     summary: "The caller's tokens, without token values",
-    handler: async ({ access }) => reply.ok(await users.listTokens(access.user().id)),
+    handler: async ({ access }) => reply.ok(await users.listTokens(tokenOwner(access).id)),
   });
   api.route({
     method: 'post',
@@ -33,7 +44,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     body: createTokenBody,
     status: 201,
     handler: async ({ access, body }) => {
-      const user = access.user();
+      const user = tokenOwner(access);
       const p = access.principal;
       return reply.created(await users.createToken(user.id, body, p.kind === 'user' ? p.grant : undefined));
     },
@@ -46,7 +57,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     summary: 'Permanently delete one of the caller’s tokens',
     status: 204,
     handler: async ({ access, params }) => {
-      await users.deleteToken(access.user().id, idParam(params.id));
+      await users.deleteToken(tokenOwner(access).id, idParam(params.id));
       return reply.noContent();
     },
   });

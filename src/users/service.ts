@@ -266,9 +266,11 @@ export class UsersService {
         user_id: number;
         username: string;
         is_admin: boolean;
+        pipeline: boolean;
       }[]
     >(
       `select t.id, t.scopes, t.level, t.target_org_id, t.target_repo_id, t.expires_at,
+              t.pipeline_id is not null as pipeline,
               u.id as user_id, u.username, u.is_admin
          from api_tokens t join users u on u.id = t.user_id
         where t.token_hash = ?`,
@@ -284,6 +286,7 @@ export class UsersService {
         level: r.level,
         targetOrgId: r.target_org_id,
         targetRepoId: r.target_repo_id,
+        pipeline: r.pipeline,
       },
       expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
     };

@@ -113,6 +113,10 @@ export function runCgi(c: CgiRequest): Promise<CgiResult> {
         }
       }
     });
+    // A client that goes away must not leave the backend blocked on a full pipe.
+    res.on('close', () => {
+      if (!res.writableFinished && child.exitCode === null) child.kill('SIGKILL');
+    });
     child.on('error', reject);
     child.on('close', (code) => {
       if (!headersDone) {

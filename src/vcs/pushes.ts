@@ -118,7 +118,7 @@ async function hgSnapshot(dir: string): Promise<Snapshot> {
     '-r',
     'head() or bookmark() or tag() or tip',
     '-T',
-    `{node}${FIELD}{rev}${FIELD}{branch}${FIELD}{join(bookmarks,",")}${FIELD}{join(tags,",")}\n`,
+    `{node}${FIELD}{rev}${FIELD}{branch}${FIELD}{join(bookmarks,"\x1d")}${FIELD}{join(tags,"\x1d")}\n`,
   ]);
   const branches = new Map<string, string>();
   const bookmarks = new Map<string, string>();
@@ -129,8 +129,8 @@ async function hgSnapshot(dir: string): Promise<Snapshot> {
     if (line === '') continue;
     const [node = '', rev = '', branch = '', bms = '', tgs = ''] = line.split(FIELD);
     if (rev === '-1') continue; // the null revision of an empty repository
-    for (const b of bms.split(',')) if (b !== '') bookmarks.set(b, node);
-    for (const t of tgs.split(',')) {
+    for (const b of bms.split('\x1d')) if (b !== '') bookmarks.set(b, node);
+    for (const t of tgs.split('\x1d')) {
       if (t === 'tip') {
         tip = node;
         mark = Number(rev);
@@ -415,7 +415,7 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
       if (after.mark > before.mark) {
         const rest = `${fresh}${covered.length > 0 ? ` and not (${covered.join(' or ')})` : ''}`;
         for (const [branch] of await hgBranchOf(ctx.dir, rest)) {
-          const revset = `reverse((${rest}) and branch(${JSON.stringify(branch)}))`;
+          const revset = `reverse((${rest}) and branch(${JSON.stringify(`literal:${branch}`)}))`;
           const commits = await hgCommits(ctx.dir, revset, MAX_COMMITS);
           const total = commits.length < MAX_COMMITS ? commits.length : await hgCount(ctx.dir, revset);
           const existed = before.branches.has(branch);

@@ -61,10 +61,23 @@ async function hgScript(): Promise<string> {
 }
 let hgScriptFile: Promise<string> | undefined;
 
-async function fossilScript(repoFile: string): Promise<string> {
-  const file = path.join(await scratchDir(), `${path.basename(repoFile)}.cgi`);
-  await fs.writeFile(file, `repository: ${repoFile}\n`);
-  return file;
+const fossilScripts = new Map<string, Promise<string>>();
+
+/** One CGI script per repository, written once (atomically), so concurrent requests never see it half-written. */
+function fossilScript(repoFile: string): Promise<string> {
+  let p = fossilScripts.get(repoFile);
+  if (p === undefined) {
+    p = (async () => {
+      const file = path.join(await scratchDir(), `${path.basename(repoFile)}.cgi`);
+      const tmp = `${file}.${process.pid}.tmp`;
+      await fs.writeFile(tmp, `repository: ${repoFile}\n`);
+      await fs.rename(tmp, file);
+      return file;
+    })();
+    fossilScripts.set(repoFile, p);
+    p.catch(() => fossilScripts.delete(repoFile));
+  }
+  return p;
 }
 
 export type BackendRequest = {

@@ -84,6 +84,10 @@ describe('agent protocol', () => {
       },
     ]);
     expect(typeof job.clone_token).toBe('string');
+    // the clone credential reads its repository but cannot manage the user's tokens
+    const clone = s.anon.as(job.clone_token);
+    expect((await clone.get('/api/v1/user/tokens')).status).toBe(403);
+    expect((await clone.post('/api/v1/user/tokens', { name: 'x', scopes: ['repo:read'] })).status).toBe(403);
     const running = await s.anon.get(path(repo, '/1'));
     expect(running.body.status).toBe('running');
     expect(running.body.started_at).not.toBeNull();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok } from '../helpers/vcs.ts';
 import { TWO_STEPS, commitFiles, gitRepo, type GitRepo } from '../helpers/ci.ts';
+import { outboxEvents } from '../helpers/outbox.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -157,5 +158,22 @@ describe('pipeline list', () => {
     const outsider = await s.newUser();
     expect((await outsider.client.get(path(repo, '/1'))).status).toBe(404);
     expect((await owner.client.get(path(repo, '/1'))).status).toBe(200);
+  });
+});
+
+describe('pipeline triggers that fail', () => {
+  test('when the pipeline file cannot be stored, the push events are still recorded', async () => {
+    const repo = await gitRepo(s, owner, org);
+    await commitFiles(repo, {
+      '.pipeline.yml': 'steps:\n  - name: "a\\0b"\n    image: alpine\n    commands: [x]\n',
+    });
+    await repo.push();
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => e.event_type)).toEqual(['push']);
+    const p = await s.anon.get(path(repo, '/1'));
+    expect(p.body).toMatchObject({
+      status: 'error',
+      error_message: '.pipeline.yml: NUL characters are not allowed',
+    });
   });
 });

@@ -287,7 +287,7 @@ describe('step pod', () => {
     const token = 'tok-1';
     const git = cloneInitScript(job({ clone_token: token }), '/workspace');
     expect(git).toContain(
-      "git clone -q --no-checkout 'http://ci:tok-1@triad.example:3000/acme/widgets' '/workspace/src' && git -C '/workspace/src' checkout -q 'abc123'",
+      "git clone -q --no-checkout 'http://ci:tok-1@triad.example:3000/acme/widgets' '/workspace/src' && git -C '/workspace/src' remote set-url origin 'http://triad.example:3000/acme/widgets' && git -C '/workspace/src' checkout -q 'abc123'",
     );
     const hg = cloneInitScript(job({ vcs: 'hg' }), '/workspace');
     expect(hg).toContain(

@@ -1,0 +1,36 @@
+import { describe, expect, test } from '@jest/globals';
+import { globMatch, parsePipelineFile } from '../../src/pipelines/pipeline-file.ts';
+
+describe('branch globs', () => {
+  test.each([
+    ['main', 'main', true],
+    ['release/*', 'release/1.x', true],
+    ['release/*', 'release/1/x', false],
+    ['release/**', 'release/1/x', true],
+    ['*', 'a/b', false],
+    ['**', 'a/b', true],
+    ['v?', 'v1', true],
+    ['v?', 'v12', false],
+    ['fe*-x', 'feat-x', true],
+  ])('%s against %s is %s', (glob, branch, expected) => {
+    expect(globMatch(glob, branch)).toBe(expected);
+  });
+
+  test('a pattern built to make backtracking regexes explode answers at once', () => {
+    const started = Date.now();
+    expect(globMatch('*a*a*a*a*a*a*a*a*a*a*a*ab', 'a'.repeat(255))).toBe(false);
+    expect(Date.now() - started).toBeLessThan(200);
+  });
+});
+
+describe('pipeline file parsing never throws', () => {
+  test('an alias bomb and NUL characters are errors with a message', () => {
+    const bomb = ['a: &a ["x","x"]', ...Array.from({ length: 120 }, (_, i) => `b${i}: &b${i} [*a, *a]`)].join(
+      '\n',
+    );
+    const r = parsePipelineFile(bomb);
+    expect(r.ok).toBe(false);
+    const nul = parsePipelineFile('steps:\n  - name: "a\\0b"\n    image: alpine\n    commands: [x]\n');
+    expect(nul).toEqual({ ok: false, error: '.pipeline.yml: NUL characters are not allowed' });
+  });
+});
