@@ -35,8 +35,9 @@ const EXTENSION = `"""Triad contents reader: one "triad-read" command answering 
 server (loaded only into Triad's "hg serve --cmdserver pipe" processes). Output: one JSON line,
 then for "blob" the raw file bytes."""
 import json
+import os
 
-from mercurial import error, match as matchmod, node as nodemod, patch, registrar, scmutil
+from mercurial import commandserver, error, match as matchmod, node as nodemod, patch, registrar, scmutil
 
 cmdtable = {}
 command = registrar.command(cmdtable)
@@ -96,13 +97,11 @@ def _entry(repo, node):
 
 
 def _out(ui, obj, data=None):
-    ui.write(json.dumps(obj, separators=(',', ':')).encode('utf-8') + b'\\n')
-    if data is not None:
-        ui.write(data)
+    head = json.dumps(obj, separators=(',', ':')).encode('utf-8') + b'\\n'
+    return head if data is None else head + data
 
 
-@command(b'triad-read', [], b'OP REV [ARGS]...', norepo=False, intents={b'readonly'})
-def triadread(ui, repo, op, rev, *args):
+def _answer(ui, repo, op, rev, *args):
     ctx, err = _ctx(repo, rev)
     if ctx is None:
         return _out(ui, {'error': err})
@@ -160,6 +159,47 @@ def triadread(ui, repo, op, rev, *args):
     return _out(ui, {'error': 'op'})
 
 
+@command(b'triad-read', [], b'OP REV [ARGS]...', norepo=False, intents={b'readonly'})
+def triadread(ui, repo, op, rev, *args):
+    """the same answers on the command line (for debugging)"""
+    ui.write(_answer(ui, repo, op, rev, *args))
+
+
+_stamp = [None]
+_STAMPED = ((True, b'00changelog.i'), (True, b'obsstore'), (True, b'phaseroots'), (False, b'bookmarks'), (False, b'localtags'))
+
+
+def _fresh(repo):
+    """The repository, reloaded only when a file that names changesets changed (a push)."""
+    st = []
+    for store, name in _STAMPED:
+        try:
+            s = os.stat((repo.svfs if store else repo.vfs).join(name))
+            st.append((s.st_size, s.st_mtime_ns, s.st_ino))
+        except OSError:
+            st.append(None)
+    if st != _stamp[0]:
+        repo.invalidateall()
+        _stamp[0] = st
+    return repo.filtered(b'visible')
+
+
+def _serverread(self):
+    """Command-server command "triadread": one \\0-separated request (OP REV ARGS...), one
+    result frame (a JSON line, then a blob's bytes). No dispatch, no ui copy, no templating."""
+    args = self._readlist()
+    try:
+        repo = _fresh(self.repo)
+        out = _answer(repo.ui, repo, *args)
+    except Exception as e:  # a read must never take the server down
+        out = json.dumps({'error': 'internal', 'message': str(e)}).encode('utf-8') + b'\\n'
+    self.cresult.write(out)
+
+
+def uisetup(ui):
+    commandserver.server.capabilities[b'triadread'] = _serverread
+
+
 def _prefixmatcher(repo, path):
     if not path:
         return matchmod.always()
@@ -181,9 +221,9 @@ function extensionPath(): string {
   return file;
 }
 
-type Result = { code: number; out: Buffer; err: string };
+type Result = { out: Buffer; err: string };
 
-/** Reads command-server frames (channel byte, 4-byte big-endian length, data) up to the 'r' frame. */
+/** Reads command-server frames (channel byte, 4-byte big-endian length, data) up to the 'r' (result) frame. */
 const resultParser: Parser<Result> = (buf) => {
   const out: Buffer[] = [];
   let err = '';
@@ -198,8 +238,7 @@ const resultParser: Parser<Result> = (buf) => {
     at += 5 + len;
     if (ch === 'o') out.push(data);
     else if (ch === 'e') err += data.toString('utf8');
-    else if (ch === 'r')
-      return { value: { code: data.readInt32BE(0), out: Buffer.concat(out), err }, used: at };
+    else if (ch === 'r') return { value: { out: Buffer.concat([...out, data]), err }, used: at };
     else if (ch !== 'd' && ch.toUpperCase() === ch) throw new Error(`hg command server: channel ${ch}`);
   }
 };
@@ -214,7 +253,8 @@ const helloParser: Parser<string> = (buf) => {
 
 type Entry = { id: string; user: string; time: number; desc: string; branch: string; tags: string[] };
 type Answer = {
-  error?: NotFoundKind | 'op';
+  error?: NotFoundKind | 'op' | 'internal';
+  message?: string;
   id?: string;
   dirs?: string[];
   files?: [string, number][];
@@ -250,19 +290,24 @@ export class HgReader implements RepoReader {
     this.proc.close();
   }
 
-  /** One `triad-read` command; `--` ends option parsing so no argument is read as an option. */
+  /**
+   * One `triadread` command-server request (added by the extension next to `runcommand`): the
+   * arguments travel as data, never as a command line, so nothing in them is read as an option.
+   */
   private async read(op: string, rev: string, ...args: string[]): Promise<{ answer: Answer; rest: Buffer }> {
-    // A leading '-' would name a negative revision number (or look like an option): nothing.
+    // A leading '-' would name a negative revision number: nothing.
     if (rev.startsWith('-')) throw new ReadNotFound('revision');
-    const body = Buffer.from(['triad-read', '--', op, rev, ...args].join('\0'), 'utf8');
+    const body = Buffer.from([op, rev, ...args].join('\0'), 'utf8');
     const head = Buffer.alloc(4);
     head.writeUInt32BE(body.length);
-    const frame = Buffer.concat([Buffer.from('runcommand\n'), head, body]);
+    const frame = Buffer.concat([Buffer.from('triadread\n'), head, body]);
     const r = await this.proc.run((p) => p.request(frame, resultParser));
     const nl = r.out.indexOf(10);
-    if (r.code !== 0 || nl < 0) throw new Error(`hg triad-read failed (${r.code}): ${r.err.trim()}`);
+    if (nl < 0) throw new Error(`hg triadread: no answer ${r.err.trim()}`);
     const answer = JSON.parse(r.out.toString('utf8', 0, nl)) as Answer;
-    if (answer.error === 'op') throw new Error(`hg triad-read: unknown operation ${op}`);
+    if (answer.error === 'op' || answer.error === 'internal') {
+      throw new Error(`hg triadread ${op}: ${answer.message ?? answer.error}`);
+    }
     if (answer.error !== undefined) throw new ReadNotFound(answer.error);
     return { answer, rest: r.out.subarray(nl + 1) };
   }
