@@ -532,9 +532,16 @@ reader would run it).
 Readers (\`src/vcs/\`): git — one \`git cat-file --batch-command\` per repository (trees, blobs,
 commits; diffs computed from trees and blobs read through it; log order from one \`git rev-list\`
 per start commit, then cached); Mercurial — one \`hg serve --cmdserver pipe\` per repository
-with Triad's \`triad-read\` extension command (one command per read); Fossil — one
+and Triad's extension adding a \`triadread\` command-server command (one request per read, no
+\`runcommand\` dispatch); Fossil — one
 \`fossil sql --readonly\` per repository, one SQL statement per read. At most 64 repositories have
 a live reader (LRU), idle ones close after 60 s.
+
+p99 on a 2-CPU machine (server, embedded PostgreSQL, reader processes and the benchmark client
+share the CPUs) moves by several ms from run to run (on 2026-11-22, three runs of the same git and
+Fossil code gave a worst read p99 of 10.5-12.1 ms and 8.0-18.0 ms): compare several runs before
+reading a single p99 above 10 ms as a regression. The readers alone (no HTTP, no PostgreSQL) take
+0.2-1.5 ms p50 per read.
 
 Recorded ${new Date().toISOString().slice(0, 10)} on ${cpu} (${os.cpus().length} CPUs), Node ${process.version}, ${COMMITS} commits per repository.
 
