@@ -5,7 +5,17 @@ import type { VcsKind } from './index.ts';
 // ------------------------------------------------------------------ shapes
 
 export type TreeEntry = { name: string; is_dir: boolean; size: number };
-export type BlobContent = { path: string; content: string; size: number; encoding: 'utf-8' | 'base64' };
+/**
+ * `size` is the file's full size; `content` holds at most the blob cap's worth of it, cut at a
+ * character boundary for text, and `truncated` says whether it was cut.
+ */
+export type BlobContent = {
+  path: string;
+  content: string;
+  size: number;
+  encoding: 'utf-8' | 'base64';
+  truncated: boolean;
+};
 export type LogEntry = {
   id: string;
   short_id: string;
@@ -16,7 +26,27 @@ export type LogEntry = {
   branch: string;
   tags: string[];
 };
-export type Changeset = LogEntry & { diff: string };
+/**
+ * `diff_truncated`: the diff is incomplete (a file shown by its header only, or sections left out
+ * at the total cap); `diff_truncated_files`: the files shown by their header only.
+ */
+export type DiffResult = { diff: string; diff_truncated: boolean; diff_truncated_files: string[] };
+export type Changeset = LogEntry & DiffResult;
+
+/** Size caps of contents reads (bytes); see `DEFAULT_LIMITS` and docs/api.md "Limits". */
+export type ContentLimits = {
+  /** Blob reads return at most this much content (`truncated: true` beyond). */
+  blobMaxBytes: number;
+  /** A file whose either version, or whose diff section, is larger is shown by its header only. */
+  diffMaxFileBytes: number;
+  /** The whole diff: a section that would pass it is left out with every later one. */
+  diffMaxBytes: number;
+};
+export const DEFAULT_LIMITS: ContentLimits = {
+  blobMaxBytes: 4 * 1024 * 1024,
+  diffMaxFileBytes: 1024 * 1024,
+  diffMaxBytes: 4 * 1024 * 1024,
+};
 export type LogPage = { entries: LogEntry[]; total: number };
 
 /**
@@ -27,9 +57,11 @@ export type LogPage = { entries: LogEntry[]; total: number };
 export interface RepoReader {
   resolve(rev: string): Promise<string | undefined>;
   tree(rev: string, path: string): Promise<TreeEntry[]>;
-  blob(rev: string, path: string): Promise<BlobContent>;
+  /** At most `maxBytes` of content (default `DEFAULT_LIMITS.blobMaxBytes`); larger files are cut. */
+  blob(rev: string, path: string, maxBytes?: number): Promise<BlobContent>;
   log(rev: string, page: number, perPage: number): Promise<LogPage>;
-  changeset(rev: string): Promise<Changeset>;
+  /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
+  changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;
   /** True while a request is queued or running (the pool never evicts a busy reader). */
   busy(): boolean;
   /** Ends the persistent processes once queued work is done. */
@@ -79,14 +111,74 @@ export function plausibleRev(rev: string): boolean {
   return rev.length > 0 && rev.length <= 256 && !/[\u0000-\u001f\u007f]/.test(rev);
 }
 
-export function blobContent(path: string, data: Buffer): BlobContent {
-  const text = !data.includes(0) && isUtf8(data);
+/**
+ * A blob answer from the file's bytes (or their first part) and its full size. Content beyond
+ * `maxBytes` is cut; a cut text file ends before a character split by the cut, so it stays
+ * UTF-8 (never turns into base64 because of the cut).
+ */
+export function blobContent(
+  path: string,
+  data: Buffer,
+  size = data.length,
+  maxBytes = DEFAULT_LIMITS.blobMaxBytes,
+): BlobContent {
+  let bytes = data.length > maxBytes ? data.subarray(0, maxBytes) : data;
+  const cut = bytes.length < size;
+  let text = !bytes.includes(0) && isUtf8(bytes);
+  if (!text && cut && !bytes.includes(0)) {
+    // A cut may split one multi-byte character (at most 3 bytes of it).
+    for (let drop = 1; drop <= 3 && drop < bytes.length && !text; drop += 1) {
+      if (isUtf8(bytes.subarray(0, bytes.length - drop))) {
+        bytes = bytes.subarray(0, bytes.length - drop);
+        text = true;
+      }
+    }
+  }
   return {
     path,
-    content: text ? data.toString('utf8') : data.toString('base64'),
-    size: data.length,
+    content: text ? bytes.toString('utf8') : bytes.toString('base64'),
+    size,
     encoding: text ? 'utf-8' : 'base64',
+    truncated: cut,
   };
+}
+
+/**
+ * The first `max` bytes a command writes to stdout (the whole output when shorter); the command
+ * is killed once enough is read, so a huge output is never held in memory.
+ */
+export function readPrefix(
+  cmd: string,
+  args: string[],
+  max: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: env ?? process.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const parts: Buffer[] = [];
+    let have = 0;
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      if (err !== undefined) reject(err);
+      else resolve(Buffer.concat(parts, Math.min(have, max)).subarray(0, max));
+    };
+    child.stdout.on('data', (d: Buffer) => {
+      if (done) return;
+      parts.push(d);
+      have += d.length;
+      if (have >= max) {
+        child.kill('SIGKILL');
+        finish();
+      }
+    });
+    child.on('error', (e) => finish(e));
+    child.on('close', (code, signal) => {
+      if (code === 0 || have >= max) finish();
+      else finish(new Error(`${cmd} exited (${signal ?? code ?? '?'})`));
+    });
+  });
 }
 
 export function isoUtc(ms: number): string {
@@ -161,8 +253,10 @@ function editScript(a: string[], b: string[]): Op[] {
   const middle: Op[] = [];
   let dels: Op[] = [];
   let adds: Op[] = [];
+  // Element by element: a spread of a large block into push() would overflow the call stack.
   const flush = () => {
-    middle.push(...dels, ...adds);
+    for (const op of dels) middle.push(op);
+    for (const op of adds) middle.push(op);
     dels = [];
     adds = [];
   };
@@ -175,7 +269,7 @@ function editScript(a: string[], b: string[]): Op[] {
     }
   }
   flush();
-  return [...head, ...middle, ...tail];
+  return head.concat(middle, tail);
 }
 
 function myers(a: string[], b: string[]): Op[] {
@@ -306,7 +400,8 @@ export function unifiedHunks(oldText: string, newText: string, context = 3): str
       }
     }
     const range = (s: number, n: number) => (n === 1 ? `${s + 1}` : `${n === 0 ? s : s + 1},${n}`);
-    out.push(`@@ -${range(p.ai, na)} +${range(p.bi, nb)} @@`, ...body);
+    out.push(`@@ -${range(p.ai, na)} +${range(p.bi, nb)} @@`);
+    for (const line of body) out.push(line);
     i = stop;
   }
   return out.length === 0 ? '' : `${out.join('\n')}\n`;
@@ -325,6 +420,12 @@ export type FileChange = {
 
 /** One file's section of a git-style diff. */
 export function gitDiffSection(c: FileChange): string {
+  const { header, body } = gitDiffParts(c);
+  return header + body;
+}
+
+/** A file's section of a git-style diff in two parts: its header lines and the rest. */
+export function gitDiffParts(c: FileChange): { header: string; body: string } {
   const a = c.oldPath ?? c.newPath ?? '';
   const b = c.newPath ?? c.oldPath ?? '';
   const lines = [`diff --git a/${a} b/${b}`];
@@ -337,18 +438,121 @@ export function gitDiffSection(c: FileChange): string {
     const z = '0000000000';
     lines.push(`index ${(c.oldId ?? z).slice(0, 10)}..${(c.newId ?? z).slice(0, 10)}`);
   }
+  const header = `${lines.join('\n')}\n`;
   const oldData = c.oldData ?? Buffer.alloc(0);
   const newData = c.newData ?? Buffer.alloc(0);
-  if (oldData.equals(newData)) return `${lines.join('\n')}\n`;
+  if (oldData.equals(newData)) return { header, body: '' };
   const binary = [oldData, newData].some((d) => d.includes(0) || !isUtf8(d));
   const from = c.oldPath === undefined ? '/dev/null' : `a/${a}`;
   const to = c.newPath === undefined ? '/dev/null' : `b/${b}`;
-  if (binary) {
-    lines.push(`Binary files ${from} and ${to} differ`);
-    return `${lines.join('\n')}\n`;
+  if (binary) return { header, body: `Binary files ${from} and ${to} differ\n` };
+  const hunks = unifiedHunks(oldData.toString('utf8'), newData.toString('utf8'));
+  return { header, body: `--- ${from}\n+++ ${to}\n${hunks}` };
+}
+
+/**
+ * Collects a diff's file sections in path order under the caps: a section larger than
+ * `diffMaxFileBytes` (or given without a body because a version of the file is) keeps its header
+ * only; the first section that would take the total past `diffMaxBytes` is left out with every
+ * later one.
+ */
+export class DiffBuilder {
+  private readonly limits: ContentLimits;
+  private readonly parts: string[] = [];
+  private bytes = 0;
+  private full = false;
+  private readonly cut: string[] = [];
+
+  constructor(limits: ContentLimits) {
+    this.limits = limits;
   }
-  lines.push(`--- ${from}`, `+++ ${to}`);
-  return `${lines.join('\n')}\n${unifiedHunks(oldData.toString('utf8'), newData.toString('utf8'))}`;
+
+  /** False once the total cap was reached: later sections are not wanted. */
+  get open(): boolean {
+    return !this.full;
+  }
+
+  add(path: string, header: string, body: string | undefined): void {
+    if (this.full) return;
+    let section = body === undefined ? header : header + body;
+    let size = Buffer.byteLength(section);
+    let headerOnly = body === undefined;
+    if (!headerOnly && size > this.limits.diffMaxFileBytes) {
+      section = header;
+      size = Buffer.byteLength(header);
+      headerOnly = true;
+    }
+    if (this.bytes + size > this.limits.diffMaxBytes) {
+      this.full = true;
+      return;
+    }
+    this.parts.push(section);
+    this.bytes += size;
+    if (headerOnly) this.cut.push(path);
+  }
+
+  result(): DiffResult {
+    return {
+      diff: this.parts.join(''),
+      diff_truncated: this.full || this.cut.length > 0,
+      diff_truncated_files: this.cut,
+    };
+  }
+}
+
+/** A changed file before its contents are read: blob ids and sizes from the repository. */
+export type SizedChange = Omit<FileChange, 'oldData' | 'newData'> & {
+  oldSize: number | undefined;
+  newSize: number | undefined;
+};
+
+/**
+ * Builds a capped git-style diff from changes in path order. Contents are read through `load`
+ * (blob id -> bytes) in batches, only for files within the per-file cap and only until the
+ * total cap is reached, so a huge file or changeset is never read whole.
+ */
+export async function cappedDiff(
+  changes: SizedChange[],
+  load: (ids: string[]) => Promise<Map<string, Buffer | undefined>>,
+  limits: ContentLimits,
+): Promise<DiffResult> {
+  const out = new DiffBuilder(limits);
+  const tooBig = (c: SizedChange) => Math.max(c.oldSize ?? 0, c.newSize ?? 0) > limits.diffMaxFileBytes;
+  let i = 0;
+  while (i < changes.length && out.open) {
+    // The next batch: files within the per-file cap, up to about the total cap's worth of input.
+    const batch: SizedChange[] = [];
+    let input = 0;
+    for (let j = i; j < changes.length && batch.length < 256 && input <= limits.diffMaxBytes; j += 1) {
+      const c = changes[j];
+      if (c === undefined || tooBig(c)) break;
+      batch.push(c);
+      input += (c.oldSize ?? 0) + (c.newSize ?? 0);
+    }
+    if (batch.length === 0) {
+      const c = changes[i];
+      if (c !== undefined)
+        out.add(
+          c.newPath ?? c.oldPath ?? '',
+          gitDiffParts({ ...c, oldData: undefined, newData: undefined }).header,
+          undefined,
+        );
+      i += 1;
+      continue;
+    }
+    const ids = batch.flatMap((c) => [c.oldId, c.newId]).filter((x): x is string => x !== undefined);
+    const data = await load([...new Set(ids)]);
+    for (const c of batch) {
+      const { header, body } = gitDiffParts({
+        ...c,
+        oldData: c.oldId === undefined ? undefined : data.get(c.oldId),
+        newData: c.newId === undefined ? undefined : data.get(c.newId),
+      });
+      out.add(c.newPath ?? c.oldPath ?? '', header, body);
+    }
+    i += batch.length;
+  }
+  return out.result();
 }
 
 // ------------------------------------------------------------------ persistent processes
