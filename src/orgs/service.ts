@@ -89,7 +89,7 @@ export class OrgsService {
     try {
       return await this.em().transactional(async (tx) => {
         if (opts.capped !== false) {
-          await tx.execute('select id from users where id = ? for update', [creatorId]);
+          await tx.execute('select id from users where id = ? for no key update', [creatorId]);
           const [owned] = await tx.execute<{ n: string }[]>(
             `select count(*) as n from org_members where user_id = ? and role = 'owner'`,
             [creatorId],

@@ -190,8 +190,9 @@ export class UsersService {
     }
     const plaintext = newTokenValue();
     const token = await this.em().transactional(async (tx) => {
-      // The user's row lock serialises this user's creates, so concurrent ones cannot pass the cap.
-      await tx.execute('select id from users where id = ? for update', [userId]);
+      // The user's row lock (which foreign-key checks do not wait for) serialises this user's
+      // creates, so concurrent ones cannot pass the cap.
+      await tx.execute('select id from users where id = ? for no key update', [userId]);
       const [held] = await tx.execute<{ n: string }[]>(
         'select count(*) as n from api_tokens where user_id = ? and pipeline_id is null',
         [userId],
