@@ -1,3 +1,4 @@
+import { readFileSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -104,7 +105,18 @@ export async function lockDataDir(dataDir: string, command: string, log: Logger)
     log.warn({ file, pid: owner?.pid }, 'removing the lock of a Triad process that is gone');
     await fs.rm(file, { force: true });
   }
+  // A process that exits without releasing (a deadline, an uncaught error) still removes it.
+  const onExit = () => {
+    try {
+      if ((JSON.parse(readFileSync(file, 'utf8')) as LockOwner).pid === process.pid)
+        rmSync(file, { force: true });
+    } catch {
+      // already gone or unreadable: nothing of ours to remove
+    }
+  };
+  process.once('exit', onExit);
   const release = async () => {
+    process.removeListener('exit', onExit);
     const o = await readOwner(file);
     if (o?.pid === process.pid) await fs.rm(file, { force: true });
   };
