@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { freePort } from '../../src/db/database.ts';
 import { Client, freshDatabase, startTestServer } from '../helpers/server.ts';
+import { ok, withCreds, writeFile } from '../helpers/vcs.ts';
 import { exitWithin, postgresUnder, Processes, stop, waitReady, type Proc } from '../helpers/process.ts';
 
 const procs = new Processes();
@@ -81,6 +82,49 @@ describe('stopping triad serve', () => {
       expect(await postgresUnder(dataDir)).toEqual([]);
     }
   }, 90_000);
+
+  test('when Ctrl-C arrives while the embedded agent runs a pipeline, then the server still exits 0 with "shutdown complete" within the timeout, and after a restart the pipeline is no longer running', async () => {
+    const timeout = 6;
+    const { dataDir, url, env } = await setup({
+      TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout),
+      TRIAD_ADMIN_TOKEN: 'adm-token',
+    });
+    const p = procs.serve(env, { detached: true });
+    await waitReady(p, url);
+    const admin = new Client(url, 'adm-token');
+    expect((await admin.post('/api/v1/orgs', { name: 'life' })).status).toBe(201);
+    const repo = await admin.post('/api/v1/orgs/life/repos', { name: 'ci', vcs: 'git' });
+    expect(repo.status).toBe(201);
+    const work = await procs.tempDir('triad-life-work-');
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    await writeFile(
+      work,
+      '.pipeline.yml',
+      'steps:\n  - name: slow\n    image: alpine\n    commands: ["echo started", "sleep 60"]\n',
+    );
+    await ok('git', ['add', '-A'], work);
+    await ok('git', ['commit', '-q', '-m', 'ci'], work);
+    await ok('git', ['push', '-q', withCreds(repo.body.data.clone_url, 'adm-token'), 'main'], work);
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'running'; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = (await admin.get('/api/v1/repos/life/ci/pipelines/1')).body?.status ?? '';
+    }
+    expect(status).toBe('running');
+
+    const started = Date.now();
+    ctrlC(p);
+    expect(await exitWithin(p, timeout * 1000 + 3_000)).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(timeout * 1000 + 3_000);
+    expect(p.output()).toContain('"msg":"shutdown complete"');
+    expect(await postgresUnder(dataDir)).toEqual([]);
+
+    const again = procs.serve(env);
+    await waitReady(again, url);
+    const after = await admin.get('/api/v1/repos/life/ci/pipelines/1');
+    expect(['error', 'cancelled']).toContain(after.body.status);
+    expect(await stop(again)).toEqual({ code: 0, signal: null });
+  }, 120_000);
 
   test('when the server is killed with SIGKILL, then its PostgreSQL is left behind, and the next start stops it and comes up', async () => {
     const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
