@@ -76,13 +76,12 @@ export type DataDirLock = { release: () => Promise<void> };
 export async function lockDataDir(dataDir: string, command: string, log: Logger): Promise<DataDirLock> {
   const file = lockFile(dataDir);
   await fs.mkdir(path.dirname(file), { recursive: true });
+  const procStart = await processStartTime(process.pid);
   const me: LockOwner = {
     pid: process.pid,
     command,
     started: new Date().toISOString(),
-    ...((await processStartTime(process.pid)) === undefined
-      ? {}
-      : { proc_start: (await processStartTime(process.pid))! }),
+    ...(procStart === undefined ? {} : { proc_start: procStart }),
   };
   let staleOwner: LockOwner | undefined;
   for (let attempt = 0; ; attempt++) {
