@@ -62,7 +62,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     throw e;
   });
   /** Undoes a partial start (e.g. the port is taken), so no PostgreSQL or connection outlives it. */
-  const abandon = async (e: unknown, services?: Services): Promise<never> => {
+  const abandon = async (e: unknown, services?: Services, srv?: http.Server): Promise<never> => {
+    srv?.close(() => undefined);
     await services?.pipelines.stop().catch(() => undefined);
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
@@ -96,10 +97,6 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       const admin = config.admin;
       await inContext(orm, () => services.users.ensureAdmin(admin));
     }
-    if (config.admin === undefined && opts.onFirstAdmin !== undefined) {
-      const first = await inContext(orm, () => services.users.createFirstAdmin('admin', 'admin@localhost'));
-      if (first !== undefined) opts.onFirstAdmin(first.user.username, first.token);
-    }
     if (config.agentToken !== undefined) {
       const token = config.agentToken;
       await inContext(orm, () => services.agents.ensure(token));
@@ -109,8 +106,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
     });
+    // After listening, so a start that fails (a taken port) does not use up the one-time token.
+    if (config.admin === undefined && opts.onFirstAdmin !== undefined) {
+      const first = await inContext(orm, () => services.users.createFirstAdmin('admin', 'admin@localhost'));
+      if (first !== undefined) opts.onFirstAdmin(first.user.username, first.token);
+    }
   } catch (e) {
-    return abandon(e, services);
+    return abandon(e, services, server);
   }
   const port = (server.address() as AddressInfo).port;
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;

@@ -90,6 +90,8 @@ describe('triad serve, failed start', () => {
       const result = await exited(failed.child);
       expect(result).toEqual({ code: 1, signal: null });
       expect(failed.output()).toContain('EADDRINUSE');
+      // The one-time administrator token is not spent on a start that fails.
+      expect(failed.output()).not.toContain('first start');
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }
@@ -100,6 +102,7 @@ describe('triad serve, failed start', () => {
 
     const again = serve(env);
     await waitReady(again, `http://127.0.0.1:${port}`);
+    expect(again.stderr()).toMatch(/first start\. Created the administrator "admin"/);
     expect(await stop(again)).toEqual({ code: 0, signal: null });
   }, 60_000);
 });
