@@ -42,11 +42,12 @@ export class Processes {
   }
 
   /**
-   * `triad serve` as a child. `detached` puts it in a process group of its own (as a shell puts
+   * `triad serve` as a child (or `npm start`, the README's command). `detached` puts it in a process group of its own (as a shell puts
    * a foreground job), so a test can send the terminal's Ctrl-C to the whole group.
    */
-  serve(env: Record<string, string>, opts: { detached?: boolean } = {}): Proc {
-    const child = spawn(NODE, [CLI, 'serve'], {
+  serve(env: Record<string, string>, opts: { detached?: boolean; npmStart?: boolean } = {}): Proc {
+    const [file, args] = opts.npmStart === true ? ['npm', ['start', '--silent']] : [NODE, [CLI, 'serve']];
+    const child = spawn(file, args, {
       cwd: ROOT,
       env: childEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -62,6 +62,16 @@ describe('stopping triad serve', () => {
     await expect(fs.stat(path.join(dataDir, 'triad.pid'))).rejects.toThrow(/ENOENT/);
   }, 60_000);
 
+  test('when Ctrl-C reaches `npm start`, then npm too exits 0 after "shutdown complete"', async () => {
+    const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
+    const p = procs.serve(env, { detached: true, npmStart: true });
+    await waitReady(p, url);
+    ctrlC(p);
+    expect(await exitWithin(p, 15_000)).toEqual({ code: 0, signal: null });
+    expect(p.output()).toContain('"msg":"shutdown complete"');
+    expect(await postgresUnder(dataDir)).toEqual([]);
+  }, 60_000);
+
   test('when a client is stuck in the middle of a request body, then Ctrl-C and SIGTERM still end in "shutdown complete" and exit 0 within TRIAD_SHUTDOWN_TIMEOUT_SECONDS', async () => {
     const timeout = 4;
     const { dataDir, port, url, env } = await setup({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout) });
