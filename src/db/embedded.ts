@@ -115,7 +115,8 @@ host all all 127.0.0.1/32 scram-sha-256
 
 async function writeOwned(file: string, content: string, id: PgIdentity): Promise<void> {
   const tmp = `${file}.tmp-${process.pid}`;
-  await fs.writeFile(tmp, content, { mode: 0o600 });
+  await fs.rm(tmp, { force: true });
+  await fs.writeFile(tmp, content, { mode: 0o600, flag: 'wx' });
   if (process.getuid?.() === 0) await fs.chown(tmp, id.uid, id.gid);
   await fs.rename(tmp, file);
 }
@@ -194,7 +195,9 @@ export async function startEmbeddedPostgres(
       log,
       `ALTER ROLE ${SUPERUSER} WITH PASSWORD '${password}';\n`,
     );
-    await fs.writeFile(`${passwordFile(dir)}.tmp`, `${password}\n`, { mode: 0o600 });
+    // Removed first: writeFile applies the mode only to a file it creates.
+    await fs.rm(`${passwordFile(dir)}.tmp`, { force: true });
+    await fs.writeFile(`${passwordFile(dir)}.tmp`, `${password}\n`, { mode: 0o600, flag: 'wx' });
     await fs.rename(`${passwordFile(dir)}.tmp`, passwordFile(dir));
     log.info({ file: passwordFile(dir) }, 'embedded PostgreSQL: new superuser password stored');
   }
