@@ -42,7 +42,11 @@ function go(args: string[], cwd: string, what: string, extraEnv: NodeJS.ProcessE
   return new Promise((resolve, reject) => {
     const since = Date.now();
     say(`  ${what} ...`);
-    const child = spawn('go', args, { cwd, env: { ...goEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(goBin, args, {
+      cwd,
+      env: { ...goEnv, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => {
@@ -59,24 +63,35 @@ function go(args: string[], cwd: string, what: string, extraEnv: NodeJS.ProcessE
       if (code === 0) {
         say(`  ${what}: done in ${elapsed(since)}`);
         resolve(out);
-      } else reject(new Error(`go ${args.join(' ')} failed (${signal ?? `exit ${code}`}):\n${out.slice(-6000)}`));
+      } else
+        reject(new Error(`go ${args.join(' ')} failed (${signal ?? `exit ${code}`}):\n${out.slice(-6000)}`));
     });
   });
 }
 
 const verbose = process.argv.includes('-v');
 
+/** `go` from PATH, else the usual install locations (a non-login shell may lack /usr/local/go/bin). */
+let goBin = 'go';
+
 function checkGo(): string {
-  const r = spawnSync('go', ['version'], { env: goEnv, encoding: 'utf8' });
-  if (r.error !== undefined || r.status !== 0) {
-    throw new Error(
-      'Go is needed to build the Kubernetes test tools (etcd, kube-apiserver, kubectl, helm, kwok, ' +
-        'MinIO) but `go` was not found on PATH (or does not run). Install Go 1.25 or newer ' +
-        '(for example from your distribution, or put /usr/local/go/bin on PATH), or set ' +
-        `TRIAD_TOOLS_DIR to a directory that already holds the built tools (${toolsDir()}).`,
-    );
+  for (const candidate of [
+    'go',
+    path.join(process.env.GOROOT ?? '/usr/local/go', 'bin', 'go'),
+    '/usr/local/go/bin/go',
+  ]) {
+    const r = spawnSync(candidate, ['version'], { env: goEnv, encoding: 'utf8' });
+    if (r.error === undefined && r.status === 0) {
+      goBin = candidate;
+      return r.stdout.trim();
+    }
   }
-  return r.stdout.trim();
+  throw new Error(
+    'Go is needed to build the Kubernetes test tools (etcd, kube-apiserver, kubectl, helm, kwok, ' +
+      'MinIO) but `go` was not found on PATH (or does not run). Install Go 1.25 or newer ' +
+      '(for example from your distribution, or put /usr/local/go/bin on PATH), or set ' +
+      `TRIAD_TOOLS_DIR to a directory that already holds the built tools (${toolsDir()}).`,
+  );
 }
 
 /** `<dir>.tmp-<pid>` filled by `fill`, then renamed to `<dir>`. */
@@ -87,7 +102,10 @@ async function install(name: ToolName, fill: (tmp: string) => Promise<void>): Pr
   fs.mkdirSync(tmp, { recursive: true });
   try {
     await fill(tmp);
-    for (const b of TOOLS[name].binaries)
+    for (const b of [
+      ...TOOLS[name].binaries,
+      ...(TOOLS[name].module?.files ?? []).map((f) => path.basename(f)),
+    ])
       if (!fs.existsSync(path.join(tmp, b))) throw new Error(`${name}: ${b} was not built`);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);
@@ -104,6 +122,23 @@ async function goInstall(name: ToolName, pkg: string, ldflags: string[] = []): P
     const args = ['install'];
     if (ldflags.length > 0) args.push(`-ldflags=${ldflags.join(' ')}`);
     await go(args.concat(`${pkg}@${t.version}`), tmp, `go install ${pkg}@${t.version}`, { GOBIN: tmp });
+  });
+}
+
+/** A CRD set: the module is downloaded (Go module cache) and the listed files copied. */
+async function copyCrds(name: ToolName): Promise<void> {
+  const t = TOOLS[name];
+  const m = t.module!;
+  say(`fetching ${name} ${t.version} (${m.path})`);
+  await install(name, async (tmp) => {
+    const info = JSON.parse(
+      await go(
+        ['mod', 'download', '-json', `${m.path}@${t.version}`],
+        tmp,
+        `go mod download ${m.path}@${t.version}`,
+      ),
+    ) as { Dir: string };
+    for (const f of m.files) fs.copyFileSync(path.join(info.Dir, f), path.join(tmp, path.basename(f)));
   });
 }
 
@@ -131,14 +166,20 @@ async function buildKubernetes(which: ToolName[]): Promise<void> {
   try {
     say(`building ${which.map((n) => `${n} ${TOOLS[n].version}`).join(', ')}`);
     const info = JSON.parse(
-      await go(['mod', 'download', '-json', `k8s.io/kubernetes@${KUBERNETES_VERSION}`], work, 'reading kubernetes go.mod'),
+      await go(
+        ['mod', 'download', '-json', `k8s.io/kubernetes@${KUBERNETES_VERSION}`],
+        work,
+        'reading kubernetes go.mod',
+      ),
     ) as { GoMod: string };
     const kmod = fs.readFileSync(info.GoMod, 'utf8');
     const staging = stagingModules(kmod);
     if (staging.length === 0) throw new Error('kubernetes go.mod: no staging replace lines found');
     const etcdInKube = /go\.etcd\.io\/etcd\/server\/v3 (v[^\s]+)/.exec(kmod)?.[1];
     if (etcdInKube !== ETCD_VERSION)
-      throw new Error(`kubernetes ${KUBERNETES_VERSION} names etcd server ${etcdInKube}, tools.ts pins ${ETCD_VERSION}`);
+      throw new Error(
+        `kubernetes ${KUBERNETES_VERSION} names etcd server ${etcdInKube}, tools.ts pins ${ETCD_VERSION}`,
+      );
     const minor = KUBERNETES_VERSION.replace(/^v1\./, 'v0.');
     fs.writeFileSync(
       path.join(work, 'go.mod'),
@@ -163,7 +204,16 @@ async function buildKubernetes(which: ToolName[]): Promise<void> {
     ];
     fs.writeFileSync(
       path.join(work, 'tools.go'),
-      ['//go:build tools', '', 'package tools', '', 'import (', ...cmds.map((c) => `\t_ "${c}"`), ')', ''].join('\n'),
+      [
+        '//go:build tools',
+        '',
+        'package tools',
+        '',
+        'import (',
+        ...cmds.map((c) => `\t_ "${c}"`),
+        ')',
+        '',
+      ].join('\n'),
     );
     await go(['mod', 'tidy'], work, 'resolving modules (go mod tidy; downloads on the first run)');
     const [maj, min] = KUBERNETES_VERSION.replace(/^v/, '').split('.');
@@ -173,19 +223,34 @@ async function buildKubernetes(which: ToolName[]): Promise<void> {
       `-X ${pkg}.gitMinor=${min}`,
       `-X ${pkg}.gitTreeState=clean`,
     ];
-    const kubeLdflags = ['-s', '-w', ...ver('k8s.io/component-base/version'), ...ver('k8s.io/client-go/pkg/version')];
+    const kubeLdflags = [
+      '-s',
+      '-w',
+      ...ver('k8s.io/component-base/version'),
+      ...ver('k8s.io/client-go/pkg/version'),
+    ];
     if (which.includes('kubernetes'))
       await install('kubernetes', async (tmp) => {
         for (const b of TOOLS.kubernetes.binaries)
           await go(
-            ['build', `-ldflags=${kubeLdflags.join(' ')}`, '-o', path.join(tmp, b), `k8s.io/kubernetes/cmd/${b}`],
+            [
+              'build',
+              `-ldflags=${kubeLdflags.join(' ')}`,
+              '-o',
+              path.join(tmp, b),
+              `k8s.io/kubernetes/cmd/${b}`,
+            ],
             work,
             `go build ${b}`,
           );
       });
     if (which.includes('etcd'))
       await install('etcd', async (tmp) => {
-        await go(['build', '-ldflags=-s -w', '-o', path.join(tmp, 'etcd'), 'go.etcd.io/etcd/server/v3'], work, 'go build etcd');
+        await go(
+          ['build', '-ldflags=-s -w', '-o', path.join(tmp, 'etcd'), 'go.etcd.io/etcd/server/v3'],
+          work,
+          'go build etcd',
+        );
       });
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
@@ -195,7 +260,11 @@ async function buildKubernetes(which: ToolName[]): Promise<void> {
 async function buildHelm(): Promise<void> {
   // helm's default .Capabilities.KubeVersion (helm template, lint) follows the client-go it uses.
   const info = JSON.parse(
-    await go(['mod', 'download', '-json', `helm.sh/helm/v3@${HELM_VERSION}`], toolsDir(), 'reading helm go.mod'),
+    await go(
+      ['mod', 'download', '-json', `helm.sh/helm/v3@${HELM_VERSION}`],
+      toolsDir(),
+      'reading helm go.mod',
+    ),
   ) as { GoMod: string };
   const clientGo = /k8s\.io\/client-go v0\.(\d+)\./.exec(fs.readFileSync(info.GoMod, 'utf8'))?.[1] ?? '20';
   const x = (v: string, val: string) => `-X helm.sh/helm/v3/${v}=${val}`;
@@ -222,7 +291,7 @@ async function withLock<T>(fn: () => Promise<T>): Promise<T> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(fs.readFileSync(lock, 'utf8').trim());
-      let alive = false;
+      let alive: boolean;
       try {
         if (holder > 0) process.kill(holder, 0);
         alive = holder > 0;
@@ -263,12 +332,14 @@ export async function buildTools(names: readonly ToolName[] = TOOL_NAMES): Promi
     if (todo.includes('helm')) await buildHelm();
     if (todo.includes('kwok')) await goInstall('kwok', 'sigs.k8s.io/kwok/cmd/kwok', ['-s', '-w']);
     if (todo.includes('minio')) await goInstall('minio', 'github.com/minio/minio', ['-s', '-w']);
+    for (const n of todo) if (TOOLS[n].module !== undefined) await copyCrds(n);
     say(`built ${todo.join(', ')} in ${elapsed()}`);
     return todo;
   });
 }
 
-const isMain = process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename);
+const isMain =
+  process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename);
 if (isMain) {
   const args = process.argv.slice(2).filter((a) => a !== '-v');
   const bad = args.filter((a) => !(TOOL_NAMES as string[]).includes(a));
@@ -279,7 +350,8 @@ if (isMain) {
   const names = args.length === 0 ? TOOL_NAMES : (args as ToolName[]);
   buildTools(names).then(
     (built) => {
-      if (built.length === 0) say(`up to date in ${toolsDir()}: ${names.map((n) => `${n}-${TOOLS[n].version}`).join(', ')}`);
+      if (built.length === 0)
+        say(`up to date in ${toolsDir()}: ${names.map((n) => `${n}-${TOOLS[n].version}`).join(', ')}`);
     },
     (err: unknown) => {
       say(`FAILED: ${err instanceof Error ? err.message : String(err)}`);

@@ -9,6 +9,7 @@
  *     helm-v3.22.0/helm
  *     kwok-v0.8.0/kwok
  *     minio-v0.0.0-…/minio
+ *     keda-crds-v2.20.2/*.yaml, prometheus-operator-crds-v0.85.0/*.yaml   (copied from the Go modules)
  *
  * Changing a version here makes the next run build the new one (the old directory stays until
  * removed by hand).
@@ -17,13 +18,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-export type ToolName = 'kubernetes' | 'etcd' | 'helm' | 'kwok' | 'minio';
+export type ToolName =
+  'kubernetes' | 'etcd' | 'helm' | 'kwok' | 'minio' | 'keda-crds' | 'prometheus-operator-crds';
 
 export type Tool = {
   name: ToolName;
   version: string;
   /** Binaries the tool directory holds once built. */
   binaries: readonly string[];
+  /** For CRD sets: the Go module they come from and the files copied from it (no binaries). */
+  module?: { path: string; files: readonly string[] };
 };
 
 export const KUBERNETES_VERSION = 'v1.36.3';
@@ -33,6 +37,9 @@ export const HELM_VERSION = 'v3.22.0';
 export const KWOK_VERSION = 'v0.8.0';
 /** RELEASE.2025-09-07T16-13-09Z: the repository's tags are not semver, so the pseudo-version is pinned. */
 export const MINIO_VERSION = 'v0.0.0-20250907161309-07c3a429bfed';
+/** CRDs the chart's optional objects need (ScaledObject, TriggerAuthentication, ServiceMonitor, PodMonitor). */
+export const KEDA_VERSION = 'v2.20.2';
+export const PROMETHEUS_OPERATOR_VERSION = 'v0.85.0';
 
 export const TOOLS: Record<ToolName, Tool> = {
   kubernetes: {
@@ -44,6 +51,30 @@ export const TOOLS: Record<ToolName, Tool> = {
   helm: { name: 'helm', version: HELM_VERSION, binaries: ['helm'] },
   kwok: { name: 'kwok', version: KWOK_VERSION, binaries: ['kwok'] },
   minio: { name: 'minio', version: MINIO_VERSION, binaries: ['minio'] },
+  'keda-crds': {
+    name: 'keda-crds',
+    version: KEDA_VERSION,
+    binaries: [],
+    module: {
+      path: 'github.com/kedacore/keda/v2',
+      files: [
+        'config/crd/bases/keda.sh_scaledobjects.yaml',
+        'config/crd/bases/keda.sh_triggerauthentications.yaml',
+      ],
+    },
+  },
+  'prometheus-operator-crds': {
+    name: 'prometheus-operator-crds',
+    version: PROMETHEUS_OPERATOR_VERSION,
+    binaries: [],
+    module: {
+      path: 'github.com/prometheus-operator/prometheus-operator',
+      files: [
+        'example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml',
+        'example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml',
+      ],
+    },
+  },
 };
 
 export const TOOL_NAMES = Object.keys(TOOLS) as ToolName[];
@@ -66,20 +97,33 @@ export function toolDir(name: ToolName, env: NodeJS.ProcessEnv = process.env): s
 }
 
 /** Absolute path of a binary of a tool (built or not). */
-export function toolPath(name: ToolName, binary: string = name, env: NodeJS.ProcessEnv = process.env): string {
+export function toolPath(
+  name: ToolName,
+  binary: string = name,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   return path.join(toolDir(name, env), binary);
 }
 
-/** Whether every binary of the tool is present and executable. */
+/** Files of a CRD set as they are stored in its tool directory (flat). */
+export function toolFiles(name: ToolName, env: NodeJS.ProcessEnv = process.env): string[] {
+  return (TOOLS[name].module?.files ?? []).map((f) => path.join(toolDir(name, env), path.basename(f)));
+}
+
+/** Whether every binary of the tool is present and executable (and every file of a CRD set present). */
 export function isBuilt(name: ToolName, env: NodeJS.ProcessEnv = process.env): boolean {
-  return TOOLS[name].binaries.every((b) => {
+  const ok = (file: string, mode: number) => {
     try {
-      fs.accessSync(toolPath(name, b, env), fs.constants.X_OK);
+      fs.accessSync(file, mode);
       return true;
     } catch {
       return false;
     }
-  });
+  };
+  return (
+    TOOLS[name].binaries.every((b) => ok(toolPath(name, b, env), fs.constants.X_OK)) &&
+    toolFiles(name, env).every((f) => ok(f, fs.constants.R_OK))
+  );
 }
 
 /** The tools not built yet. */

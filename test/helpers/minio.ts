@@ -47,7 +47,15 @@ export async function startMinio(): Promise<MinioServer> {
   const fd = fs.openSync(logFile, 'a');
   const child = spawn(
     toolPath('minio'),
-    ['server', path.join(dir, 'data'), '--address', `${host}:${port}`, '--console-address', `${host}:${consolePort}`, '--quiet'],
+    [
+      'server',
+      path.join(dir, 'data'),
+      '--address',
+      `${host}:${port}`,
+      '--console-address',
+      `${host}:${consolePort}`,
+      '--quiet',
+    ],
     {
       stdio: ['ignore', fd, fd],
       env: {

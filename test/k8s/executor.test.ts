@@ -81,7 +81,11 @@ function step(over: Partial<JobStep> = {}): JobStep {
   };
 }
 
-function executor(over: Partial<PodSpecOptions> = {}, pendingTimeoutMs = 3000, instance = INSTANCE): KubernetesExecutor {
+function executor(
+  over: Partial<PodSpecOptions> = {},
+  pendingTimeoutMs = 3000,
+  instance = INSTANCE,
+): KubernetesExecutor {
   const kc = new KubeConfig();
   kc.loadFromFile(saKubeconfig);
   return new KubernetesExecutor({
@@ -140,14 +144,20 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
     const j = job();
     await ex.prepare(j, new AbortController().signal);
     const { core } = clients();
-    const claim = await core.readNamespacedPersistentVolumeClaim({ name: `triad-ws-${j.pipeline_id}`, namespace: ns });
+    const claim = await core.readNamespacedPersistentVolumeClaim({
+      name: `triad-ws-${j.pipeline_id}`,
+      namespace: ns,
+    });
     expect(claim.metadata?.labels).toMatchObject({
       'app.kubernetes.io/managed-by': 'triad-agent',
       'triad.dev/pipeline': String(j.pipeline_id),
       'triad.dev/agent': INSTANCE,
     });
     await waitFor('the workspace claim to be bound', async () => {
-      const c = await core.readNamespacedPersistentVolumeClaim({ name: `triad-ws-${j.pipeline_id}`, namespace: ns });
+      const c = await core.readNamespacedPersistentVolumeClaim({
+        name: `triad-ws-${j.pipeline_id}`,
+        namespace: ns,
+      });
       return c.status?.phase === 'Bound';
     });
 
@@ -162,14 +172,20 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
     const clone = pod.spec?.initContainers?.[0];
     expect(clone?.name).toBe('clone');
     expect(clone?.image).toBe('triad:test');
-    expect(clone?.command?.[2]).toContain(`git clone -q --no-checkout 'http://ci:clone-token@triad.triad.svc:3000/acme/widgets'`);
+    expect(clone?.command?.[2]).toContain(
+      `git clone -q --no-checkout 'http://ci:clone-token@triad.triad.svc:3000/acme/widgets'`,
+    );
     expect(pod.spec?.volumes?.[0]?.persistentVolumeClaim?.claimName).toBe(`triad-ws-${j.pipeline_id}`);
     // it went through the states a kubelet reports: scheduled on a fake node, cloning, then done
     expect(pods.some(name, (p) => cluster().nodes.includes(p.spec?.nodeName ?? ''))).toBe(true);
-    expect(pods.some(name, (p) => p.status?.initContainerStatuses?.[0]?.state?.running !== undefined)).toBe(true);
+    expect(pods.some(name, (p) => p.status?.initContainerStatuses?.[0]?.state?.running !== undefined)).toBe(
+      true,
+    );
     expect(pods.some(name, (p) => p.status?.phase === 'Succeeded')).toBe(true);
     // the step's pod is deleted after the step; the workspace stays for the next step
-    await waitFor('the step pod to be gone', async () => (await leftovers(j)).every((o) => !o.startsWith('pod/')));
+    await waitFor('the step pod to be gone', async () =>
+      (await leftovers(j)).every((o) => !o.startsWith('pod/')),
+    );
     expect(await leftovers(j)).toEqual([`persistentvolumeclaim/triad-ws-${j.pipeline_id}`]);
 
     await ex.cleanup(j);
@@ -203,16 +219,22 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
     await ex.prepare(j, new AbortController().signal);
     const ac = new AbortController();
     const running = runStep(ex, j, step({ environment: { KWOK_STEP_HOLD: 'true' } }), ac.signal);
-    await waitFor('the step to run', async () => {
+    await waitFor('the step to run', () => {
       const names = pods.names().filter((n) => n.startsWith(`triad-p${j.pipeline_id}-`));
-      return names.length === 1 && pods.some(names[0]!, (p) => p.status?.phase === 'Running');
+      return Promise.resolve(
+        names.length === 1 && pods.some(names[0]!, (p) => p.status?.phase === 'Running'),
+      );
     });
     const t0 = Date.now();
     ac.abort();
     const { result } = await running;
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(result).toEqual({ exitCode: 130, reason: 'cancelled' });
-    await waitFor('the step pod to be gone', async () => (await leftovers(j)).every((o) => !o.startsWith('pod/')), 10_000);
+    await waitFor(
+      'the step pod to be gone',
+      async () => (await leftovers(j)).every((o) => !o.startsWith('pod/')),
+      10_000,
+    );
     await ex.cleanup(j);
   });
 
@@ -222,7 +244,9 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
     await ex.prepare(j, new AbortController().signal);
     const { result, output } = await runStep(ex, j, step());
     expect(result).toEqual({ exitCode: 125, reason: 'Unschedulable' });
-    expect(output).toMatch(/did not start within \d+ s: Unschedulable: 0\/\d+ nodes are available: .*node affinity\/selector/);
+    expect(output).toMatch(
+      /did not start within \d+ s: Unschedulable: 0\/\d+ nodes are available: .*node affinity\/selector/,
+    );
     await ex.cleanup(j);
     await waitFor('nothing left of the pipeline', async () => (await leftovers(j)).length === 0);
   });
@@ -234,7 +258,9 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
     const { result, output, ms } = await runStep(ex, j, step({ image: 'unpullable.invalid/nothing:1' }));
     expect(result).toEqual({ exitCode: 125, reason: 'ImagePullBackOff' });
     expect(ms).toBeGreaterThanOrEqual(2000);
-    expect(output).toContain('ImagePullBackOff: container step (unpullable.invalid/nothing:1): Back-off pulling image');
+    expect(output).toContain(
+      'ImagePullBackOff: container step (unpullable.invalid/nothing:1): Back-off pulling image',
+    );
     await ex.cleanup(j);
   });
 
@@ -258,12 +284,23 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
     // a pod left behind by a crashed run of `done`: held running, never cleaned up by its executor
     const ac = new AbortController();
     const held = runStep(executor(), done, step({ environment: { KWOK_STEP_HOLD: 'true' } }), ac.signal);
-    await waitFor('the held step to run', async () =>
-      pods.names().some((n) => n.startsWith(`triad-p${done.pipeline_id}-`) && pods.some(n, (p) => p.status?.phase === 'Running')),
+    await waitFor('the held step to run', () =>
+      Promise.resolve(
+        pods
+          .names()
+          .some(
+            (n) =>
+              n.startsWith(`triad-p${done.pipeline_id}-`) &&
+              pods.some(n, (p) => p.status?.phase === 'Running'),
+          ),
+      ),
     );
     // a fresh executor of the same instance (the agent restarted) sweeps with `active` still running
     await executor().sweep(new Set([active.pipeline_id]));
-    await waitFor('the finished pipeline’s pod and PVC to be gone', async () => (await leftovers(done)).length === 0);
+    await waitFor(
+      'the finished pipeline’s pod and PVC to be gone',
+      async () => (await leftovers(done)).length === 0,
+    );
     expect(await leftovers(active)).toEqual([`persistentvolumeclaim/triad-ws-${active.pipeline_id}`]);
     expect(await leftovers(others)).toEqual([`persistentvolumeclaim/triad-ws-${others.pipeline_id}`]);
     ac.abort();
@@ -276,7 +313,12 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
   test('when every test is done, then no step pod, workspace claim or volume is left and nothing warned', async () => {
     await waitFor('no step pods or claims', async () => (await leftovers()).length === 0);
     await waitFor('the workspace volumes to be released and deleted', async () => {
-      const pvs = await kubectlOk(['get', 'pv', '-o', 'jsonpath={range .items[*]}{.spec.claimRef.namespace}{"\\n"}{end}']);
+      const pvs = await kubectlOk([
+        'get',
+        'pv',
+        '-o',
+        'jsonpath={range .items[*]}{.spec.claimRef.namespace}{"\\n"}{end}',
+      ]);
       return !pvs.split('\n').includes(ns);
     });
     expect(warnings).toEqual([]);

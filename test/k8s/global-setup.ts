@@ -11,9 +11,9 @@ import { startControlPlane, type ControlPlane } from './harness/control-plane.ts
 export default async function globalSetup(): Promise<void> {
   await pgSetup();
   const plane = await startControlPlane();
-  const { stop: _stop, ...info } = plane;
   const file = path.join(plane.dir, 'info.json');
-  fs.writeFileSync(file, JSON.stringify(info));
+  // everything but the stop function
+  fs.writeFileSync(file, JSON.stringify(plane));
   process.env.TRIAD_TEST_K8S = file;
   (globalThis as { __triadK8s?: ControlPlane }).__triadK8s = plane;
 }

@@ -56,20 +56,33 @@ function freePort(): Promise<number> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns true; fails with `what` and the process log when `proc` dies or time runs out. */
-async function waitUntil(what: string, check: () => Promise<boolean>, proc: Proc, timeoutMs: number): Promise<void> {
+async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  proc: Proc,
+  timeoutMs: number,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     if (proc.exitCode() !== undefined)
-      throw new Error(`${proc.name} exited (${proc.exitCode()}) while waiting for ${what}:\n${tail(proc.logFile)}`);
+      throw new Error(
+        `${proc.name} exited (${proc.exitCode()}) while waiting for ${what}:\n${tail(proc.logFile)}`,
+      );
     if (await check().catch(() => false)) return;
     if (Date.now() > until)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; ${proc.name} log:\n${tail(proc.logFile)}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}; ${proc.name} log:\n${tail(proc.logFile)}`,
+      );
     await sleep(200);
   }
 }
 
-async function httpGet(url: string, opts: { ca?: Buffer; token?: string } = {}): Promise<{ status: number; body: string }> {
-  const headers: Record<string, string> = opts.token === undefined ? {} : { authorization: `Bearer ${opts.token}` };
+async function httpGet(
+  url: string,
+  opts: { ca?: Buffer; token?: string } = {},
+): Promise<{ status: number; body: string }> {
+  const headers: Record<string, string> =
+    opts.token === undefined ? {} : { authorization: `Bearer ${opts.token}` };
   if (url.startsWith('http:')) {
     const r = await fetch(url, { headers, signal: AbortSignal.timeout(5000) });
     return { status: r.status, body: await r.text() };
@@ -105,10 +118,22 @@ function kubeconfigYaml(server: string, caFile: string, token: string, user = 'a
 }
 
 /** A kubeconfig for another identity (for example a service account token) on the same cluster. */
-export function writeKubeconfig(info: ControlPlaneInfo, file: string, token: string, namespace = 'default'): string {
-  fs.writeFileSync(file, kubeconfigYaml(info.server, info.caFile, token, 'user').replace('namespace: default', `namespace: ${namespace}`), {
-    mode: 0o600,
-  });
+export function writeKubeconfig(
+  info: ControlPlaneInfo,
+  file: string,
+  token: string,
+  namespace = 'default',
+): string {
+  fs.writeFileSync(
+    file,
+    kubeconfigYaml(info.server, info.caFile, token, 'user').replace(
+      'namespace: default',
+      `namespace: ${namespace}`,
+    ),
+    {
+      mode: 0o600,
+    },
+  );
   return file;
 }
 
@@ -170,13 +195,24 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
 }
 
 async function boot(dir: string, group: ProcessGroup, nodeCount: number): Promise<ControlPlaneInfo> {
-  const [etcdPort, peerPort, apiPort, kwokPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [etcdPort, peerPort, apiPort, kwokPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const adminToken = randomBytes(24).toString('hex');
-  fs.writeFileSync(path.join(dir, 'tokens.csv'), `${adminToken},triad-test-admin,triad-test-admin,"system:masters"\n`, {
+  fs.writeFileSync(
+    path.join(dir, 'tokens.csv'),
+    `${adminToken},triad-test-admin,triad-test-admin,"system:masters"\n`,
+    {
+      mode: 0o600,
+    },
+  );
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  fs.writeFileSync(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), {
     mode: 0o600,
   });
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  fs.writeFileSync(path.join(dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   fs.writeFileSync(path.join(dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
 
   // etcd
@@ -193,7 +229,12 @@ async function boot(dir: string, group: ProcessGroup, nodeCount: number): Promis
     '--unsafe-no-fsync=true',
     '--log-level=warn',
   ]);
-  await waitUntil('etcd health', async () => (await httpGet(`${etcdUrl}/health`)).body.includes('true'), etcd, 30_000);
+  await waitUntil(
+    'etcd health',
+    async () => (await httpGet(`${etcdUrl}/health`)).body.includes('true'),
+    etcd,
+    30_000,
+  );
 
   // kube-apiserver (it writes a self-signed serving certificate and its CA into --cert-dir)
   const pki = path.join(dir, 'pki');
@@ -254,7 +295,10 @@ async function boot(dir: string, group: ProcessGroup, nodeCount: number): Promis
     '--authentication-skip-lookup',
     '--v=0',
   ]);
-  const kwok = group.start('kwok', toolPath('kwok'), [`--kubeconfig=${kubeconfig}`, `--config=${kwokConfig(dir, kwokPort)}`]);
+  const kwok = group.start('kwok', toolPath('kwok'), [
+    `--kubeconfig=${kubeconfig}`,
+    `--config=${kwokConfig(dir, kwokPort)}`,
+  ]);
 
   const info: ControlPlaneInfo = {
     dir,

@@ -54,14 +54,20 @@ function run(bin: string, args: string[], env: NodeJS.ProcessEnv, input?: string
 
 /** Like `run` but throws with the command's output when it fails. */
 function must(what: string, r: Run): string {
-  if (r.code !== 0) throw new Error(`${what} failed (exit ${r.code}):\n${r.stderr}\n${r.stdout}`.slice(0, 20_000));
+  if (r.code !== 0)
+    throw new Error(`${what} failed (exit ${r.code}):\n${r.stderr}\n${r.stdout}`.slice(0, 20_000));
   return r.stdout;
 }
 
 export type KubectlOptions = { input?: string; kubeconfig?: string };
 
 export function kubectl(args: string[], o: KubectlOptions = {}): Promise<Run> {
-  return run(toolPath('kubernetes', 'kubectl'), args, { KUBECONFIG: o.kubeconfig ?? cluster().kubeconfig }, o.input);
+  return run(
+    toolPath('kubernetes', 'kubectl'),
+    args,
+    { KUBECONFIG: o.kubeconfig ?? cluster().kubeconfig },
+    o.input,
+  );
 }
 export async function kubectlOk(args: string[], o: KubectlOptions = {}): Promise<string> {
   return must(`kubectl ${args.join(' ')}`, await kubectl(args, o));
@@ -116,16 +122,18 @@ export async function waitFor<T>(
   everyMs = 250,
 ): Promise<T> {
   const until = Date.now() + timeoutMs;
-  let last: unknown;
+  let last: Error | undefined;
   for (;;) {
     try {
       const v = await fn();
       if (v !== undefined && v !== false) return v;
     } catch (err) {
-      last = err;
+      last = err instanceof Error ? err : new Error(String(err));
     }
     if (Date.now() > until)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : `: ${last.message}`}`,
+      );
     await sleep(everyMs);
   }
 }
@@ -139,7 +147,10 @@ export const RESTRICTED = {
 };
 
 /** A new namespace (restricted Pod Security by default) whose default service account exists. */
-export async function newNamespace(prefix: string, labels: Record<string, string> = RESTRICTED): Promise<string> {
+export async function newNamespace(
+  prefix: string,
+  labels: Record<string, string> = RESTRICTED,
+): Promise<string> {
   const { core } = clients();
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
   const body: V1Namespace = { metadata: { name, labels } };
@@ -171,7 +182,11 @@ export async function deleteNamespace(name: string, timeoutMs = 90_000): Promise
 }
 
 /** A token of a service account (TokenRequest API), as a kubeconfig file in the control plane's directory. */
-export async function serviceAccountKubeconfig(namespace: string, sa: string, stepNamespace = namespace): Promise<string> {
+export async function serviceAccountKubeconfig(
+  namespace: string,
+  sa: string,
+  stepNamespace = namespace,
+): Promise<string> {
   const { core } = clients();
   const tr = await core.createNamespacedServiceAccountToken({
     name: sa,
