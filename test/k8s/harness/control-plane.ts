@@ -166,6 +166,16 @@ function kwokConfig(dir: string, port: number): string {
     `  cidr: 10.244.0.1/16`,
     `  manageNodesWithAnnotationSelector: ${KWOK_ANNOTATION}=fake`,
     `  nodeLeaseDurationSeconds: 40`,
+    // kwok's defaults are not applied to a configuration file: spell them out
+    `  nodeLeaseParallelism: 4`,
+    `  podPlayStageParallelism: 4`,
+    `  nodePlayStageParallelism: 4`,
+    `  podsOnNodeSyncParallelism: 4`,
+    `  enableDebuggingHandlers: true`,
+    `  enableProfilingHandler: false`,
+    `  enableContentionProfiling: false`,
+    `  enablePodsOnNodeSyncListPager: true`,
+    `  enablePodsOnNodeSyncStreamWatch: false`,
   ].join('\n');
   const file = path.join(dir, 'kwok.yaml');
   fs.writeFileSync(file, `${options}\n---\n${fs.readFileSync(STAGES_FILE, 'utf8')}\n---\n${logs}\n`);
@@ -317,7 +327,9 @@ async function boot(dir: string, group: ProcessGroup, nodeCount: number): Promis
 
 /** The default StorageClass (provisioned by a kwok stage) and the fake nodes, once Ready. */
 async function seed(info: ControlPlaneInfo, kwok: Proc): Promise<void> {
-  const { KubeConfig, CoreV1Api, StorageV1Api } = await import('@kubernetes/client-node');
+  const { KubeConfig, CoreV1Api, StorageV1Api, PatchStrategy, setHeaderOptions } = await import(
+    '@kubernetes/client-node'
+  );
   const kc = new KubeConfig();
   kc.loadFromFile(info.kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
@@ -359,6 +371,13 @@ async function seed(info: ControlPlaneInfo, kwok: Proc): Promise<void> {
     kwok,
     60_000,
   );
+  // The API server taints a new node not-ready; the node lifecycle controller (not run here: fake
+  // nodes have no kubelet to judge) would lift it once Ready.
+  for (const name of info.nodes)
+    await core.patchNode(
+      { name, body: [{ op: 'replace', path: '/spec/taints', value: [] }] },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    );
   await waitUntil(
     'the default service account',
     async () => {
