@@ -323,9 +323,13 @@ export async function buildTools(names: readonly ToolName[] = TOOL_NAMES): Promi
     const todo = names.filter((n) => !isBuilt(n)); // another run may have built some meanwhile
     if (todo.length === 0) return [];
     say(`${goVersion}; cache ${toolsDir()}`);
+    const big = todo.some((n) => n === 'kubernetes' || n === 'minio' || n === 'helm');
     say(
-      `building ${todo.join(', ')} from Go modules (first run only: ~15-25 min on 2 cores, ` +
-        'a few GB of Go module and build cache; later runs reuse the binaries)',
+      `building ${todo.join(', ')} from Go modules` +
+        (big
+          ? ' (once: ~20 min on 2 idle cores, longer on a busy machine; ~3 GB of Go modules and ~5 GB of ' +
+            'Go build cache; later runs reuse the binaries)'
+          : ''),
     );
     const kube = todo.filter((n): n is ToolName => n === 'kubernetes' || n === 'etcd');
     if (kube.length > 0) await buildKubernetes(kube);

@@ -244,10 +244,10 @@ describe('helm install with every optional block on', () => {
 
 describe('the rendered chart applied with kubectl', () => {
   for (const [name, allOn] of [
-    ['default values', false],
-    ['every optional block on', true],
+    ['the default values', false],
+    ['values with every optional block on', true],
   ] as const) {
-    test(`when the ${name} are rendered and applied from another current namespace, then every object lands in the release namespace`, async () => {
+    test(`when ${name} are rendered and applied from another current namespace, then every object lands in the release namespace`, async () => {
       const ns = await namespace('render');
       const steps = allOn ? await namespace('render-steps') : ns;
       const args = allOn ? ['-f', ALL_ON, '--set', `agent.steps.namespace=${steps}`] : [];
