@@ -92,10 +92,49 @@ describe('chart values', () => {
   });
 });
 
+describe('the migration hook', () => {
+  const kindsOf = async (...set: string[]) => {
+    const out = await helmOk(['template', 't', CHART, ...set.flatMap((x) => ['--set', x])]);
+    return out
+      .split('\n---\n')
+      .filter((d) => /helm.sh\/hook: pre-install,pre-upgrade/.test(d))
+      .map((d) => `${/^kind: (\w+)/m.exec(d)?.[1]}/${/^ {2}name: (\S+)/m.exec(d)?.[1]}`);
+  };
+  test('when the database is external, then a hook Job (and a hook Secret unless one is brought) migrates it', async () => {
+    expect(await kindsOf()).toEqual([]);
+    expect(await kindsOf('database.url=postgres://u:p@db/triad')).toEqual([
+      'Secret/t-triad-migrate',
+      'Job/t-triad-migrate',
+    ]);
+    expect(await kindsOf('database.url=postgres://u:p@db/triad', 'migrations.job.enabled=false')).toEqual([]);
+    // an existing Secret may lack database-url (embedded database): only on request
+    expect(await kindsOf('secrets.existingSecret=mine')).toEqual([]);
+    expect(await kindsOf('secrets.existingSecret=mine', 'migrations.job.withExistingSecret=true')).toEqual([
+      'Job/t-triad-migrate',
+    ]);
+  });
+});
+
 describe('helm install with the default values', () => {
   let ns: string;
   beforeAll(async () => {
     ns = await namespace('chart-default');
+  });
+
+  test('when a pod template breaks the restricted profile, then the namespace reports it (what the install checks for)', async () => {
+    const bad = await helmOk([
+      'template',
+      't',
+      CHART,
+      '-n',
+      ns,
+      '--set',
+      'agent.securityContext.allowPrivilegeEscalation=true',
+    ]);
+    const r = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: bad });
+    expect(r.stderr).toMatch(
+      /would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false \(container "agent"/,
+    );
   });
 
   test('when installed in a restricted namespace, then every Triad pod is admitted and runs on a kwok node', async () => {

@@ -327,9 +327,8 @@ async function boot(dir: string, group: ProcessGroup, nodeCount: number): Promis
 
 /** The default StorageClass (provisioned by a kwok stage) and the fake nodes, once Ready. */
 async function seed(info: ControlPlaneInfo, kwok: Proc): Promise<void> {
-  const { KubeConfig, CoreV1Api, StorageV1Api, PatchStrategy, setHeaderOptions } = await import(
-    '@kubernetes/client-node'
-  );
+  const { KubeConfig, CoreV1Api, StorageV1Api, PatchStrategy, setHeaderOptions } =
+    await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   kc.loadFromFile(info.kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
