@@ -48,9 +48,10 @@ function go(args: string[], cwd: string, what: string, extraEnv: NodeJS.ProcessE
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => {
-      out += d.toString();
+      err += d.toString();
       if (verbose) process.stderr.write(d);
     });
     const beat = setInterval(() => say(`  ... still ${what} (${elapsed(since)})`), 60_000);
@@ -64,7 +65,11 @@ function go(args: string[], cwd: string, what: string, extraEnv: NodeJS.ProcessE
         say(`  ${what}: done in ${elapsed(since)}`);
         resolve(out);
       } else
-        reject(new Error(`go ${args.join(' ')} failed (${signal ?? `exit ${code}`}):\n${out.slice(-6000)}`));
+        reject(
+          new Error(
+            `go ${args.join(' ')} failed (${signal ?? `exit ${code}`}):\n${(err + out).slice(-6000)}`,
+          ),
+        );
     });
   });
 }
@@ -307,10 +312,24 @@ async function withLock<T>(fn: () => Promise<T>): Promise<T> {
       await new Promise((r) => setTimeout(r, 2000));
     }
   }
+  removeAbandoned();
   try {
     return await fn();
   } finally {
     fs.rmSync(lock, { force: true });
+  }
+}
+
+/** Temporary directories of builds that were killed (their pid is gone). */
+function removeAbandoned(): void {
+  for (const e of fs.readdirSync(toolsDir())) {
+    const pid = Number(/(?:\.tmp-|^\.work-.*-)(\d+)$/.exec(e)?.[1] ?? 0);
+    if (pid === 0 || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      fs.rmSync(path.join(toolsDir(), e), { recursive: true, force: true });
+    }
   }
 }
 
