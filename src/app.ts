@@ -26,6 +26,9 @@ import { PipelinesService } from './pipelines/service.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
 import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
+import { WebhooksService } from './webhooks/service.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { Dispatcher, type WebhookLookups } from './webhooks/dispatcher.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
 import { fileAt } from './vcs/pushes.ts';
 import type { VcsKind } from './vcs/index.ts';
@@ -40,6 +43,9 @@ export type Services = {
   agents: AgentsService;
   pipelines: PipelinesService;
   issues: IssuesService;
+  webhooks: WebhooksService;
+  /** Delivers webhooks from the outbox; started and stopped by the server. */
+  webhookDispatcher: Dispatcher;
 };
 
 export type AppDeps = {
@@ -110,7 +116,51 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
-  return { users, orgs, repos, agents, pipelines, issues };
+  const lookups = webhookLookups(deps, { users, orgs, repos });
+  const webhookDispatcher = new Dispatcher({
+    em,
+    databaseUrl: deps.databaseUrl,
+    log: deps.log.child({ component: 'webhooks' }),
+    metrics: deps.metrics,
+    settings: deps.config.webhooks,
+    lookups,
+  });
+  const webhooks = new WebhooksService({
+    em,
+    settings: deps.config.webhooks,
+    lookups,
+    wake: () => webhookDispatcher.wake(),
+  });
+  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher };
+}
+
+/** Repositories and senders for webhook envelopes, through their services (in a context of their own). */
+function webhookLookups(deps: AppDeps, s: Pick<Services, 'users' | 'orgs' | 'repos'>): WebhookLookups {
+  const run = <T>(fn: () => Promise<T>) => RequestContext.create(deps.orm.em.fork(), fn);
+  const found = <T>(p: Promise<T>) => p.then((v): T | undefined => v).catch(() => undefined);
+  return {
+    repositories: (ids) =>
+      run(async () => {
+        const out = new Map<number, { id: number; name: string; org: string; url: string; orgId: number }>();
+        for (const id of ids) {
+          const repo = await found(s.repos.get(id));
+          const org = repo === undefined ? undefined : await found(s.orgs.byId(repo.orgId));
+          if (repo === undefined || org === undefined) continue;
+          const url = `${deps.baseUrl()}/${org.name}/${repo.name}`;
+          out.set(id, { id, name: repo.name, org: org.name, url, orgId: org.id });
+        }
+        return out;
+      }),
+    senders: (ids) =>
+      run(async () => {
+        const out = new Map<number, { id: number; display_name: string }>();
+        for (const id of ids) {
+          const u = await found(s.users.get(id));
+          if (u !== undefined) out.set(id, { id: u.id, display_name: u.displayName });
+        }
+        return out;
+      }),
+  };
 }
 
 export function directory(s: Services): Directory {
@@ -223,6 +273,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   contentRoutes(api, services.repos, readerPool(services.repos), config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
+  webhookRoutes(api, services.webhooks);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));

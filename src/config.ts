@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import bytes from 'bytes';
 import { z } from 'zod';
+import { webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -72,6 +73,7 @@ const envSchema = z.object({
   TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
   TRIAD_AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().positive().default(60),
   TRIAD_TRUST_PROXY: trustProxy.default(false),
+  ...webhookEnv,
 });
 
 export type Config = {
@@ -107,6 +109,8 @@ export type Config = {
   authFailures: { limit: number; windowMs: number };
   /** express `trust proxy`: whose X-Forwarded-For names the client address. */
   trustProxy: boolean | number | string;
+  /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
+  webhooks: WebhookSettings;
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -162,5 +166,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       windowMs: e.TRIAD_AUTH_FAILURE_WINDOW_SECONDS * 1000,
     },
     trustProxy: e.TRIAD_TRUST_PROXY,
+    webhooks: webhookSettings(e),
   };
 }

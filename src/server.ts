@@ -65,6 +65,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const abandon = async (e: unknown, services?: Services, srv?: http.Server): Promise<never> => {
     srv?.close(() => undefined);
     await services?.pipelines.stop().catch(() => undefined);
+    await services?.webhookDispatcher.stop().catch(() => undefined);
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
     await tracing?.shutdown().catch(() => undefined);
@@ -102,6 +103,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await inContext(orm, () => services.agents.ensure(token));
     }
     await services.pipelines.start();
+    await services.webhookDispatcher.start();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
@@ -153,6 +155,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       log.debug('shutdown: embedded agent stopped');
       await services.pipelines.stop();
       log.debug('shutdown: long polls ended');
+      // Deliveries under way finish (each within its deadline); no new ones start.
+      await services.webhookDispatcher.stop();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const hard = setTimeout(() => {

@@ -1,0 +1,407 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
+import { claimUndispatched, markDispatched, type OutboxEvent } from '../events/outbox.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import {
+  webhooksRepository as repo,
+  type AttemptRecord,
+  type ClaimedJob,
+  type NewJob,
+} from './repository.ts';
+import { envelope, type RepositoryInfo, type SenderInfo } from './schemas.ts';
+import { Sender, type Outcome } from './sender.ts';
+import type { WebhookSettings } from './settings.ts';
+import { deliveryHeaders, maskHeaders } from './signing.ts';
+
+/** Facts the envelope needs, looked up through the services that own them. */
+export type RepoFacts = RepositoryInfo & { orgId: number };
+export type WebhookLookups = {
+  repositories(ids: readonly number[]): Promise<Map<number, RepoFacts>>;
+  senders(ids: readonly number[]): Promise<Map<number, SenderInfo>>;
+};
+
+export type DispatcherDeps = {
+  em: () => EntityManager;
+  databaseUrl: string;
+  log: Logger;
+  metrics: Metrics;
+  settings: WebhookSettings;
+  lookups: WebhookLookups;
+};
+
+/** The outbox channel `emitEvents` notifies after writing events. */
+const OUTBOX_CHANNEL = 'triad_outbox';
+/** Outbox rows fanned out per transaction. */
+const FAN_OUT_BATCH = 200;
+/** The safety net: look for due work this often even without a notification. */
+const SWEEP_MS = 30_000;
+/** Whole-table history pruning by age, this often. */
+const PRUNE_MS = 10 * 60_000;
+/** A `Retry-After` is honoured up to this long. */
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+const INTERRUPTED = 'interrupted: the server stopped before this attempt finished';
+
+/**
+ * Delivers webhooks from the transactional outbox; any number of replicas run one each.
+ *
+ * Fan-out: outbox rows are claimed with `FOR UPDATE SKIP LOCKED`, turned into one job per
+ * subscribed webhook (each with its delivery id and the exact body it will always carry) and
+ * marked dispatched in the same transaction. Jobs: a due job is claimed with `FOR UPDATE SKIP
+ * LOCKED` under a lease (its due time moves to the lease's end), sent, and its outcome written
+ * with the job's end or its next attempt. A replica that dies mid-attempt leaves a job that falls
+ * due when the lease ends; the next claim records the interrupted attempt and sends it again (at
+ * least once). Woken by the outbox NOTIFY, by its own timer for the next due job, and every 30 s.
+ */
+export class Dispatcher {
+  private readonly d: DispatcherDeps;
+  private readonly sender: Sender;
+  private readonly leaseMs: number;
+  private readonly delivered: Counter<'result'>;
+  private listener: pg.Client | undefined;
+  private loopDone: Promise<void> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
+  private stopping = false;
+  private woken = false;
+  private backlog = false;
+  private sleeper: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private readonly sincePrune = new Map<number, number>();
+
+  constructor(deps: DispatcherDeps) {
+    this.d = deps;
+    const s = deps.settings;
+    this.sender = new Sender({ policy: s.allowedHosts, timeoutMs: s.timeoutMs, maxSockets: s.concurrency });
+    this.leaseMs = s.timeoutMs + Math.max(5_000, s.timeoutMs);
+    this.delivered = deps.metrics.counter(
+      'triad_webhook_deliveries_total',
+      'Webhook delivery attempts by result',
+      ['result'],
+    );
+    deps.metrics.gauge('triad_webhook_jobs_queued', 'Webhook deliveries waiting for an attempt', () =>
+      repo.queued(this.em()),
+    );
+  }
+
+  private em(): EntityManager {
+    return this.d.em().fork();
+  }
+
+  async start(): Promise<void> {
+    this.stopping = false;
+    await this.listen();
+    this.loopDone = this.loop();
+    this.pruneTimer = setInterval(() => {
+      repo.pruneOld(this.em(), this.d.settings.historyMaxAgeMs).catch((err: unknown) => {
+        this.d.log.warn({ err }, 'webhook history pruning failed');
+      });
+    }, PRUNE_MS);
+    this.pruneTimer.unref();
+  }
+
+  /** Stops claiming, lets attempts under way finish (each within its deadline), and disconnects. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.pruneTimer);
+    this.wake();
+    await this.loopDone;
+    await Promise.allSettled([...this.inFlight]);
+    clearTimeout(this.timer);
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+    this.sender.close();
+  }
+
+  /** Look for work now (new jobs from this replica: redeliveries, pings, re-enabled webhooks). */
+  wake(): void {
+    this.woken = true;
+    const s = this.sleeper;
+    this.sleeper = undefined;
+    s?.();
+  }
+
+  private async listen(): Promise<void> {
+    const c = new pg.Client({ connectionString: this.d.databaseUrl });
+    c.on('notification', () => this.wake());
+    c.on('error', (err) => {
+      if (this.stopping) return;
+      this.d.log.warn({ err }, 'webhook dispatcher lost its LISTEN connection; reconnecting');
+      this.listener = undefined;
+      c.end().catch(() => undefined);
+      setTimeout(() => {
+        if (this.stopping) return;
+        this.listen().then(
+          () => this.wake(),
+          () => c.emit('error', new Error('reconnect failed')),
+        );
+      }, 1000).unref();
+    });
+    await c.connect();
+    await c.query(`listen ${OUTBOX_CHANNEL}`);
+    this.listener = c;
+  }
+
+  private free(): number {
+    return this.d.settings.concurrency - this.inFlight.size;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      this.woken = false;
+      let more = false;
+      try {
+        const fanned = await this.fanOut();
+        const room = this.free();
+        const claimed = room > 0 ? await this.claimDue(room) : 0;
+        more = fanned === FAN_OUT_BATCH || (room > 0 && claimed === room);
+        this.backlog = more || room <= 0;
+        if (!more && !this.woken) {
+          const due = await repo.nextDue(this.em());
+          this.wakeAt(due === null ? Date.now() + SWEEP_MS : Math.min(due.getTime(), Date.now() + SWEEP_MS));
+        }
+      } catch (err) {
+        if (this.stopping) break;
+        this.d.log.warn({ err }, 'webhook dispatcher pass failed; retrying in 1 s');
+        this.wakeAt(Date.now() + 1000);
+      }
+      if (more || this.woken || this.stopping) continue;
+      await new Promise<void>((resolve) => (this.sleeper = resolve));
+    }
+  }
+
+  /** Makes sure the loop looks again at `at` at the latest. */
+  private wakeAt(at: number): void {
+    if (at >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(
+      () => {
+        this.timerAt = Infinity;
+        this.wake();
+      },
+      Math.max(0, at - Date.now()),
+    );
+    this.timer.unref();
+  }
+
+  /** Turns undispatched outbox events into jobs; those this replica has room for start at once. */
+  private async fanOut(): Promise<number> {
+    const mine: ClaimedJob[] = [];
+    const lease = randomUUID();
+    const count = await this.em().transactional(async (tx) => {
+      const events = await claimUndispatched(tx, FAN_OUT_BATCH);
+      if (events.length === 0) return 0;
+      const jobs = await this.jobsFor(tx, events);
+      const room = Math.max(0, this.free());
+      const now = jobs.slice(0, room);
+      const ids = await repo.insertJobs(
+        tx,
+        now.map((j) => j.job),
+        { id: lease, ms: this.leaseMs },
+      );
+      await repo.insertJobs(
+        tx,
+        jobs.slice(room).map((j) => j.job),
+      );
+      await markDispatched(
+        tx,
+        events.map((e) => e.id),
+      );
+      now.forEach(({ job, url, secret }, i) =>
+        mine.push({
+          id: ids[i]!,
+          webhook_id: job.webhookId,
+          delivery_id: job.deliveryId,
+          event_id: job.eventId,
+          event_type: job.eventType,
+          body: job.body,
+          kind: job.kind,
+          attempt: 1,
+          failures: 0,
+          lease,
+          old_lease: null,
+          url,
+          secret,
+          is_active: true,
+        }),
+      );
+      return events.length;
+    });
+    for (const j of mine) this.launch(j);
+    return count;
+  }
+
+  private async jobsFor(
+    tx: EntityManager,
+    events: OutboxEvent[],
+  ): Promise<{ job: NewJob; url: string; secret: string | null }[]> {
+    const repoIds = [...new Set(events.flatMap((e) => (e.repo_id === null ? [] : [e.repo_id])))];
+    const repos =
+      repoIds.length === 0 ? new Map<number, RepoFacts>() : await this.d.lookups.repositories(repoIds);
+    const orgIds = [...new Set([...repos.values()].map((r) => r.orgId))];
+    const hooks = repos.size === 0 ? [] : await repo.activeFor(tx, [...repos.keys()], orgIds);
+    const matches = events.flatMap((e) => {
+      const r = e.repo_id === null ? undefined : repos.get(e.repo_id);
+      if (r === undefined) return [];
+      const created = new Date(e.created_at).getTime();
+      return hooks
+        .filter(
+          (h) =>
+            (h.repo_id === r.id || (h.repo_id === null && h.org_id === r.orgId)) &&
+            h.events.includes(e.event_type) &&
+            new Date(h.created_at).getTime() <= created,
+        )
+        .map((h) => ({ e, r, h }));
+    });
+    if (matches.length === 0) return [];
+    const senderIds = [...new Set(matches.flatMap(({ e }) => (e.sender_id === null ? [] : [e.sender_id])))];
+    const senders =
+      senderIds.length === 0 ? new Map<number, SenderInfo>() : await this.d.lookups.senders(senderIds);
+    return matches.map(({ e, r, h }) => {
+      const deliveryId = randomUUID();
+      const body = envelope({
+        event: e.event_type,
+        deliveryId,
+        repository: { id: r.id, name: r.name, org: r.org, url: r.url },
+        sender: (e.sender_id === null ? undefined : senders.get(e.sender_id)) ?? null,
+        timestamp: new Date(e.created_at),
+        payload: e.payload,
+      });
+      return {
+        job: {
+          webhookId: h.id,
+          deliveryId,
+          eventId: e.id,
+          eventType: e.event_type,
+          body,
+          kind: 'event',
+          attempt: 0,
+        },
+        url: h.url,
+        secret: h.secret,
+      };
+    });
+  }
+
+  private async claimDue(limit: number): Promise<number> {
+    const jobs = await repo.claim(this.em(), randomUUID(), this.leaseMs, limit);
+    for (const j of jobs) this.launch(j);
+    return jobs.length;
+  }
+
+  private launch(job: ClaimedJob): void {
+    const p = this.attempt(job)
+      .catch((err: unknown) =>
+        this.d.log.error({ err, job: job.id }, 'webhook attempt could not be recorded'),
+      )
+      .finally(() => {
+        this.inFlight.delete(p);
+        if (this.backlog) this.wake();
+      });
+    this.inFlight.add(p);
+  }
+
+  private async attempt(job: ClaimedJob): Promise<void> {
+    if (job.old_lease !== null) {
+      // The replica that had this attempt under way stopped before recording it.
+      await this.recordFailure(
+        { ...attemptOf(job, job.attempt - 1, null), error: INTERRUPTED },
+        undefined,
+        false,
+      );
+    }
+    if (!job.is_active && job.kind === 'event') {
+      await repo.pauseJob(this.em(), job);
+      return;
+    }
+    const body = Buffer.from(job.body, 'utf8');
+    const headers = deliveryHeaders({
+      eventType: job.event_type,
+      deliveryId: job.delivery_id,
+      attempt: job.attempt,
+      secret: job.secret,
+      body,
+      now: Math.floor(Date.now() / 1000),
+    });
+    const outcome = await this.sender.send(job.url, headers, body);
+    const record = attemptOf(job, job.attempt, outcome);
+    record.request = { url: job.url, headers: maskHeaders(headers), body: job.body };
+    this.delivered.inc({ result: outcome.success ? 'success' : 'failure' });
+    if (outcome.success) await repo.recordSuccess(this.em(), record);
+    else await this.recordFailure(record, outcome, true);
+    await this.maybePrune(job.webhook_id);
+  }
+
+  /**
+   * A failed attempt, in one transaction: its history record; a failure counted against the
+   * webhook (disabled at the threshold, or by 410 Gone); and the job's next attempt or its end.
+   * `final` false: only the record (an interrupted attempt; the job goes on).
+   */
+  private async recordFailure(
+    record: AttemptRecord,
+    outcome: Outcome | undefined,
+    final: boolean,
+  ): Promise<void> {
+    const { job } = record;
+    const s = this.d.settings;
+    let retryAt: number | undefined;
+    await this.em().transactional(async (tx) => {
+      await repo.insertAttempt(tx, record);
+      if (!final || outcome === undefined) return;
+      const failures = await repo.countFailure(tx, job.webhook_id);
+      let reason: string | undefined;
+      if (outcome.status === 410) reason = 'the receiver answered 410 Gone';
+      else if (failures !== undefined && s.disableAfter > 0 && failures >= s.disableAfter) {
+        reason = `${failures} consecutive failed deliveries (last: ${outcome.error ?? 'failed'})`;
+      }
+      if (reason !== undefined) await repo.disable(tx, job.webhook_id, reason, randomUUID());
+      const delay = this.retryDelay(job, outcome);
+      if (delay === undefined) await repo.finish(tx, job);
+      else {
+        await repo.retryLater(tx, job, delay);
+        retryAt = Date.now() + delay;
+      }
+    });
+    if (retryAt !== undefined) this.wakeAt(retryAt);
+  }
+
+  /** Milliseconds until the next automatic attempt, or undefined when there is none. */
+  private retryDelay(job: ClaimedJob, outcome: Outcome): number | undefined {
+    if (job.kind !== 'event' || outcome.status === 410) return undefined;
+    const base = this.d.settings.retrySchedule[job.failures];
+    if (base === undefined) return undefined;
+    const jittered = Math.round(base * (0.9 + Math.random() * 0.2));
+    const asked = outcome.retryAfterMs;
+    return asked === undefined ? jittered : Math.min(Math.max(jittered, asked), MAX_RETRY_AFTER_MS);
+  }
+
+  /** Every ~10% of the cap a webhook's history is trimmed to the cap and the age limit. */
+  private async maybePrune(webhookId: number): Promise<void> {
+    const { historyMax, historyMaxAgeMs } = this.d.settings;
+    const n = (this.sincePrune.get(webhookId) ?? 0) + 1;
+    if (n < Math.max(1, Math.floor(historyMax / 10))) {
+      this.sincePrune.set(webhookId, n);
+      return;
+    }
+    this.sincePrune.delete(webhookId);
+    await repo.prune(this.em(), webhookId, historyMax, historyMaxAgeMs);
+  }
+}
+
+function attemptOf(job: ClaimedJob, attempt: number, o: Outcome | null): AttemptRecord {
+  return {
+    job,
+    attempt,
+    success: o?.success ?? false,
+    responseCode: o?.status ?? 0,
+    durationMs: o?.durationMs ?? 0,
+    error: o?.error ?? null,
+    request: { url: job.url, headers: {}, body: job.body },
+    response: o === null || o.status === 0 ? null : { headers: maskHeaders(o.headers), body: o.body },
+  };
+}

@@ -1,0 +1,403 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { textArray } from '../db/sql.ts';
+import {
+  DISABLED_ENTRY,
+  type DeliveryDetailRow,
+  type DeliveryRow,
+  type RequestRecord,
+  type ResponseRecord,
+  type WebhookRow,
+} from './schemas.ts';
+
+/** Whose webhooks: a repository's (`repoId`) or an organization's (`repoId` null). */
+export type Owner = { orgId: number; repoId: number | null };
+
+export type JobKind = 'event' | 'redelivery' | 'ping';
+
+/** A job as a dispatcher claimed it, with what it needs of its webhook. */
+export type ClaimedJob = {
+  id: string;
+  webhook_id: number;
+  delivery_id: string;
+  event_id: string | null;
+  event_type: string;
+  body: string;
+  kind: JobKind;
+  /** The number of this attempt of the delivery. */
+  attempt: number;
+  /** Failed attempts of this job so far (the retry schedule's position). */
+  failures: number;
+  lease: string;
+  /** Set when an earlier claim's lease ran out: that attempt was interrupted. */
+  old_lease: string | null;
+  url: string;
+  secret: string | null;
+  is_active: boolean;
+};
+
+export type NewJob = {
+  webhookId: number;
+  deliveryId: string;
+  eventId: string | null;
+  eventType: string;
+  body: string;
+  kind: JobKind;
+  /** Attempts the delivery already had (the next one is `attempt + 1`). */
+  attempt: number;
+};
+
+export type AttemptRecord = {
+  job: ClaimedJob;
+  attempt: number;
+  success: boolean;
+  responseCode: number;
+  durationMs: number;
+  error: string | null;
+  request: RequestRecord | null;
+  response: ResponseRecord | null;
+};
+
+const HOOK_COLUMNS = `w.id, w.org_id, w.repo_id, w.url, w.secret, w.events, w.is_active, w.disabled_reason,
+  w.consecutive_failures, w.created_at, w.updated_at,
+  l.id as last_id, l.success as last_success, l.response_code as last_response_code,
+  l.delivered_at as last_delivered_at`;
+const LAST_DELIVERY = `left join lateral (
+    select d.id, d.success, d.response_code, d.delivered_at from webhook_deliveries d
+    where d.webhook_id = w.id and d.event_type <> '${DISABLED_ENTRY}' order by d.id desc limit 1
+  ) l on true`;
+const OWNED = `(case when ?::int is null then w.repo_id is null and w.org_id = ? else w.repo_id = ?::int end)`;
+const ownedParams = (o: Owner) => [o.repoId, o.orgId, o.repoId];
+
+const DELIVERY_COLUMNS = `id, webhook_id, delivery_id, event_id, event_type, attempt, redelivery, success,
+  response_code, duration_ms, error, delivered_at`;
+
+/** The queries of the webhooks feature, on its own tables only. */
+export const webhooksRepository = {
+  // ------------------------------------------------------------------ webhooks
+
+  async list(em: EntityManager, owner: Owner, limit: number, offset: number) {
+    const rows = await em.execute<WebhookRow[]>(
+      `select ${HOOK_COLUMNS} from webhooks w ${LAST_DELIVERY} where ${OWNED} order by w.id limit ? offset ?`,
+      [...ownedParams(owner), limit, offset],
+    );
+    const [count] = await em.execute<{ n: string }[]>(
+      `select count(*) as n from webhooks w where ${OWNED}`,
+      ownedParams(owner),
+    );
+    return { rows, total: Number(count?.n ?? 0) };
+  },
+
+  async count(em: EntityManager, owner: Owner): Promise<number> {
+    const [r] = await em.execute<{ n: string }[]>(
+      `select count(*) as n from webhooks w where ${OWNED}`,
+      ownedParams(owner),
+    );
+    return Number(r?.n ?? 0);
+  },
+
+  async get(em: EntityManager, owner: Owner, id: number): Promise<WebhookRow | undefined> {
+    const [row] = await em.execute<WebhookRow[]>(
+      `select ${HOOK_COLUMNS} from webhooks w ${LAST_DELIVERY} where w.id = ? and ${OWNED}`,
+      [id, ...ownedParams(owner)],
+    );
+    return row;
+  },
+
+  async insert(
+    em: EntityManager,
+    owner: Owner,
+    h: { url: string; secret: string | null; events: string[]; isActive: boolean; createdBy: number },
+  ): Promise<number> {
+    const [row] = await em.execute<{ id: number }[]>(
+      `insert into webhooks (org_id, repo_id, url, secret, events, is_active, created_by)
+       values (?, ?, ?, ?, ?::text[], ?, ?) returning id`,
+      [owner.orgId, owner.repoId, h.url, h.secret, textArray(h.events), h.isActive, h.createdBy],
+    );
+    return row!.id;
+  },
+
+  /**
+   * Changes a webhook. Activating clears the disabled reason and the failure count and makes its
+   * paused jobs due; deactivating pauses its jobs.
+   */
+  async update(
+    tx: EntityManager,
+    id: number,
+    f: { url?: string; secret?: string | null; events?: string[]; isActive?: boolean },
+  ): Promise<void> {
+    const sets: string[] = ['updated_at = now()'];
+    const params: unknown[] = [];
+    const set = (sql: string, value: unknown) => {
+      sets.push(sql);
+      params.push(value);
+    };
+    if (f.url !== undefined) set('url = ?', f.url);
+    if (f.secret !== undefined) set('secret = ?', f.secret);
+    if (f.events !== undefined) set('events = ?::text[]', textArray(f.events));
+    if (f.isActive === true) sets.push('is_active = true, disabled_reason = null, consecutive_failures = 0');
+    if (f.isActive === false) sets.push('is_active = false');
+    await tx.execute(`update webhooks set ${sets.join(', ')} where id = ?`, [...params, id]);
+    if (f.isActive === true) {
+      await tx.execute(
+        `update webhook_jobs set next_attempt_at = now() where webhook_id = ? and next_attempt_at = 'infinity'`,
+        [id],
+      );
+    }
+    if (f.isActive === false) await pauseJobs(tx, id);
+  },
+
+  async delete(em: EntityManager, owner: Owner, id: number): Promise<boolean> {
+    const rows = await em.execute<{ id: number }[]>(
+      `delete from webhooks w where w.id = ? and ${OWNED} returning w.id`,
+      [id, ...ownedParams(owner)],
+    );
+    return rows.length > 0;
+  },
+
+  // ------------------------------------------------------------------ history
+
+  async recent(em: EntityManager, webhookId: number, limit: number): Promise<DeliveryRow[]> {
+    return em.execute<DeliveryRow[]>(
+      `select ${DELIVERY_COLUMNS} from webhook_deliveries where webhook_id = ? order by id desc limit ?`,
+      [webhookId, limit],
+    );
+  },
+
+  async detail(em: EntityManager, webhookId: number, id: number): Promise<DeliveryDetailRow | undefined> {
+    const [row] = await em.execute<DeliveryDetailRow[]>(
+      `select ${DELIVERY_COLUMNS}, request, response from webhook_deliveries where webhook_id = ? and id = ?`,
+      [webhookId, id],
+    );
+    return row;
+  },
+
+  /** The highest attempt number a delivery has had (history and a pending job). */
+  async lastAttempt(em: EntityManager, webhookId: number, deliveryId: string): Promise<number> {
+    const [r] = await em.execute<{ n: number | null }[]>(
+      `select max(attempt) as n from webhook_deliveries where webhook_id = ? and delivery_id = ?`,
+      [webhookId, deliveryId],
+    );
+    return r?.n ?? 0;
+  },
+
+  /**
+   * Queues a redelivery of every delivery of the webhook whose latest attempt failed at or after
+   * `since` and that has no attempt pending already. Returns the delivery ids queued.
+   */
+  async queueFailedSince(
+    em: EntityManager,
+    webhookId: number,
+    since: Date,
+    limit: number,
+  ): Promise<string[]> {
+    const rows = await em.execute<{ delivery_id: string }[]>(
+      `insert into webhook_jobs (webhook_id, delivery_id, event_id, event_type, body, kind, attempt, next_attempt_at)
+       select webhook_id, delivery_id, event_id, event_type, body, 'redelivery', attempt, now() from (
+         select distinct on (d.delivery_id) d.webhook_id, d.delivery_id, d.event_id, d.event_type,
+           d.request->>'body' as body, d.success, d.delivered_at,
+           max(d.attempt) over (partition by d.delivery_id) as attempt
+         from webhook_deliveries d
+         where d.webhook_id = ? and d.event_type <> '${DISABLED_ENTRY}' and d.request is not null
+         order by d.delivery_id, d.id desc
+       ) latest
+       where not latest.success and latest.delivered_at >= ?
+         and not exists (select 1 from webhook_jobs j where j.webhook_id = latest.webhook_id
+                         and j.delivery_id = latest.delivery_id)
+       order by latest.delivered_at
+       limit ?
+       on conflict do nothing
+       returning delivery_id`,
+      [webhookId, since, limit],
+    );
+    return rows.map((r) => r.delivery_id);
+  },
+
+  // ------------------------------------------------------------------ dispatching
+
+  /** Active webhooks of these repositories and organizations (to fan events out to). */
+  async activeFor(em: EntityManager, repoIds: number[], orgIds: number[]) {
+    return em.execute<
+      {
+        id: number;
+        org_id: number;
+        repo_id: number | null;
+        events: string[];
+        url: string;
+        secret: string | null;
+        created_at: Date;
+      }[]
+    >(
+      `select id, org_id, repo_id, events, url, secret, created_at from webhooks
+       where is_active and (repo_id = any(?::int[]) or (repo_id is null and org_id = any(?::int[])))`,
+      [`{${repoIds.join(',')}}`, `{${orgIds.join(',')}}`],
+    );
+  },
+
+  /**
+   * Inserts jobs; with a `lease` they are claimed by the caller at once (attempt 1 under way,
+   * due again when the lease ends), otherwise due now. Returns the inserted ids in order.
+   */
+  async insertJobs(em: EntityManager, jobs: readonly NewJob[], lease?: { id: string; ms: number }) {
+    if (jobs.length === 0) return [];
+    const row =
+      lease === undefined
+        ? `(?, ?, ?, ?, ?, ?, ?, now(), null)`
+        : `(?, ?, ?, ?, ?, ?, ?, now() + ? * interval '1 millisecond', ?)`;
+    const params: unknown[] = [];
+    for (const j of jobs) {
+      params.push(j.webhookId, j.deliveryId, j.eventId, j.eventType, j.body, j.kind);
+      if (lease === undefined) params.push(j.attempt);
+      else params.push(j.attempt + 1, lease.ms, lease.id);
+    }
+    const rows = await em.execute<{ id: string }[]>(
+      `insert into webhook_jobs (webhook_id, delivery_id, event_id, event_type, body, kind, attempt, next_attempt_at, lease)
+       values ${jobs.map(() => row).join(', ')} returning id`,
+      params,
+    );
+    return rows.map((r) => r.id);
+  },
+
+  /** Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: replicas never share one). */
+  async claim(em: EntityManager, lease: string, leaseMs: number, limit: number): Promise<ClaimedJob[]> {
+    return em.execute<ClaimedJob[]>(
+      `with c as (
+         select id, lease as old_lease from webhook_jobs
+         where next_attempt_at <= now() order by next_attempt_at limit ? for update skip locked
+       )
+       update webhook_jobs j set lease = ?, attempt = j.attempt + 1,
+         next_attempt_at = now() + ? * interval '1 millisecond'
+       from c, webhooks w
+       where j.id = c.id and w.id = j.webhook_id
+       returning j.id, j.webhook_id, j.delivery_id, j.event_id, j.event_type, j.body, j.kind, j.attempt,
+         j.failures, j.lease, c.old_lease, w.url, w.secret, w.is_active`,
+      [limit, lease, leaseMs],
+    );
+  },
+
+  /** When the next job falls due (null: none waiting). */
+  async nextDue(em: EntityManager): Promise<Date | null> {
+    const [r] = await em.execute<{ at: Date | null }[]>(
+      `select min(next_attempt_at) as at from webhook_jobs where next_attempt_at < 'infinity'`,
+    );
+    return r?.at ?? null;
+  },
+
+  /** Jobs waiting for an attempt (paused ones included). */
+  async queued(em: EntityManager): Promise<number> {
+    const [r] = await em.execute<{ n: string }[]>(`select count(*) as n from webhook_jobs`);
+    return Number(r?.n ?? 0);
+  },
+
+  /** A job claimed for an inactive webhook goes back to waiting, unsent and unchanged. */
+  async pauseJob(em: EntityManager, job: ClaimedJob): Promise<void> {
+    await em.execute(
+      `update webhook_jobs set next_attempt_at = 'infinity', lease = null, attempt = attempt - 1
+       where id = ? and lease = ?`,
+      [job.id, job.lease],
+    );
+  },
+
+  /** Success: one statement writes the history, ends the job and resets the failure count. */
+  async recordSuccess(em: EntityManager, r: AttemptRecord): Promise<void> {
+    await em.execute(
+      `with h as (${INSERT_ATTEMPT} returning id),
+         j as (delete from webhook_jobs where id = ? and lease = ?),
+         w as (update webhooks set consecutive_failures = 0 where id = ? and consecutive_failures <> 0)
+       select id from h`,
+      [...attemptParams(r), r.job.id, r.job.lease, r.job.webhook_id],
+    );
+  },
+
+  /** Writes a failed attempt (the caller's transaction). */
+  async insertAttempt(tx: EntityManager, r: AttemptRecord): Promise<void> {
+    await tx.execute(INSERT_ATTEMPT, attemptParams(r));
+  },
+
+  /** Counts a failure against an active webhook; returns the new consecutive count (undefined: inactive). */
+  async countFailure(tx: EntityManager, webhookId: number): Promise<number | undefined> {
+    const [r] = await tx.execute<{ n: number }[]>(
+      `update webhooks set consecutive_failures = consecutive_failures + 1 where id = ? and is_active
+       returning consecutive_failures as n`,
+      [webhookId],
+    );
+    return r?.n;
+  },
+
+  /** Disables an active webhook with a reason, writes the `webhook.disabled` entry, pauses its jobs. */
+  async disable(tx: EntityManager, webhookId: number, reason: string, deliveryId: string): Promise<boolean> {
+    const rows = await tx.execute<{ id: number }[]>(
+      `update webhooks set is_active = false, disabled_reason = ?, updated_at = now()
+       where id = ? and is_active returning id`,
+      [reason, webhookId],
+    );
+    if (rows.length === 0) return false;
+    await tx.execute(
+      `insert into webhook_deliveries (webhook_id, delivery_id, event_type, attempt, success, response_code,
+         duration_ms, error) values (?, ?, '${DISABLED_ENTRY}', 0, false, 0, 0, ?)`,
+      [webhookId, deliveryId, reason],
+    );
+    await pauseJobs(tx, webhookId);
+    return true;
+  },
+
+  /** Schedules the job's next attempt (paused instead when its webhook is inactive now). */
+  async retryLater(tx: EntityManager, job: ClaimedJob, delayMs: number): Promise<void> {
+    await tx.execute(
+      `update webhook_jobs set failures = failures + 1, lease = null,
+         next_attempt_at = case when (select is_active from webhooks where id = ?)
+           then now() + ? * interval '1 millisecond' else 'infinity' end
+       where id = ? and lease = ?`,
+      [job.webhook_id, delayMs, job.id, job.lease],
+    );
+  },
+
+  async finish(tx: EntityManager, job: ClaimedJob): Promise<void> {
+    await tx.execute(`delete from webhook_jobs where id = ? and lease = ?`, [job.id, job.lease]);
+  },
+
+  /** Keeps a webhook's history to its newest `max` records and none older than `maxAgeMs`. */
+  async prune(em: EntityManager, webhookId: number, max: number, maxAgeMs: number): Promise<void> {
+    await em.execute(
+      `delete from webhook_deliveries where webhook_id = ? and (
+         delivered_at < now() - ? * interval '1 millisecond'
+         or id <= (select id from webhook_deliveries where webhook_id = ? order by id desc offset ? limit 1))`,
+      [webhookId, maxAgeMs, webhookId, max],
+    );
+  },
+
+  /** Drops every history record older than `maxAgeMs`. */
+  async pruneOld(em: EntityManager, maxAgeMs: number): Promise<void> {
+    await em.execute(
+      `delete from webhook_deliveries where delivered_at < now() - ? * interval '1 millisecond'`,
+      [maxAgeMs],
+    );
+  },
+};
+
+async function pauseJobs(tx: EntityManager, webhookId: number): Promise<void> {
+  await tx.execute(
+    `update webhook_jobs set next_attempt_at = 'infinity' where webhook_id = ? and lease is null`,
+    [webhookId],
+  );
+}
+
+const INSERT_ATTEMPT = `insert into webhook_deliveries (webhook_id, delivery_id, event_id, event_type, attempt,
+    redelivery, success, response_code, duration_ms, error, request, response)
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb)`;
+
+function attemptParams(r: AttemptRecord): unknown[] {
+  return [
+    r.job.webhook_id,
+    r.job.delivery_id,
+    r.job.event_id,
+    r.job.event_type,
+    r.attempt,
+    r.job.kind === 'redelivery',
+    r.success,
+    r.responseCode,
+    r.durationMs,
+    r.error,
+    r.request === null ? null : JSON.stringify(r.request),
+    r.response === null ? null : JSON.stringify(r.response),
+  ];
+}

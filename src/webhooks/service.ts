@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ApiError } from '../http/errors.ts';
+import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
+import { isUniqueViolation } from '../users/service.ts';
+import type { RepoFacts, WebhookLookups } from './dispatcher.ts';
+import { webhooksRepository as repo, type Owner } from './repository.ts';
+import {
+  DISABLED_ENTRY,
+  PING_EVENT,
+  deliveryDetailJson,
+  deliveryJson,
+  envelope,
+  webhookJson,
+  type BulkRedeliverBody,
+  type CreateWebhookBody,
+  type UpdateWebhookBody,
+  type WebhookJson,
+} from './schemas.ts';
+import type { WebhookSettings } from './settings.ts';
+import { targetRefusal } from './ssrf.ts';
+
+export type { Owner } from './repository.ts';
+/** Who acts: the authenticated user (authorization is done by the caller). */
+export type Actor = { userId: number };
+
+/** Webhooks one repository or organization may have. */
+export const MAX_WEBHOOKS_PER_OWNER = 50;
+/** The deliveries list shows this many records (the spec's 20 most recent). */
+export const RECENT_DELIVERIES = 20;
+/** One bulk redelivery queues at most this many deliveries. */
+export const BULK_REDELIVER_MAX = 1000;
+
+export type WebhooksDeps = {
+  em: () => EntityManager;
+  settings: WebhookSettings;
+  lookups: WebhookLookups;
+  /** Tells this server's dispatcher that jobs were queued. */
+  wake: () => void;
+};
+
+/**
+ * Webhook rules: the record (write-only secret, known event types, allowed targets), its
+ * delivery history, redelivery and ping. Takes plain values; the routes authorize and resolve
+ * the owner (repository or organization).
+ */
+export class WebhooksService {
+  private readonly d: WebhooksDeps;
+
+  constructor(deps: WebhooksDeps) {
+    this.d = deps;
+  }
+
+  private em(): EntityManager {
+    return this.d.em();
+  }
+
+  async list(owner: Owner, q: PageQuery): Promise<Page<WebhookJson>> {
+    const { rows, total } = await repo.list(this.em(), owner, q.per_page, offsetOf(q));
+    return { items: rows.map(webhookJson), total, page: q.page, perPage: q.per_page };
+  }
+
+  async get(owner: Owner, id: number): Promise<WebhookJson> {
+    return webhookJson(await this.row(owner, id));
+  }
+
+  private async row(owner: Owner, id: number) {
+    const row = Number.isSafeInteger(id) ? await repo.get(this.em(), owner, id) : undefined;
+    if (row === undefined) throw ApiError.notFound('webhook');
+    return row;
+  }
+
+  async create(owner: Owner, actor: Actor, body: CreateWebhookBody): Promise<WebhookJson> {
+    await this.checkTarget(body.url);
+    if ((await repo.count(this.em(), owner)) >= MAX_WEBHOOKS_PER_OWNER) {
+      throw ApiError.limitExceeded(
+        `at most ${MAX_WEBHOOKS_PER_OWNER} webhooks per repository or organization`,
+      );
+    }
+    const id = await repo.insert(this.em(), owner, {
+      url: body.url,
+      secret: body.secret ?? null,
+      events: body.events,
+      isActive: body.is_active ?? true,
+      createdBy: actor.userId,
+    });
+    return this.get(owner, id);
+  }
+
+  async update(owner: Owner, id: number, body: UpdateWebhookBody): Promise<WebhookJson> {
+    const before = await this.row(owner, id);
+    if (body.url !== undefined) await this.checkTarget(body.url);
+    const change: Parameters<typeof repo.update>[2] = {};
+    if (body.url !== undefined) change.url = body.url;
+    if (body.secret !== undefined) change.secret = body.secret;
+    if (body.events !== undefined) change.events = body.events;
+    // Only a change of state acts: `is_active: true` on an active webhook keeps its counters.
+    if (body.is_active !== undefined && body.is_active !== before.is_active) change.isActive = body.is_active;
+    await this.em().transactional((tx) => repo.update(tx, id, change));
+    if (change.isActive === true) this.d.wake();
+    return this.get(owner, id);
+  }
+
+  async remove(owner: Owner, id: number): Promise<void> {
+    if (!Number.isSafeInteger(id) || !(await repo.delete(this.em(), owner, id))) {
+      throw ApiError.notFound('webhook');
+    }
+  }
+
+  async deliveries(owner: Owner, id: number) {
+    const hook = await this.row(owner, id);
+    return (await repo.recent(this.em(), hook.id, RECENT_DELIVERIES)).map(deliveryJson);
+  }
+
+  async delivery(owner: Owner, id: number, recordId: number) {
+    const hook = await this.row(owner, id);
+    const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
+    if (d === undefined) throw ApiError.notFound('delivery');
+    return deliveryDetailJson(d);
+  }
+
+  /** Queues one more attempt of the delivery a history record belongs to (same delivery id and body). */
+  async redeliver(owner: Owner, id: number, recordId: number) {
+    const hook = await this.row(owner, id);
+    const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
+    if (d === undefined) throw ApiError.notFound('delivery');
+    if (d.event_type === DISABLED_ENTRY || d.request === null) {
+      throw ApiError.conflict('this history entry records a change of the webhook, not a delivery');
+    }
+    const attempt = await repo.lastAttempt(this.em(), hook.id, d.delivery_id);
+    try {
+      await repo.insertJobs(this.em(), [
+        {
+          webhookId: hook.id,
+          deliveryId: d.delivery_id,
+          eventId: d.event_id,
+          eventType: d.event_type,
+          body: d.request.body,
+          kind: 'redelivery',
+          attempt,
+        },
+      ]);
+    } catch (e) {
+      if (isUniqueViolation(e)) throw ApiError.conflict('an attempt of this delivery is already pending');
+      throw e;
+    }
+    this.d.wake();
+    return {
+      delivery_id: d.delivery_id,
+      event_id: d.event_id === null ? null : Number(d.event_id),
+      attempt: attempt + 1,
+    };
+  }
+
+  /** Queues a redelivery of every delivery whose latest attempt failed at or after `since`. */
+  async redeliverFailed(owner: Owner, id: number, body: BulkRedeliverBody) {
+    const hook = await this.row(owner, id);
+    const ids = await repo.queueFailedSince(this.em(), hook.id, new Date(body.since), BULK_REDELIVER_MAX);
+    if (ids.length > 0) this.d.wake();
+    return { queued: ids.length, delivery_ids: ids };
+  }
+
+  /** Queues a `ping` delivery (sent even when the webhook is inactive; never retried). */
+  async ping(owner: Owner, actor: Actor, id: number) {
+    const hook = await this.row(owner, id);
+    const [repos, senders] = await Promise.all([
+      owner.repoId === null
+        ? Promise.resolve(new Map<number, RepoFacts>())
+        : this.d.lookups.repositories([owner.repoId]),
+      this.d.lookups.senders([actor.userId]),
+    ]);
+    const r = owner.repoId === null ? undefined : repos.get(owner.repoId);
+    const deliveryId = randomUUID();
+    const body = envelope({
+      event: PING_EVENT,
+      deliveryId,
+      repository: r === undefined ? null : { id: r.id, name: r.name, org: r.org, url: r.url },
+      sender: senders.get(actor.userId) ?? null,
+      timestamp: new Date(),
+      payload: { webhook: { id: hook.id, url: hook.url, events: hook.events, is_active: hook.is_active } },
+    });
+    await repo.insertJobs(this.em(), [
+      {
+        webhookId: hook.id,
+        deliveryId,
+        eventId: null,
+        eventType: PING_EVENT,
+        body,
+        kind: 'ping',
+        attempt: 0,
+      },
+    ]);
+    this.d.wake();
+    return { delivery_id: deliveryId, event_id: null, attempt: 1 };
+  }
+
+  private async checkTarget(url: string): Promise<void> {
+    const why = await targetRefusal(this.d.settings.allowedHosts, new URL(url));
+    if (why !== undefined) throw ApiError.validation(`body.url: refused: ${why}`);
+  }
+}
