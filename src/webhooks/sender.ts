@@ -113,8 +113,8 @@ export class Sender {
           size += chunk.length;
           if (size >= RESPONSE_BODY_LIMIT) {
             // Enough: the rest is not read (the connection is dropped, not reused).
-            res.destroy();
             done();
+            res.destroy();
           }
         });
         res.on('end', done);

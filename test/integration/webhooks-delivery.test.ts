@@ -11,9 +11,10 @@ const receivers: Receiver[] = [];
 beforeAll(async () => {
   s = await startTestServer({
     TRIAD_WEBHOOK_ALLOWED_HOSTS: '*',
-    TRIAD_WEBHOOK_RETRY_SCHEDULE: '300ms,300ms,300ms',
+    TRIAD_WEBHOOK_RETRY_SCHEDULE: '300ms,300ms',
     TRIAD_WEBHOOK_TIMEOUT: '1s',
     TRIAD_WEBHOOK_DISABLE_AFTER: '4',
+    TRIAD_WEBHOOK_HISTORY_MAX: '6',
   });
   owner = await s.newUser();
   org = await s.newOrg(owner);
@@ -155,5 +156,314 @@ describe('acceptance', () => {
     expect(second.event_id).toBe(first.event_id);
     const pushRecord = list.find((x) => x.event_type === 'push');
     expect(pushRecord).toMatchObject({ success: true, attempt: 1, delivery_id: p!.delivery });
+  });
+});
+
+describe('event types', () => {
+  test('when a webhook without a secret subscribes to every event that exists, then push, tag and each issue event arrive unsigned with their payloads', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    const events = ['push', 'tag', 'issue.opened', 'issue.closed', 'issue.reopened', 'issue.commented'];
+    await hook(repo.hooks, { url: rx.url(), events });
+    const { head } = await push(repo.clone, { tag: 'v1.0' });
+    const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
+    const created = await owner.client.post(issues, { title: 'Typed', assignees: [{ user_id: owner.id }] });
+    expect(created.body.data.state).toBe('open');
+    expect((await owner.client.patch(`${issues}/1`, { state: 'closed' })).status).toBe(200);
+    expect((await owner.client.patch(`${issues}/1`, { state: 'open' })).status).toBe(200);
+    expect((await owner.client.post(`${issues}/1/comments`, { body: 'a comment' })).status).toBe(201);
+
+    const got = await rx.waitFor(6);
+    expect(new Set(got.map((r) => r.event))).toEqual(new Set(events));
+    for (const r of got) {
+      expect(r.headers['x-svc-signature-256']).toBeUndefined();
+      expect(r.headers['webhook-signature']).toBeUndefined();
+      expect(r.headers['webhook-id']).toBe(r.delivery);
+      expect(Number(r.headers['webhook-timestamp'])).toBeGreaterThan(Date.now() / 1000 - 60);
+      expect(r.body.event).toBe(r.event);
+      expect(r.body.delivery_id).toBe(r.delivery);
+    }
+    const by = (e: string) => got.find((r) => r.event === e)!.body.payload;
+    expect(by('push')).toMatchObject({ ref: 'main', after: head, total_commits: 1 });
+    expect(by('tag')).toMatchObject({ ref: 'v1.0', ref_type: 'tag', target: head, commit: { id: head } });
+    expect(by('issue.closed')).toMatchObject({ action: 'closed', issue: { number: 1, state: 'closed' } });
+    expect(by('issue.reopened')).toMatchObject({ action: 'reopened', issue: { state: 'open' } });
+    expect(by('issue.commented')).toMatchObject({ action: 'commented', comment: { body: 'a comment' } });
+    expect(new Set(got.map((r) => r.delivery)).size).toBe(6);
+  });
+
+  test('when an organization webhook exists, then events of every repository of the organization reach it', async () => {
+    const a = await gitRepo();
+    const b = await gitRepo();
+    const rx = await receiver('org-secret');
+    const r = await owner.client.post(`/api/v1/orgs/${org}/webhooks`, {
+      url: rx.url('/org'),
+      secret: 'org-secret',
+      events: ['push'],
+    });
+    expect(r.status).toBe(201);
+    await push(a.clone);
+    await push(b.clone);
+    const got = await rx.waitFor(2);
+    expect(got.map((x) => x.body.repository.name).sort()).toEqual([a.name, b.name].sort());
+    expect(got.every((x) => x.svcValid === true && x.standardValid === true)).toBe(true);
+    const list = await owner.client.get(`/api/v1/orgs/${org}/webhooks/${r.body.data.id}/deliveries`);
+    expect(list.body.data).toHaveLength(2);
+  });
+});
+
+describe('retries', () => {
+  test('when the receiver does not answer within the deadline, then the next attempt carries the same delivery id and attempt 2, and the history says timeout', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    rx.answer = (_r, i) => (i === 0 ? { delayMs: 2500 } : {});
+    const id = await hook(repo.hooks, { url: rx.url(), events: ['push'] });
+    await push(repo.clone);
+    const [first, second] = await rx.waitFor(2);
+    expect(second!.delivery).toBe(first!.delivery);
+    expect([first!.attempt, second!.attempt]).toEqual([1, 2]);
+    const list = await until(repo.hooks, id, (d) => d.some((x) => x.success));
+    expect(list.map((x) => [x.attempt, x.success, x.response_code])).toEqual([
+      [2, true, 200],
+      [1, false, 0],
+    ]);
+    expect(list[1].error).toMatch(/^timeout/);
+    expect(list[1].duration_ms).toBeGreaterThanOrEqual(900);
+  });
+
+  test('when the receiver answers 503 with Retry-After, then the next attempt waits that long instead of the schedule', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    rx.answer = (_r, i) => (i === 0 ? { status: 503, headers: { 'Retry-After': '2' } } : {});
+    await hook(repo.hooks, { url: rx.url(), events: ['push'] });
+    await push(repo.clone);
+    const [first, second] = await rx.waitFor(2);
+    expect(second!.delivery).toBe(first!.delivery);
+    expect(second!.at - first!.at).toBeGreaterThanOrEqual(1900);
+  });
+
+  test('when a delivery keeps failing, then newer events are delivered meanwhile (no head-of-line blocking) and retries stop after the schedule', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    rx.answer = (r) => (r.body?.payload?.issue?.title === 'stuck' ? { status: 500 } : {});
+    const id = await hook(repo.hooks, { url: rx.url(), events: ['issue.opened'] });
+    const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
+    await owner.client.post(issues, { title: 'stuck' });
+    await rx.waitFor(1);
+    await owner.client.post(issues, { title: 'fresh' });
+    const fresh = await rx.waitFor(1, (r) => r.body.payload.issue.title === 'fresh');
+    const stuckBefore = rx.requests.filter((r) => r.body.payload.issue.title === 'stuck');
+    expect(stuckBefore.length).toBeLessThan(3);
+    expect(fresh[0]!.attempt).toBe(1);
+    // Three attempts in all (schedule of two retries), then nothing more.
+    const stuck = await rx.waitFor(3, (r) => r.body.payload.issue.title === 'stuck');
+    expect(stuck.map((r) => r.attempt)).toEqual([1, 2, 3]);
+    expect(await rx.quiet(1000)).toBe(0);
+    const h = await owner.client.get(`${repo.hooks}/${id}`);
+    expect(h.body.data).toMatchObject({ is_active: true, disabled_reason: null });
+  });
+});
+
+describe('disabling', () => {
+  test('when the receiver answers 410 Gone, then the webhook is disabled at once with a reason and a history entry, and PATCH is_active true re-enables it', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    rx.answer = () => ({ status: 410 });
+    const id = await hook(repo.hooks, { url: rx.url(), events: ['push'] });
+    const { work } = await push(repo.clone);
+    await rx.waitFor(1);
+    const list = await until(repo.hooks, id, (d) => d.some((x) => x.event_type === 'webhook.disabled'));
+    expect(list[0]).toMatchObject({ event_type: 'webhook.disabled', success: false, response_code: 0 });
+    expect(list[0].error).toMatch(/410 Gone/);
+    expect(list[1]).toMatchObject({ event_type: 'push', response_code: 410, attempt: 1 });
+    const h = await owner.client.get(`${repo.hooks}/${id}`);
+    expect(h.body.data).toMatchObject({
+      is_active: false,
+      disabled_reason: expect.stringMatching(/410 Gone/),
+    });
+    expect(h.body.data.last_delivery).toMatchObject({ id: list[1].id, success: false, response_code: 410 });
+
+    // Disabled: a new push is not delivered, and the failed one is not retried.
+    await push(repo.clone, { work });
+    expect(await rx.quiet(1200)).toBe(0);
+
+    rx.answer = () => ({});
+    const on = await owner.client.patch(`${repo.hooks}/${id}`, { is_active: true });
+    expect(on.status).toBe(200);
+    expect(on.body.data).toMatchObject({ is_active: true, disabled_reason: null });
+    await push(repo.clone, { work });
+    const got = await rx.waitFor(2);
+    expect(got[1]!.attempt).toBe(1);
+  });
+
+  test('when deliveries fail the configured number of times in a row, then the webhook disables itself with a webhook.disabled entry, stays quiet, and re-enabling resumes delivery', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    rx.answer = () => ({ status: 500 });
+    const id = await hook(repo.hooks, { url: rx.url(), events: ['issue.opened'] });
+    const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
+    await owner.client.post(issues, { title: 'one' }); // 3 failed attempts
+    await rx.waitFor(3);
+    await owner.client.post(issues, { title: 'two' }); // the 4th failure disables
+    const list = await until(repo.hooks, id, (d) => d.some((x) => x.event_type === 'webhook.disabled'));
+    expect(list[0].error).toBe('4 consecutive failed deliveries (last: HTTP 500)');
+    const h = await owner.client.get(`${repo.hooks}/${id}`);
+    expect(h.body.data).toMatchObject({
+      is_active: false,
+      disabled_reason: '4 consecutive failed deliveries (last: HTTP 500)',
+    });
+    expect(rx.requests).toHaveLength(4);
+    await owner.client.post(issues, { title: 'three' });
+    expect(await rx.quiet(1200)).toBe(0);
+
+    rx.answer = () => ({});
+    expect((await owner.client.patch(`${repo.hooks}/${id}`, { is_active: true })).status).toBe(200);
+    // The paused retry of "two" resumes, and new events flow.
+    await owner.client.post(issues, { title: 'four' });
+    const title = (r: any) => r.body.payload.issue.title as string;
+    await rx.waitFor(1, (r) => title(r) === 'four');
+    await rx.waitFor(1, (r) => title(r) === 'two' && r.attempt === 2);
+    expect(rx.requests.some((r) => r.body.payload.issue.title === 'three')).toBe(false);
+  });
+});
+
+describe('redelivery and ping', () => {
+  test('when a delivery is redelivered, then the same delivery id and body arrive with the next attempt number and the record says redelivery', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver('redo');
+    const id = await hook(repo.hooks, { url: rx.url(), secret: 'redo', events: ['push'] });
+    await push(repo.clone);
+    const [orig] = await rx.waitFor(1);
+    const [rec] = await until(repo.hooks, id, (d) => d.length === 1);
+    const r = await owner.client.post(`${repo.hooks}/${id}/deliveries/${rec.id}/redeliver`);
+    expect(r.status).toBe(202);
+    expect(r.body.data).toEqual({ delivery_id: orig!.delivery, event_id: rec.event_id, attempt: 2 });
+    const [, again] = await rx.waitFor(2);
+    expect(again!.delivery).toBe(orig!.delivery);
+    expect(again!.attempt).toBe(2);
+    expect(again!.raw.equals(orig!.raw)).toBe(true);
+    expect(again!.svcValid).toBe(true);
+    expect(again!.standardValid).toBe(true);
+    const list = await until(repo.hooks, id, (d) => d.length === 2);
+    expect(list[0]).toMatchObject({
+      attempt: 2,
+      redelivery: true,
+      success: true,
+      delivery_id: orig!.delivery,
+    });
+
+    expect((await owner.client.post(`${repo.hooks}/${id}/deliveries/999999999/redeliver`)).status).toBe(404);
+  });
+
+  test('when failed deliveries are redelivered in bulk since a time, then only deliveries whose latest attempt failed since then are queued', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    const id = await hook(repo.hooks, { url: rx.url(), events: ['issue.opened'] });
+    const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
+    const title = (r: any) => r.body.payload.issue.title as string;
+    rx.answer = (r) => (['old', 'new'].includes(title(r)) ? { status: 500 } : {});
+    await owner.client.post(issues, { title: 'old' });
+    await rx.waitFor(3, (r) => title(r) === 'old');
+    await owner.client.post(issues, { title: 'fine' });
+    await rx.waitFor(1, (r) => title(r) === 'fine');
+    await until(repo.hooks, id, (d) => d.some((x) => x.success));
+    const since = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    await owner.client.post(issues, { title: 'new' });
+    await rx.waitFor(3, (r) => title(r) === 'new');
+    await until(repo.hooks, id, (d) => d.filter((x) => !x.success).length >= 3);
+    await new Promise((r) => setTimeout(r, 300));
+
+    rx.answer = () => ({});
+    const bad = await owner.client.post(`${repo.hooks}/${id}/redeliver`, { since, status: 'succeeded' });
+    expect(bad.status).toBe(400);
+    const r = await owner.client.post(`${repo.hooks}/${id}/redeliver`, { since, status: 'failed' });
+    expect(r.status).toBe(202);
+    expect(r.body.data.queued).toBe(1);
+    const [again] = await rx.waitFor(4, (x) => title(x) === 'new').then((g) => g.slice(3));
+    expect(r.body.data.delivery_ids).toEqual([again!.delivery]);
+    expect(again!.attempt).toBe(4);
+    expect(await rx.quiet(800)).toBe(0);
+  });
+
+  test('when a webhook is pinged, then a ping envelope arrives and is recorded', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver('pong');
+    const id = await hook(repo.hooks, { url: rx.url(), secret: 'pong', events: ['push'] });
+    const r = await owner.client.post(`${repo.hooks}/${id}/ping`);
+    expect(r.status).toBe(202);
+    const [p] = await rx.waitFor(1);
+    expect(p!.event).toBe('ping');
+    expect(p!.delivery).toBe(r.body.data.delivery_id);
+    expect(p!.svcValid).toBe(true);
+    expect(p!.body).toMatchObject({
+      event: 'ping',
+      repository: { id: repo.id, name: repo.name, org },
+      sender: { id: owner.id },
+      payload: { webhook: { id, url: rx.url(), events: ['push'], is_active: true } },
+    });
+    const list = await until(repo.hooks, id, (d) => d.length === 1);
+    expect(list[0]).toMatchObject({ event_type: 'ping', event_id: null, success: true, attempt: 1 });
+  });
+});
+
+describe('history', () => {
+  test('when a delivery is read in detail, then it shows the request and the first 64 KiB of the response with secret-bearing headers masked', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver('detail-secret');
+    rx.answer = () => ({
+      status: 202,
+      headers: { 'Set-Cookie': 'session=abc', 'X-Receiver': 'seen' },
+      body: 'x'.repeat(100 * 1024),
+    });
+    const id = await hook(repo.hooks, {
+      url: rx.url('/detail?q=1'),
+      secret: 'detail-secret',
+      events: ['push'],
+    });
+    await push(repo.clone);
+    const [got] = await rx.waitFor(1);
+    const [rec] = await until(repo.hooks, id, (d) => d.length === 1);
+    expect(rec).toMatchObject({ success: true, response_code: 202 });
+    const d = await owner.client.get(`${repo.hooks}/${id}/deliveries/${rec.id}`);
+    expect(d.status).toBe(200);
+    expect(d.body.data).toMatchObject({ ...rec, request: { url: rx.url('/detail?q=1') } });
+    expect(d.body.data.request.body).toBe(got!.raw.toString('utf8'));
+    expect(d.body.data.request.headers).toMatchObject({
+      'X-Svc-Event': 'push',
+      'X-Svc-Delivery': got!.delivery,
+      'X-Svc-Delivery-Attempt': '1',
+      'X-Svc-Signature-256': '[masked]',
+      'webhook-signature': '[masked]',
+      'User-Agent': 'Svc-Webhooks/1.0',
+    });
+    expect(d.body.data.response.headers).toMatchObject({ 'set-cookie': '[masked]', 'x-receiver': 'seen' });
+    expect(d.body.data.response.body).toBe('x'.repeat(64 * 1024));
+    expect(JSON.stringify(d.body)).not.toContain('detail-secret');
+    expect((await owner.client.get(`${repo.hooks}/${id}/deliveries/123456789`)).status).toBe(404);
+    expect((await owner.client.get(`${repo.hooks}/${id}/deliveries/abc`)).status).toBe(404);
+  });
+
+  test('when more deliveries are made than the history keeps, then only the newest remain', async () => {
+    const repo = await gitRepo();
+    const rx = await receiver();
+    const id = await hook(repo.hooks, { url: rx.url(), events: ['push'] });
+    for (let i = 0; i < 8; i++) {
+      expect((await owner.client.post(`${repo.hooks}/${id}/ping`)).status).toBe(202);
+      await rx.waitFor(i + 1);
+    }
+    const list = await until(
+      repo.hooks,
+      id,
+      (d) => d.length === 6 && d[0].delivery_id === rx.requests[7]!.delivery,
+    );
+    expect(list.map((x) => x.delivery_id)).toEqual(
+      rx.requests
+        .slice(2)
+        .map((r) => r.delivery)
+        .reverse(),
+    );
+    const oldest = list[5].id as number;
+    expect((await owner.client.get(`${repo.hooks}/${id}/deliveries/${oldest - 1}`)).status).toBe(404);
   });
 });
