@@ -83,9 +83,12 @@ export function specialRange(address: string): { cidr: string; name: string } | 
 
 function parseAddress(text: string): Address | undefined {
   const t = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
-  if (net.isIP(t) === 0) return undefined;
+  const family = net.isIP(t);
+  if (family === 0) return undefined;
   try {
-    return ipaddr.parse(t);
+    // IPv6 in its canonical hex form first: ipaddr.js reads any dotted tail (`::1.2.3.4`) as
+    // IPv4-mapped, which would name the wrong range for IPv4-compatible addresses.
+    return ipaddr.parse(family === 6 ? new URL(`http://[${t}]/`).hostname.slice(1, -1) : t);
   } catch {
     return undefined;
   }
@@ -126,14 +129,14 @@ export function parseAllowedHosts(text: string): HostPolicy {
     else if (item.includes('/')) {
       const [addr = '', bits = ''] = item.split('/');
       if (net.isIP(addr) === 0 || !/^\d{1,3}$/.test(bits) || !ipaddr.isValidCIDR(item)) {
-        throw new Error(`"${item}" is not a valid CIDR`);
+        throw new Error(`"${item}" is neither external, *, a host name nor a valid CIDR`);
       }
       policy.nets.push(ipaddr.parseCIDR(item));
     } else if (net.isIP(item) !== 0) {
       const a = ipaddr.parse(item);
       policy.nets.push([a, a.kind() === 'ipv4' ? 32 : 128]);
     } else if (HOST_PATTERN.test(item)) policy.hosts.push(item.replace(/\.$/, ''));
-    else throw new Error(`"${item}" is neither external, *, a host name nor a CIDR`);
+    else throw new Error(`"${item}" is neither external, *, a host name nor a valid CIDR`);
   }
   return policy;
 }
