@@ -276,10 +276,10 @@ export const webhooksRepository = {
 
   /** When the next job falls due (null: none waiting). */
   async nextDue(em: EntityManager): Promise<Date | null> {
-    const [r] = await em.execute<{ at: Date | null }[]>(
+    const [r] = await em.execute<{ at: Date | string | null }[]>(
       `select min(next_attempt_at) as at from webhook_jobs where next_attempt_at < 'infinity'`,
     );
-    return r?.at ?? null;
+    return r?.at === undefined || r.at === null ? null : new Date(r.at);
   },
 
   /** Jobs waiting for an attempt (paused ones included). */
