@@ -71,12 +71,16 @@ export class Dispatcher {
   private timerAt = Infinity;
   private pruneTimer: NodeJS.Timeout | undefined;
   private readonly sincePrune = new Map<number, number>();
+  private readonly hookLoad = new Map<number, number>();
+  /** Attempts one webhook may have under way on this replica (a quarter of the concurrency). */
+  private readonly perHook: number;
 
   constructor(deps: DispatcherDeps) {
     this.d = deps;
     const s = deps.settings;
     this.sender = new Sender({ policy: s.allowedHosts, timeoutMs: s.timeoutMs, maxSockets: s.concurrency });
     this.leaseMs = s.timeoutMs + Math.max(5_000, s.timeoutMs);
+    this.perHook = Math.max(1, Math.ceil(s.concurrency / 4));
     this.delivered = deps.metrics.counter(
       'triad_webhook_deliveries_total',
       'Webhook delivery attempts by result',
@@ -156,7 +160,8 @@ export class Dispatcher {
       let more = false;
       try {
         const fanned = await this.fanOut();
-        const room = this.free();
+        // At most one webhook's share per claim, so a slow receiver cannot take every slot.
+        const room = Math.min(this.free(), this.perHook);
         const claimed = room > 0 ? await this.claimDue(room) : 0;
         more = fanned === FAN_OUT_BATCH || (room > 0 && claimed === room);
         this.backlog = more || room <= 0;
@@ -197,8 +202,17 @@ export class Dispatcher {
       const events = await claimUndispatched(tx, FAN_OUT_BATCH);
       if (events.length === 0) return 0;
       const jobs = await this.jobsFor(tx, events);
-      const room = Math.max(0, this.free());
-      const now = jobs.slice(0, room);
+      let room = Math.max(0, this.free());
+      const taken = new Map<number, number>();
+      const [now, later] = [[] as typeof jobs, [] as typeof jobs];
+      for (const j of jobs) {
+        const hook = j.job.webhookId;
+        if (room > 0 && this.load(hook) + (taken.get(hook) ?? 0) < this.perHook) {
+          now.push(j);
+          taken.set(hook, (taken.get(hook) ?? 0) + 1);
+          room -= 1;
+        } else later.push(j);
+      }
       const ids = await repo.insertJobs(
         tx,
         now.map((j) => j.job),
@@ -206,7 +220,7 @@ export class Dispatcher {
       );
       await repo.insertJobs(
         tx,
-        jobs.slice(room).map((j) => j.job),
+        later.map((j) => j.job),
       );
       await markDispatched(
         tx,
@@ -289,18 +303,29 @@ export class Dispatcher {
   }
 
   private async claimDue(limit: number): Promise<number> {
-    const jobs = await repo.claim(this.em(), randomUUID(), this.leaseMs, limit);
+    const busy = [...this.hookLoad].filter(([, n]) => n >= this.perHook).map(([id]) => id);
+    const jobs = await repo.claim(this.em(), randomUUID(), this.leaseMs, limit, busy);
     for (const j of jobs) this.launch(j);
     return jobs.length;
   }
 
+  /** Attempts under way for one webhook on this replica. */
+  private load(webhookId: number): number {
+    return this.hookLoad.get(webhookId) ?? 0;
+  }
+
   private launch(job: ClaimedJob): void {
+    const hook = job.webhook_id;
+    this.hookLoad.set(hook, this.load(hook) + 1);
     const p = this.attempt(job)
       .catch((err: unknown) =>
         this.d.log.error({ err, job: job.id }, 'webhook attempt could not be recorded'),
       )
       .finally(() => {
         this.inFlight.delete(p);
+        const n = this.load(hook) - 1;
+        if (n > 0) this.hookLoad.set(hook, n);
+        else this.hookLoad.delete(hook);
         if (this.backlog) this.wake();
       });
     this.inFlight.add(p);

@@ -257,12 +257,22 @@ export const webhooksRepository = {
     return rows.map((r) => r.id);
   },
 
-  /** Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: replicas never share one). */
-  async claim(em: EntityManager, lease: string, leaseMs: number, limit: number): Promise<ClaimedJob[]> {
+  /**
+   * Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: replicas never share
+   * one), none of the webhooks in `skipWebhooks` (those already busy on this replica).
+   */
+  async claim(
+    em: EntityManager,
+    lease: string,
+    leaseMs: number,
+    limit: number,
+    skipWebhooks: readonly number[],
+  ): Promise<ClaimedJob[]> {
     return em.execute<ClaimedJob[]>(
       `with c as (
          select id, lease as old_lease from webhook_jobs
-         where next_attempt_at <= now() order by next_attempt_at limit ? for update skip locked
+         where next_attempt_at <= now() and webhook_id <> all(?::int[])
+         order by next_attempt_at limit ? for update skip locked
        )
        update webhook_jobs j set lease = ?, attempt = j.attempt + 1,
          next_attempt_at = now() + ? * interval '1 millisecond'
@@ -270,7 +280,7 @@ export const webhooksRepository = {
        where j.id = c.id and w.id = j.webhook_id
        returning j.id, j.webhook_id, j.delivery_id, j.event_id, j.event_type, j.body, j.kind, j.attempt,
          j.failures, j.lease, c.old_lease, w.url, w.secret, w.is_active`,
-      [limit, lease, leaseMs],
+      [`{${skipWebhooks.join(',')}}`, limit, lease, leaseMs],
     );
   },
 

@@ -15,6 +15,8 @@ beforeAll(async () => {
     TRIAD_WEBHOOK_TIMEOUT: '1s',
     TRIAD_WEBHOOK_DISABLE_AFTER: '4',
     TRIAD_WEBHOOK_HISTORY_MAX: '6',
+    // Two attempts per webhook in flight at most (a quarter of the concurrency).
+    TRIAD_WEBHOOK_CONCURRENCY: '8',
   });
   owner = await s.newUser();
   org = await s.newOrg(owner);
@@ -261,6 +263,25 @@ describe('retries', () => {
     expect(await rx.quiet(1000)).toBe(0);
     const h = await owner.client.get(`${repo.hooks}/${id}`);
     expect(h.body.data).toMatchObject({ is_active: true, disabled_reason: null });
+  });
+});
+
+describe('fairness', () => {
+  test('when one receiver is slow and has a backlog, then another webhook is not held up behind it', async () => {
+    const repo = await gitRepo();
+    const slow = await receiver();
+    slow.answer = () => ({ delayMs: 700 });
+    const fast = await receiver();
+    await hook(repo.hooks, { url: slow.url(), events: ['issue.opened'] });
+    await hook(repo.hooks, { url: fast.url(), events: ['issue.commented'] });
+    const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
+    for (let i = 0; i < 10; i++) await owner.client.post(issues, { title: `slow ${i}` });
+    await slow.waitFor(1);
+    await owner.client.post(`${issues}/1/comments`, { body: 'fast lane' });
+    await fast.waitFor(1);
+    // The slow webhook had at most its share of attempts under way (two) when the other arrived.
+    expect(slow.requests.length).toBeLessThanOrEqual(4);
+    await slow.waitFor(10);
   });
 });
 
