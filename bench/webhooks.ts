@@ -11,7 +11,7 @@
  *  - latency: commits one event at a time, waits for its arrival, and times commit -> arrival.
  * The table is printed and recorded in bench/README.md (section "Webhook delivery").
  *
- *   npm run bench:webhooks [-- --events 5000 --latency 200 --concurrency 64 --no-record]
+ *   npm run bench:webhooks [-- --events 5000 --latency 200 --concurrency 128 --no-record]
  */
 import { fork } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -27,7 +27,7 @@ const { values } = parseArgs({
   options: {
     events: { type: 'string', default: '5000' },
     latency: { type: 'string', default: '200' },
-    concurrency: { type: 'string', default: '64' },
+    concurrency: { type: 'string', default: '128' },
     'no-record': { type: 'boolean', default: false },
   },
 });
@@ -114,6 +114,27 @@ async function commitEvents(repoId: number, n: number): Promise<{ first: number;
   return { first, committedAt: now() };
 }
 
+/** CPU seconds used so far by the embedded PostgreSQL: its postmaster (named by `dir`) and children. */
+async function postgresCpu(): Promise<number> {
+  const procs: { pid: string; ppid: string; cpu: number; cmd: string }[] = [];
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    if (stat === '') continue;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cmd = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    // utime + stime in clock ticks (USER_HZ = 100)
+    procs.push({ pid, ppid: f[1] ?? '', cpu: (Number(f[11]) + Number(f[12])) / 100, cmd });
+  }
+  const master = procs.find((p) => p.cmd.split('\0')[0]?.endsWith('/postgres') && p.cmd.includes(dir));
+  if (master === undefined) return NaN;
+  return procs.filter((p) => p === master || p.ppid === master.pid).reduce((a, p) => a + p.cpu, 0);
+}
+const cpuNow = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
 const pct = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 
@@ -132,10 +153,15 @@ try {
   await arrived(warm.first + 199);
 
   // --- throughput ----------------------------------------------------------------------------
+  const [cpu0, pg0] = [cpuNow(), await postgresCpu()];
   const burst = await commitEvents(repoId, EVENTS);
   const lastSeq = burst.first + EVENTS - 1;
   await Promise.all(Array.from({ length: EVENTS }, (_, i) => arrived(burst.first + i, 120_000)));
   const times = Array.from({ length: EVENTS }, (_, i) => arrivals.get(burst.first + i)!.at);
+  const [cpu1, pg1] = [cpuNow(), await postgresCpu()];
+  const serverCpuMs = ((cpu1 - cpu0) * 1000) / EVENTS;
+  const pgCpuMs = ((pg1 - pg0) * 1000) / EVENTS;
+  console.log(`CPU per delivery: server ${serverCpuMs.toFixed(2)} ms, PostgreSQL ${pgCpuMs.toFixed(2)} ms`);
   const done = Math.max(...times);
   const seconds = (done - burst.committedAt) / 1000;
   const rate = EVENTS / seconds;
@@ -166,6 +192,7 @@ try {
     '|---|---:|---:|',
     `| sustained deliveries per second (${EVENTS} events committed at once, commit -> last received) | ${rate.toFixed(0)}/s (${seconds.toFixed(2)} s) | >= 500/s |`,
     `| time to receive, within that burst: p50 / p99 | ${pct(burstLatency, 0.5).toFixed(0)} / ${pct(burstLatency, 0.99).toFixed(0)} ms | |`,
+    `| CPU per delivery during that burst: server process / PostgreSQL | ${serverCpuMs.toFixed(2)} / ${pgCpuMs.toFixed(2)} ms | |`,
     `| latency, one event at a time, commit -> received: p50 | ${pct(lat, 0.5).toFixed(2)} ms | <= 50 ms |`,
     `| latency, one event at a time: p99 / max (${SAMPLES} samples) | ${pct(lat, 0.99).toFixed(2)} / ${lat.at(-1)!.toFixed(2)} ms | |`,
   ].join('\n');

@@ -162,11 +162,13 @@ export class Dispatcher {
         const fanned = await this.fanOut();
         // At most one webhook's share per claim, so a slow receiver cannot take every slot.
         const room = Math.min(this.free(), this.perHook);
-        const claimed = room > 0 ? await this.claimDue(room) : 0;
+        const busy = [...this.hookLoad].filter(([, n]) => n >= this.perHook).map(([id]) => id);
+        const claimed = room > 0 ? await this.claimDue(room, busy) : 0;
         more = fanned === FAN_OUT_BATCH || (room > 0 && claimed === room);
-        this.backlog = more || room <= 0;
+        // Work may be waiting for a slot or for a busy webhook: the next attempt to end looks again.
+        this.backlog = more || room <= 0 || busy.length > 0;
         if (!more && !this.woken) {
-          const due = await repo.nextDue(this.em());
+          const due = await repo.nextDue(this.em(), busy);
           this.wakeAt(due === null ? Date.now() + SWEEP_MS : Math.min(due.getTime(), Date.now() + SWEEP_MS));
         }
       } catch (err) {
@@ -302,8 +304,7 @@ export class Dispatcher {
     });
   }
 
-  private async claimDue(limit: number): Promise<number> {
-    const busy = [...this.hookLoad].filter(([, n]) => n >= this.perHook).map(([id]) => id);
+  private async claimDue(limit: number, busy: number[]): Promise<number> {
     const jobs = await repo.claim(this.em(), randomUUID(), this.leaseMs, limit, busy);
     for (const j of jobs) this.launch(j);
     return jobs.length;

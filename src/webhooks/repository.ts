@@ -284,10 +284,12 @@ export const webhooksRepository = {
     );
   },
 
-  /** When the next job falls due (null: none waiting). */
-  async nextDue(em: EntityManager): Promise<Date | null> {
+  /** When the next job falls due (null: none waiting), leaving out the webhooks in `skipWebhooks`. */
+  async nextDue(em: EntityManager, skipWebhooks: readonly number[]): Promise<Date | null> {
     const [r] = await em.execute<{ at: Date | string | null }[]>(
-      `select min(next_attempt_at) as at from webhook_jobs where next_attempt_at < 'infinity'`,
+      `select min(next_attempt_at) as at from webhook_jobs
+       where next_attempt_at < 'infinity' and webhook_id <> all(?::int[])`,
+      [`{${skipWebhooks.join(',')}}`],
     );
     return r?.at === undefined || r.at === null ? null : new Date(r.at);
   },

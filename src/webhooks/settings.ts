@@ -72,7 +72,7 @@ export const webhookEnv = {
   TRIAD_WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(0).default(10),
   TRIAD_WEBHOOK_HISTORY_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   TRIAD_WEBHOOK_HISTORY_AGE: durationVar('TRIAD_WEBHOOK_HISTORY_AGE').default(7 * 86_400_000),
-  TRIAD_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(64),
+  TRIAD_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(128),
 };
 
 type WebhookEnv = { [K in keyof typeof webhookEnv]: z.output<(typeof webhookEnv)[K]> };

@@ -1,11 +1,23 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+
+/** Secrets as key objects, made once per secret (a hot path: every attempt signs twice). */
+const keys = new Map<string, KeyObject>();
+function key(secret: string): KeyObject {
+  let k = keys.get(secret);
+  if (k === undefined) {
+    if (keys.size >= 1000) keys.clear();
+    k = createSecretKey(Buffer.from(secret, 'utf8'));
+    keys.set(secret, k);
+  }
+  return k;
+}
 
 /** The user agent of every delivery (the spec's neutral `Svc` token). */
 export const USER_AGENT = 'Svc-Webhooks/1.0';
 
 /** `sha256=<hex>`: HMAC-SHA256 of the exact body bytes, keyed with the secret (`X-Svc-Signature-256`). */
 export function svcSignature(secret: string, body: Buffer): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  return `sha256=${createHmac('sha256', key(secret)).update(body).digest('hex')}`;
 }
 
 /**
@@ -14,10 +26,7 @@ export function svcSignature(secret: string, body: Buffer): string {
  * `whsec_` + base64 of those bytes).
  */
 export function standardSignature(secret: string, id: string, timestamp: number, body: Buffer): string {
-  const mac = createHmac('sha256', Buffer.from(secret, 'utf8'))
-    .update(`${id}.${timestamp}.`)
-    .update(body)
-    .digest('base64');
+  const mac = createHmac('sha256', key(secret)).update(`${id}.${timestamp}.`).update(body).digest('base64');
   return `v1,${mac}`;
 }
 
