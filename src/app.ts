@@ -28,7 +28,7 @@ import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { WebhooksService } from './webhooks/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
-import { Dispatcher, type WebhookLookups } from './webhooks/dispatcher.ts';
+import { Dispatcher, type WebhookLookups } from './webhooks/delivery/dispatcher.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
 import { fileAt } from './vcs/pushes.ts';
 import type { VcsKind } from './vcs/index.ts';

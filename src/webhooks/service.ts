@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { isUniqueViolation } from '../users/service.ts';
-import type { RepoFacts, WebhookLookups } from './dispatcher.ts';
+import type { RepoFacts, WebhookLookups } from './delivery/dispatcher.ts';
 import { webhooksRepository as repo, type Owner } from './repository.ts';
 import {
   DISABLED_ENTRY,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.ts';
-import { Sender, retryAfter } from '../../src/webhooks/sender.ts';
+import { Sender, retryAfter } from '../../src/webhooks/delivery/sender.ts';
 import { addressRefusal, parseAllowedHosts, specialRange } from '../../src/webhooks/ssrf.ts';
 import { Receiver } from '../helpers/receiver.ts';
 

@@ -3,18 +3,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
-import { claimUndispatched, markDispatched, type OutboxEvent } from '../events/outbox.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
-import {
-  webhooksRepository as repo,
-  type AttemptRecord,
-  type ClaimedJob,
-  type NewJob,
-} from './repository.ts';
-import { envelope, type RepositoryInfo, type SenderInfo } from './schemas.ts';
-import { Sender, type Outcome } from './sender.ts';
-import type { WebhookSettings } from './settings.ts';
-import { deliveryHeaders, maskHeaders } from './signing.ts';
+import { claimUndispatched, markDispatched, type OutboxEvent } from '../../events/outbox.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import { webhooksRepository, type NewJob } from '../repository.ts';
+import { deliveryRepository as repo, type ClaimedJob } from './repository.ts';
+import { envelope, type RepositoryInfo, type SenderInfo } from '../schemas.ts';
+import { Sender } from './sender.ts';
+import type { WebhookSettings } from '../settings.ts';
+import { deliveryHeaders } from '../signing.ts';
+import { Recorder, attemptRecord } from './recorder.ts';
 
 /** Facts the envelope needs, looked up through the services that own them. */
 export type RepoFacts = RepositoryInfo & { orgId: number };
@@ -40,8 +37,6 @@ const FAN_OUT_BATCH = 200;
 const SWEEP_MS = 30_000;
 /** Whole-table history pruning by age, this often. */
 const PRUNE_MS = 10 * 60_000;
-/** A `Retry-After` is honoured up to this long. */
-const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 const INTERRUPTED = 'interrupted: the server stopped before this attempt finished';
 
 /**
@@ -70,7 +65,7 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private pruneTimer: NodeJS.Timeout | undefined;
-  private readonly sincePrune = new Map<number, number>();
+  private readonly recorder: Recorder;
   private readonly hookLoad = new Map<number, number>();
   /** Attempts one webhook may have under way on this replica (a quarter of the concurrency). */
   private readonly perHook: number;
@@ -81,6 +76,7 @@ export class Dispatcher {
     this.sender = new Sender({ policy: s.allowedHosts, timeoutMs: s.timeoutMs, maxSockets: s.concurrency });
     this.leaseMs = s.timeoutMs + Math.max(5_000, s.timeoutMs);
     this.perHook = Math.max(1, Math.ceil(s.concurrency / 4));
+    this.recorder = new Recorder({ em: deps.em, settings: s, retryAt: (at) => this.wakeAt(at) });
     this.delivered = deps.metrics.counter(
       'triad_webhook_deliveries_total',
       'Webhook delivery attempts by result',
@@ -113,6 +109,7 @@ export class Dispatcher {
     clearInterval(this.pruneTimer);
     this.wake();
     await this.loopDone;
+    await this.recorder.flush();
     await Promise.allSettled([...this.inFlight]);
     clearTimeout(this.timer);
     const l = this.listener;
@@ -215,12 +212,12 @@ export class Dispatcher {
           room -= 1;
         } else later.push(j);
       }
-      const ids = await repo.insertJobs(
+      const ids = await webhooksRepository.insertJobs(
         tx,
         now.map((j) => j.job),
         { id: lease, ms: this.leaseMs },
       );
-      await repo.insertJobs(
+      await webhooksRepository.insertJobs(
         tx,
         later.map((j) => j.job),
       );
@@ -335,11 +332,7 @@ export class Dispatcher {
   private async attempt(job: ClaimedJob): Promise<void> {
     if (job.old_lease !== null) {
       // The replica that had this attempt under way stopped before recording it.
-      await this.recordFailure(
-        { ...attemptOf(job, job.attempt - 1, null), error: INTERRUPTED },
-        undefined,
-        false,
-      );
+      await this.recorder.failure({ ...attemptRecord(job, job.attempt - 1, null), error: INTERRUPTED });
     }
     if (!job.is_active && job.kind === 'event') {
       await repo.pauseJob(this.em(), job);
@@ -355,79 +348,9 @@ export class Dispatcher {
       now: Math.floor(Date.now() / 1000),
     });
     const outcome = await this.sender.send(job.url, headers, body);
-    const record = attemptOf(job, job.attempt, outcome);
-    record.request = { url: job.url, headers: maskHeaders(headers), body: job.body };
+    const record = attemptRecord(job, job.attempt, outcome, headers);
     this.delivered.inc({ result: outcome.success ? 'success' : 'failure' });
-    if (outcome.success) await repo.recordSuccess(this.em(), record);
-    else await this.recordFailure(record, outcome, true);
-    await this.maybePrune(job.webhook_id);
+    if (outcome.success) await this.recorder.success(record);
+    else await this.recorder.failure(record, outcome);
   }
-
-  /**
-   * A failed attempt, in one transaction: its history record; a failure counted against the
-   * webhook (disabled at the threshold, or by 410 Gone); and the job's next attempt or its end.
-   * `final` false: only the record (an interrupted attempt; the job goes on).
-   */
-  private async recordFailure(
-    record: AttemptRecord,
-    outcome: Outcome | undefined,
-    final: boolean,
-  ): Promise<void> {
-    const { job } = record;
-    const s = this.d.settings;
-    let retryAt: number | undefined;
-    await this.em().transactional(async (tx) => {
-      await repo.insertAttempt(tx, record);
-      if (!final || outcome === undefined) return;
-      const failures = await repo.countFailure(tx, job.webhook_id);
-      let reason: string | undefined;
-      if (outcome.status === 410) reason = 'the receiver answered 410 Gone';
-      else if (failures !== undefined && s.disableAfter > 0 && failures >= s.disableAfter) {
-        reason = `${failures} consecutive failed deliveries (last: ${outcome.error ?? 'failed'})`;
-      }
-      if (reason !== undefined) await repo.disable(tx, job.webhook_id, reason, randomUUID());
-      const delay = this.retryDelay(job, outcome);
-      if (delay === undefined) await repo.finish(tx, job);
-      else {
-        await repo.retryLater(tx, job, delay);
-        retryAt = Date.now() + delay;
-      }
-    });
-    if (retryAt !== undefined) this.wakeAt(retryAt);
-  }
-
-  /** Milliseconds until the next automatic attempt, or undefined when there is none. */
-  private retryDelay(job: ClaimedJob, outcome: Outcome): number | undefined {
-    if (job.kind !== 'event' || outcome.status === 410) return undefined;
-    const base = this.d.settings.retrySchedule[job.failures];
-    if (base === undefined) return undefined;
-    const jittered = Math.round(base * (0.9 + Math.random() * 0.2));
-    const asked = outcome.retryAfterMs;
-    return asked === undefined ? jittered : Math.min(Math.max(jittered, asked), MAX_RETRY_AFTER_MS);
-  }
-
-  /** Every ~10% of the cap a webhook's history is trimmed to the cap and the age limit. */
-  private async maybePrune(webhookId: number): Promise<void> {
-    const { historyMax, historyMaxAgeMs } = this.d.settings;
-    const n = (this.sincePrune.get(webhookId) ?? 0) + 1;
-    if (n < Math.max(1, Math.floor(historyMax / 10))) {
-      this.sincePrune.set(webhookId, n);
-      return;
-    }
-    this.sincePrune.delete(webhookId);
-    await repo.prune(this.em(), webhookId, historyMax, historyMaxAgeMs);
-  }
-}
-
-function attemptOf(job: ClaimedJob, attempt: number, o: Outcome | null): AttemptRecord {
-  return {
-    job,
-    attempt,
-    success: o?.success ?? false,
-    responseCode: o?.status ?? 0,
-    durationMs: o?.durationMs ?? 0,
-    error: o?.error ?? null,
-    request: { url: job.url, headers: {}, body: job.body },
-    response: o === null || o.status === 0 ? null : { headers: maskHeaders(o.headers), body: o.body },
-  };
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { addressRefusal, BlockedAddressError, guardedLookup, urlHost, type HostPolicy } from './ssrf.ts';
+import { addressRefusal, BlockedAddressError, guardedLookup, urlHost, type HostPolicy } from '../ssrf.ts';
 
 /** Response bodies are read up to this many bytes, then the connection is dropped. */
 export const RESPONSE_BODY_LIMIT = 64 * 1024;
