@@ -1,0 +1,196 @@
+/**
+ * Server repositories for the VCS-operation tests, filled through the stock clients: a server
+ * repository made by `initRepository` (git bare, hg, fossil file) and a client working copy that
+ * commits and pushes to it (Fossil: a check-out opened on the server file).
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { initRepository, type VcsKind } from '../../src/vcs/index.ts';
+import { snapshot } from '../../src/vcs/pushes.ts';
+import { ok, tempDir, writeFile } from './vcs.ts';
+
+export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };
+
+/** Files to write (text) or delete (null) in a commit. */
+export type Files = Record<string, string | null>;
+
+export type Fixture = {
+  kind: VcsKind;
+  root: string;
+  /** The server repository (what the operations act on). */
+  srv: string;
+  /** Where throw-away working directories go. */
+  tmp: string;
+  /** A new commit on top of `from` (a ref or commit id) that `ref` then names; returns its id. */
+  commit(ref: string, from: string, files: Files, message?: string): Promise<string>;
+  /** Refs, tip and the number of commits: equal before and after means "nothing changed". */
+  state(): Promise<string>;
+  fileAt(rev: string, file: string): Promise<string | undefined>;
+  parents(rev: string): Promise<string[]>;
+  /** Author as the VCS prints it (git "Name <email>", hg user, fossil user). */
+  author(rev: string): Promise<string>;
+  cleanup(): Promise<void>;
+};
+
+const HG = '/usr/bin/hg';
+
+async function write(dir: string, files: Files): Promise<void> {
+  for (const [f, content] of Object.entries(files)) {
+    if (content === null) await fs.rm(path.join(dir, f), { force: true });
+    else await writeFile(dir, f, content);
+  }
+}
+
+/**
+ * A repository whose mainline (git `main`, hg bookmark `@`, fossil `trunk`) has one commit with
+ * `initial` files. Returns the fixture and the mainline's name.
+ */
+export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: Fixture; main: string }> {
+  const root = await tempDir(`triad-ops-${kind}-`);
+  const srv = path.join(root, kind === 'fossil' ? 'srv.fossil' : 'srv');
+  const work = path.join(root, 'work');
+  const tmp = path.join(root, 'tmp');
+  await initRepository(kind, srv);
+  const base = {
+    kind,
+    root,
+    srv,
+    tmp,
+    cleanup: () => fs.rm(root, { recursive: true, force: true }),
+  };
+  if (kind === 'git') {
+    await ok('git', ['clone', '-q', srv, work], root);
+    const git = (...a: string[]) => ok('git', a, work);
+    const fx: Fixture = {
+      ...base,
+      async commit(ref, from, files, message = `change ${ref}`) {
+        if (from !== '') {
+          // the server may have moved refs (merges): start from its view
+          await git('fetch', '-q', '--prune', 'origin');
+          await git('checkout', '-q', '-B', ref, /^[0-9a-f]{40}$/.test(from) ? from : `origin/${from}`);
+        }
+        await write(work, files);
+        await git('add', '-A');
+        await git('commit', '-q', '--allow-empty', '-m', message);
+        await git('push', '-q', '-f', 'origin', `HEAD:refs/heads/${ref}`);
+        return (await git('rev-parse', 'HEAD')).trim();
+      },
+      async state() {
+        const refs = await ok('git', ['-C', srv, 'for-each-ref', '--format=%(refname) %(objectname)'], root);
+        const count = await ok('git', ['-C', srv, 'rev-list', '--all', '--count'], root);
+        return `${refs}\n${count}`;
+      },
+      fileAt: (rev, file) => ok('git', ['-C', srv, 'show', `${rev}:${file}`], root).catch(() => undefined),
+      async parents(rev) {
+        return (await ok('git', ['-C', srv, 'log', '-1', '--format=%P', rev], root))
+          .trim()
+          .split(' ')
+          .filter(Boolean);
+      },
+      async author(rev) {
+        return (await ok('git', ['-C', srv, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', rev], root)).trim();
+      },
+    };
+    await fx.commit('main', '', initial, 'initial');
+    return { fx, main: 'main' };
+  }
+  if (kind === 'hg') {
+    await ok(HG, ['clone', '-q', srv, work], root);
+    const hg = (...a: string[]) => ok(HG, a, work);
+    const fx: Fixture = {
+      ...base,
+      async commit(ref, from, files, message = `change ${ref}`) {
+        if (from !== '') {
+          await hg('pull', '-q');
+          await hg('update', '-q', '-C', from);
+        }
+        await hg('bookmark', '-q', '-f', ref);
+        await write(work, files);
+        await hg('commit', '-q', '-A', '-m', message);
+        await hg('push', '-q', '-f', '-B', ref).catch(() => undefined); // exit 1 = nothing new
+        return (await hg('log', '-r', '.', '-T', '{node}')).trim();
+      },
+      async state() {
+        return ok(
+          HG,
+          ['log', '-R', srv, '--hidden', '-r', 'all()', '-T', '{node} {phase} {bookmarks} {tags}\n'],
+          root,
+        ).then(async (log) => `${log}${await ok(HG, ['bookmarks', '-R', srv], root)}`);
+      },
+      fileAt: (rev, file) =>
+        ok(HG, ['cat', '-R', srv, '-r', rev, `path:${file}`], root).catch(() => undefined),
+      async parents(rev) {
+        const out = await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{p1.node} {p2.node}'], root);
+        return out.split(' ').filter((p) => p !== '' && !/^0+$/.test(p));
+      },
+      async author(rev) {
+        return (await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{author}|{phase}'], root)).trim();
+      },
+    };
+    await fx.commit('@', '', initial, 'initial');
+    return { fx, main: '@' };
+  }
+  await fs.mkdir(work);
+  await ok('fossil', ['open', srv], work);
+  const fossil = (...a: string[]) => ok('fossil', a, work);
+  const fx: Fixture = {
+    ...base,
+    async commit(ref, from, files, message = `change ${ref}`) {
+      if (from !== '') await fossil('update', from);
+      await write(work, files);
+      await fossil('addremove');
+      const onRef = from === ref || from === '';
+      const args = ['commit', '--hash', '--no-warnings', '--allow-empty', '-m', message];
+      if (!onRef) args.push('--branch', ref);
+      const out = await fossil(...args);
+      const id = /New_Version: ([0-9a-f]+)/.exec(out)?.[1];
+      if (id === undefined) throw new Error(`fossil commit: ${out}`);
+      return id;
+    },
+    async state() {
+      return ok(
+        'fossil',
+        [
+          'sql',
+          '-R',
+          srv,
+          `select b.uuid, coalesce((select group_concat(t.tagname || ':' || x.tagtype) from tagxref x join tag t on t.tagid = x.tagid where x.rid = e.objid), '') from event e join blob b on b.rid = e.objid order by e.objid`,
+        ],
+        root,
+      ).then(async (rows) => `${rows}${JSON.stringify([...(await snapshot('fossil', srv)).branches])}`);
+    },
+    fileAt: (rev, file) => ok('fossil', ['cat', '-R', srv, '-r', rev, file], root).catch(() => undefined),
+    async parents(rev) {
+      const out = await ok(
+        'fossil',
+        [
+          'sql',
+          '-R',
+          srv,
+          `select b.uuid from plink p join blob b on b.rid = p.pid where p.cid = (select rid from blob where uuid = '${rev}') order by p.isprim desc`,
+        ],
+        root,
+      );
+      return out
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => l.replace(/'/g, ''));
+    },
+    async author(rev) {
+      const out = await ok(
+        'fossil',
+        [
+          'sql',
+          '-R',
+          srv,
+          `select user from event where objid = (select rid from blob where uuid = '${rev}')`,
+        ],
+        root,
+      );
+      return out.trim().replace(/^'|'$/g, '');
+    },
+  };
+  // trunk's first check-in is the empty one `fossil new` made; the initial files go on top.
+  await fx.commit('trunk', 'trunk', initial, 'initial');
+  return { fx, main: 'trunk' };
+}
