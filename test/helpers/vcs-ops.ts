@@ -29,6 +29,7 @@ export type Fixture = {
   parents(rev: string): Promise<string[]>;
   /** Author as the VCS prints it (git "Name <email>", hg user, fossil user). */
   author(rev: string): Promise<string>;
+  message(rev: string): Promise<string>;
   cleanup(): Promise<void>;
 };
 
@@ -90,6 +91,7 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
       async author(rev) {
         return (await ok('git', ['-C', srv, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', rev], root)).trim();
       },
+      message: async (rev) => (await ok('git', ['-C', srv, 'log', '-1', '--format=%B', rev], root)).trim(),
     };
     await fx.commit('main', '', initial, 'initial');
     return { fx, main: 'main' };
@@ -101,14 +103,19 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
       ...base,
       async commit(ref, from, files, message = `change ${ref}`) {
         if (from !== '') {
-          await hg('pull', '-q');
-          await hg('update', '-q', '-C', from);
+          // A commit the server made (merge, tag) is pulled first; a bookmark is taken as known.
+          await hg('update', '-q', '-C', from).catch(async () => {
+            await hg('pull', '-q');
+            await hg('update', '-q', '-C', from);
+          });
         }
         await hg('bookmark', '-q', '-f', ref);
         await write(work, files);
-        await hg('commit', '-q', '-A', '-m', message);
+        const out = await hg('commit', '--debug', '-A', '-m', message);
         await hg('push', '-q', '-f', '-B', ref).catch(() => undefined); // exit 1 = nothing new
-        return (await hg('log', '-r', '.', '-T', '{node}')).trim();
+        const id = /committed changeset \d+:([0-9a-f]{40})/.exec(out)?.[1];
+        if (id === undefined) throw new Error(`hg commit: ${out}`);
+        return id;
       },
       async state() {
         return ok(
@@ -126,6 +133,7 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
       async author(rev) {
         return (await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{author}|{phase}'], root)).trim();
       },
+      message: async (rev) => (await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{desc}'], root)).trim(),
     };
     await fx.commit('@', '', initial, 'initial');
     return { fx, main: '@' };
@@ -188,6 +196,10 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
         root,
       );
       return out.trim().replace(/^'|'$/g, '');
+    },
+    async message(rev) {
+      const sql = `select comment from event where objid = (select rid from blob where uuid = '${rev}')`;
+      return (await ok('fossil', ['sql', '-R', srv, sql], root)).trim().replace(/^'|'$/g, '');
     },
   };
   // trunk's first check-in is the empty one `fossil new` made; the initial files go on top.

@@ -66,9 +66,17 @@ def _fresh(server):
     return repo.filtered(b'visible')
 
 
+def _known(repo, node):
+    """True for the node of a visible changeset (not the null or working-directory ids)."""
+    try:
+        return repo.changelog.rev(node) >= 0
+    except (error.LookupError, error.WdirUnsupported, KeyError, IndexError):
+        return False
+
+
 def _bookmark(repo, name, role=None):
     node = repo._bookmarks.get(_b(name))
-    if node is not None and repo.changelog.hasnode(node):
+    if node is not None and _known(repo, node):
         return repo[node]
     if role is not None:
         raise _Outcome({'kind': 'ref_not_found', 'role': role})
@@ -78,11 +86,10 @@ def _bookmark(repo, name, role=None):
 def _commit(repo, rev):
     """A changeset named by a full hex id, a bookmark, a branch, a tag or a hex prefix."""
     b = _b(rev)
-    cl = repo.changelog
     if len(b) == 40:
         try:
             node = bytes.fromhex(rev)
-            if cl.hasnode(node):
+            if _known(repo, node):
                 return repo[node]
         except ValueError:
             pass
@@ -97,9 +104,9 @@ def _commit(repo, rev):
     if 4 <= len(b) < 40 and all(c in b'0123456789abcdef' for c in b.lower()):
         try:
             node = scmutil.resolvehexnodeidprefix(repo, b.lower())
-        except error.LookupError:  # ambiguous
+        except (error.LookupError, error.WdirUnsupported):  # ambiguous
             return None
-        if node is not None:
+        if node is not None and _known(repo, node):
             return repo[node]
     return None
 
@@ -326,10 +333,9 @@ def op_isancestor(repo, req):
         a, b = bytes.fromhex(req['ancestor']), bytes.fromhex(req['descendant'])
     except ValueError:
         return {'result': False}
-    cl = repo.changelog
-    if len(a) != 20 or len(b) != 20 or not cl.hasnode(a) or not cl.hasnode(b):
+    if len(a) != 20 or len(b) != 20 or not _known(repo, a) or not _known(repo, b):
         return {'result': False}
-    return {'result': bool(cl.isancestor(a, b))}
+    return {'result': bool(repo.changelog.isancestor(a, b))}
 
 
 _OPS = {
@@ -355,7 +361,7 @@ def _serverops(self):
             except _Outcome as o:
                 out = o.answer
     except Exception as e:  # an operation must never take the server down
-        out = {'kind': 'error', 'message': _s(stringutil.forcebytestr(e))}
+        out = {'kind': 'error', 'message': '%s: %s' % (type(e).__name__, _s(stringutil.forcebytestr(e)))}
     self.cresult.write(json.dumps(out, separators=(',', ':')).encode('utf-8') + b'\n')
 
 
