@@ -139,6 +139,8 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
     return { fx, main: '@' };
   }
   await fs.mkdir(work);
+  // the client's user (USER=ada in the tests' environment) must exist in the repository
+  await ok('fossil', ['user', 'new', 'ada', 'ada@example.test', 'secret', '-R', srv], root);
   await ok('fossil', ['open', srv], work);
   const fossil = (...a: string[]) => ok('fossil', a, work);
   const fx: Fixture = {

@@ -51,13 +51,17 @@ const uuidOf = (rid: string) => `(SELECT uuid FROM blob WHERE rid = ${rid})`;
 
 type Conflicts = { files: string[]; changed: boolean };
 
-/** Conflicts reported by `fossil merge` ("***** N merge conflicts in F", "***** Cannot merge binary file F"). */
+/**
+ * Conflicts `fossil merge` reports: "***** N merge conflicts in F", "***** Cannot merge binary
+ * file F", and "WARNING: no common ancestor for F" (added on both sides; Fossil keeps the target's).
+ */
 function mergeConflicts(output: string): string[] {
   const files = new Set<string>();
-  for (const line of output.split('\n')) {
-    const m = /^\*{5} (?:\d+ merge conflicts? in|Cannot merge (?:binary file|symlink)) (.+)$/.exec(
-      line.trimEnd(),
-    );
+  for (const raw of output.split('\n')) {
+    const line = raw.trimEnd();
+    const m =
+      /^\*{5} (?:\d+ merge conflicts? in|Cannot merge (?:binary file|symlink)) (.+)$/.exec(line) ??
+      /^WARNING: no common ancestor for (.+)$/.exec(line);
     if (m?.[1] !== undefined) files.add(m[1]);
   }
   return [...files].sort();
@@ -167,7 +171,7 @@ export class FossilOps implements VcsOps {
       await runChecked('fossil', ['open', '--nosync', '--workdir', co, repo, target], { ...opts, cwd: tmp });
       try {
         const merge = await runChecked('fossil', ['merge', source], opts);
-        const files = mergeConflicts(merge.stdout.toString('utf8'));
+        const files = mergeConflicts(`${merge.stdout.toString('utf8')}\n${merge.stderr}`);
         const changes = await runChecked('fossil', ['changes'], opts);
         const changed = changes.stdout
           .toString('utf8')
@@ -220,7 +224,7 @@ export class FossilOps implements VcsOps {
         // The same check-in without the merge link: Fossil records merge parents in vmerge.
         await runChecked('fossil', ['sql', 'DELETE FROM localdb.vmerge'], opts);
       }
-      await fs.writeFile(path.join(path.dirname(co), 'message'), `${message}\n`);
+      await fs.writeFile(path.join(path.dirname(co), 'message'), message);
       const args = ['commit', '-M', path.join(path.dirname(co), 'message'), '--user-override', user];
       args.push(
         '--no-warnings',
