@@ -4,7 +4,12 @@ import { InvalidRefName, RefNotFound, VcsOpsSet, type VcsOps } from '../../src/v
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 import { ok } from '../helpers/vcs.ts';
 
-const BASE = { 'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': 'b\n', 'c.txt': 'c1\nc2\nc3\n' };
+const BASE = {
+  'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n',
+  'b.txt': 'b\n',
+  'c.txt': 'c1\nc2\nc3\n',
+  'logo.bin': '\u0000base',
+};
 
 let fx: Fixture;
 let main: string;
@@ -96,6 +101,15 @@ describe('fossil operations', () => {
     expect(await fs.readdir(fx.tmp)).toEqual([]);
     // only the test's own check-out is registered in the repository
     expect(await sql("select count(*) from config where name like 'ckout:%'")).toBe('1');
+  });
+
+  test('a binary file changed on both sides conflicts', async () => {
+    await line('t-bin', { 'logo.bin': '\u0000target' });
+    await fx.commit('s-bin', base, { 'logo.bin': '\u0000source' });
+    expect(await ops.checkMerge(fx.srv, 's-bin', 't-bin')).toMatchObject({
+      state: 'conflict',
+      conflictedFiles: ['logo.bin'],
+    });
   });
 
   test('behind: a source merged earlier is contained in the target; merging it again is nothing to merge', async () => {

@@ -99,6 +99,15 @@ describe('git operations', () => {
     expect(await fx.state()).toBe(before);
   });
 
+  test('binary files changed on both sides conflict', async () => {
+    await line('t-bin', { 'img.bin': '\u0000target' });
+    await fx.commit('s-bin', base, { 'img.bin': '\u0000source' });
+    expect(await ops.checkMerge(fx.srv, 's-bin', 't-bin')).toMatchObject({
+      state: 'conflict',
+      conflictedFiles: ['img.bin'],
+    });
+  });
+
   test('behind: the source is already contained in the target; merging it is nothing to merge', async () => {
     const t = await line('t-behind');
     await fx.commit('t-behind', 't-behind', { 'x.txt': 'x\n' });
