@@ -316,4 +316,17 @@ describe('fossil operations', () => {
     expect(await ops.isAncestor(fx.srv, '0'.repeat(64), t)).toBe(false);
     expect(await ops.isAncestor(fx.srv, "' OR 1=1 --", t)).toBe(false);
   });
+
+  test('a repository without a "triad" user (imported elsewhere) still merges and tags', async () => {
+    await sql("UPDATE user SET login = 'imported-admin' WHERE login = 'triad'");
+    const t = await line('t-user');
+    await fx.commit('s-user', base, { 'u.txt': 'u\n' });
+    const m = await ops.merge(fx.srv, { source: 's-user', target: 't-user', style: 'merge', author: BOB });
+    if (m.kind !== 'merged') throw new Error(JSON.stringify(m));
+    expect(await fx.author(m.mergeCommit)).toBe('Bob Builder');
+    expect(await ops.createTag(fx.srv, { name: 'v-user', target: t, author: BOB })).toMatchObject({
+      kind: 'created',
+    });
+    expect(await ops.deleteRef(fx.srv, 's-user')).toBe('deleted');
+  });
 });

@@ -46,6 +46,13 @@ function openLeaves(branch: string): string {
     ORDER BY e.mtime DESC`;
 }
 
+/**
+ * The repository user Fossil acts as (it refuses to commit or tag as a user it does not know):
+ * Triad's admin user `triad`, else a setup user, else any user. The check-in's recorded user is
+ * the author (`--user-override`).
+ */
+const ACTOR = `(SELECT login FROM user ORDER BY login = 'triad' DESC, cap GLOB '*s*' DESC, uid LIMIT 1)`;
+
 const headOf = (branch: string) => `(SELECT rid FROM (${openLeaves(branch)}) LIMIT 1)`;
 const uuidOf = (rid: string) => `(SELECT uuid FROM blob WHERE rid = ${rid})`;
 
@@ -136,17 +143,24 @@ export class FossilOps implements VcsOps {
   private async heads(file: string, source: string, target: string) {
     if (!plausibleRefName(source)) throw new RefNotFound('source', source);
     if (!plausibleRefName(target)) throw new RefNotFound('target', target);
-    const [row] = await this.query<{ s: string | null; t: string | null; ahead: number; behind: number }>(
+    const [row] = await this.query<{
+      s: string | null;
+      t: string | null;
+      ahead: number;
+      behind: number;
+      login: string;
+    }>(
       file,
       `WITH RECURSIVE h(s, t) AS (SELECT ${headOf(source)}, ${headOf(target)}),
          sa(rid) AS (SELECT s FROM h WHERE s IS NOT NULL UNION SELECT pid FROM plink JOIN sa ON plink.cid = sa.rid),
          ta(rid) AS (SELECT t FROM h WHERE t IS NOT NULL UNION SELECT pid FROM plink JOIN ta ON plink.cid = ta.rid)
        SELECT json_object('s', ${uuidOf('(SELECT s FROM h)')}, 't', ${uuidOf('(SELECT t FROM h)')},
-         'ahead', (SELECT count(*) FROM sa WHERE rid NOT IN ta), 'behind', (SELECT count(*) FROM ta WHERE rid NOT IN sa))`,
+         'ahead', (SELECT count(*) FROM sa WHERE rid NOT IN ta), 'behind', (SELECT count(*) FROM ta WHERE rid NOT IN sa),
+         'login', ${ACTOR})`,
     );
     if (row?.s === null || row?.s === undefined) throw new RefNotFound('source', source);
     if (row.t === null) throw new RefNotFound('target', target);
-    return { src: row.s, tgt: row.t, ahead: row.ahead, behind: row.behind };
+    return { src: row.s, tgt: row.t, ahead: row.ahead, behind: row.behind, login: row.login };
   }
 
   /**
@@ -155,8 +169,7 @@ export class FossilOps implements VcsOps {
    */
   private async inCheckout<T>(
     file: string,
-    target: string,
-    source: string,
+    { tgt: target, src: source, login }: { tgt: string; src: string; login: string },
     then: (co: string, env: NodeJS.ProcessEnv, merged: Conflicts) => Promise<T>,
   ): Promise<T> {
     const repo = path.resolve(file);
@@ -166,7 +179,7 @@ export class FossilOps implements VcsOps {
       const home = path.join(tmp, 'home');
       const co = path.join(tmp, 'co');
       await fs.mkdir(home);
-      const env = { ...ENV, FOSSIL_HOME: home };
+      const env = { ...ENV, USER: login, FOSSIL_HOME: home };
       const opts = { env, timeoutMs: this.timeoutMs, cwd: co };
       await runChecked('fossil', ['open', '--nosync', '--workdir', co, repo, target], { ...opts, cwd: tmp });
       try {
@@ -199,7 +212,7 @@ export class FossilOps implements VcsOps {
     const h = await this.heads(dir, source, target);
     const base = { commitsAhead: h.ahead, commitsBehind: h.behind, sourceHead: h.src, targetHead: h.tgt };
     if (h.ahead === 0) return { state: 'behind', conflictedFiles: [], ...base };
-    const merged = await this.inCheckout(dir, h.tgt, h.src, async (_co, _env, m) => m);
+    const merged = await this.inCheckout(dir, h, async (_co, _env, m) => m);
     if (merged.files.length > 0) return { state: 'conflict', conflictedFiles: merged.files, ...base };
     return { state: merged.changed ? 'clean' : 'empty', conflictedFiles: [], ...base };
   }
@@ -216,7 +229,7 @@ export class FossilOps implements VcsOps {
     if (input.style === 'ff-only' && h.behind > 0) return { kind: 'not_fast_forward' };
     const message = input.message?.trim() || defaultMergeMessage(input.source, input.target, input.style);
     const user = cleanAuthor(input.author).name;
-    return this.inCheckout(dir, h.tgt, h.src, async (co, env, m): Promise<MergeOutcome> => {
+    return this.inCheckout(dir, h, async (co, env, m): Promise<MergeOutcome> => {
       if (m.files.length > 0) return { kind: 'conflict', conflictedFiles: m.files };
       const opts = { env, timeoutMs: this.timeoutMs, cwd: co };
       if (input.style === 'squash') {
@@ -249,23 +262,19 @@ export class FossilOps implements VcsOps {
 
   async deleteRef(dir: string, name: string, expectedHead?: string): Promise<DeleteOutcome> {
     if (!plausibleRefName(name)) return 'not_found';
-    const rows = await this.query<{ id: string }>(
+    const rows = await this.query<{ id: string; login: string }>(
       dir,
-      `SELECT json_object('id', b.uuid) FROM (${openLeaves(name)}) l JOIN blob b ON b.rid = l.rid`,
+      `SELECT json_object('id', b.uuid, 'login', ${ACTOR}) FROM (${openLeaves(name)}) l JOIN blob b ON b.rid = l.rid`,
     );
     const head = rows[0]?.id;
     if (head === undefined) return 'not_found';
     if (expectedHead !== undefined && expectedHead.toLowerCase() !== head) return 'moved';
     // Fossil has no branch deletion: a "closed" tag on every open leaf closes the branch.
-    for (const { id } of rows) {
-      await runChecked(
-        'fossil',
-        ['tag', 'add', '--raw', '--user-override', 'triad', '-R', dir, 'closed', id],
-        {
-          env: ENV,
-          timeoutMs: this.timeoutMs,
-        },
-      );
+    for (const { id, login } of rows) {
+      await runChecked('fossil', ['tag', 'add', '--raw', '-R', dir, 'closed', id], {
+        env: { ...ENV, USER: login },
+        timeoutMs: this.timeoutMs,
+      });
     }
     return 'deleted';
   }
@@ -274,19 +283,19 @@ export class FossilOps implements VcsOps {
     if (!plausibleRefName(input.name) || /^(wiki|tkt|event)-/.test(input.name) || /\s/.test(input.name)) {
       throw new InvalidRefName(`invalid tag name: ${input.name}`);
     }
-    const [existing] = await this.query<{ id: string }>(
+    const [row] = await this.query<{ id: string | null; login: string }>(
       dir,
-      `SELECT json_object('id', b.uuid) FROM tagxref x JOIN blob b ON b.rid = x.rid JOIN event e ON e.objid = x.rid
-        WHERE x.tagid = (SELECT tagid FROM tag WHERE tagname = ${sqlText(`sym-${input.name}`)}) AND x.tagtype > 0
-        ORDER BY e.mtime DESC LIMIT 1`,
+      `SELECT json_object('login', ${ACTOR}, 'id', (SELECT b.uuid FROM tagxref x JOIN blob b ON b.rid = x.rid
+        JOIN event e ON e.objid = x.rid WHERE x.tagid = (SELECT tagid FROM tag WHERE tagname = ${sqlText(`sym-${input.name}`)})
+        AND x.tagtype > 0 ORDER BY e.mtime DESC LIMIT 1))`,
     );
-    if (existing !== undefined) return { kind: 'tag_exists', commit: existing.id };
+    if (row?.id !== null && row?.id !== undefined) return { kind: 'tag_exists', commit: row.id };
     const commit = await this.resolveCommit(dir, input.target);
     if (commit === undefined) return { kind: 'not_found' };
     const user = cleanAuthor(input.author).name;
     // `fossil tag add NAME ID` writes a control artifact with the symbolic tag sym-NAME.
     await runChecked('fossil', ['tag', 'add', '--user-override', user, '-R', dir, input.name, commit], {
-      env: ENV,
+      env: { ...ENV, USER: row?.login ?? 'triad' },
       timeoutMs: this.timeoutMs,
     });
     return { kind: 'created', name: input.name, commit };
