@@ -8,7 +8,7 @@
  * `fossil import --git` of it, Mercurial by `hg convert` of it (the slow one: minutes). Each run
  * works on fresh copies. Prints a Markdown table (docs/vcs-operations.md keeps the recorded one).
  *
- *   node bench/vcs-ops.ts [--commits 10000] [--iterations 50] [--merges 10]
+ *   node bench/vcs-ops.ts [--commits 10000] [--iterations 50] [--merges 10] [--kinds git,hg,fossil]
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -25,6 +25,7 @@ const { values } = parseArgs({
     commits: { type: 'string', default: '10000' },
     iterations: { type: 'string', default: '50' },
     merges: { type: 'string', default: '10' },
+    kinds: { type: 'string', default: 'git,hg,fossil' },
   },
 });
 const COMMITS = Number(values.commits);
@@ -247,7 +248,7 @@ const set = new VcsOpsSet({ tmpDir: path.join(work, 'tmp') });
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const rows: string[] = [];
 try {
-  for (const kind of ['git', 'hg', 'fossil'] as const) {
+  for (const kind of values.kinds.split(',') as VcsKind[]) {
     const r = await benchKind(kind, work, set.get(kind));
     rows.push(
       `| ${kind} | ${ms(r.clean.p50)} | ${ms(r.clean.p99)} | ${ms(r.clean.first)} | ${ms(r.conflict.p50)} | ${ms(r.conflict.p99)} | ${ms(r.merge.p50)} | ${ms(r.merge.max)} |`,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { InvalidRefName, RefNotFound, VcsOpsSet, type VcsOps } from '../../src/vcs/ops.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
@@ -101,6 +102,30 @@ describe('fossil operations', () => {
     expect(await fs.readdir(fx.tmp)).toEqual([]);
     // only the test's own check-out is registered in the repository
     expect(await sql("select count(*) from config where name like 'ckout:%'")).toBe('1');
+  });
+
+  test('the dry run agrees with the merge and only reads: same-file edits merge, an edit against a deletion keeps the deletion', async () => {
+    await line('t-agree', { 'a.txt': '1\nT\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': null });
+    await fx.commit('s-agree', base, {
+      'a.txt': '1\n2\n3\n4\n5\n6\n7\nS\n9\n',
+      'b.txt': 'edited\n',
+      'c.txt': null,
+    });
+    const digest = async () =>
+      createHash('sha256')
+        .update(await fs.readFile(fx.srv))
+        .digest('hex');
+    const before = await digest();
+    expect(await ops.checkMerge(fx.srv, 's-agree', 't-agree')).toMatchObject({
+      state: 'clean',
+      conflictedFiles: [],
+    });
+    expect(await digest()).toBe(before);
+    const m = await ops.merge(fx.srv, { source: 's-agree', target: 't-agree', style: 'merge', author: BOB });
+    if (m.kind !== 'merged') throw new Error(JSON.stringify(m));
+    expect(await fx.fileAt(m.mergeCommit, 'a.txt')).toBe('1\nT\n3\n4\n5\n6\n7\nS\n9\n');
+    expect(await fx.fileAt(m.mergeCommit, 'b.txt')).toBeUndefined();
+    expect(await fx.fileAt(m.mergeCommit, 'c.txt')).toBeUndefined();
   });
 
   test('a binary file changed on both sides conflicts', async () => {

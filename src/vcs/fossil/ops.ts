@@ -1,14 +1,14 @@
 /**
- * Fossil operations on a repository file. Lookups and ancestry are SQL (`fossil sql --readonly`,
- * every name as a hex literal); merges run in a throw-away check-out of the repository
- * (`fossil open --workdir` under the caller's temporary directory, with its own FOSSIL_HOME so the
- * server's global Fossil configuration is never touched), closed and removed in every outcome.
+ * Fossil operations on a repository file. Lookups, ancestry and the dry-run merge read the
+ * repository with SQL (`fossil sql --readonly`, every name as a hex literal; see dryrun.ts). Merges
+ * run in a throw-away check-out of the repository (`fossil open --workdir` under the caller's
+ * temporary directory, with its own FOSSIL_HOME so the server's global Fossil configuration is
+ * never touched), closed and removed in every outcome.
  *
  * Fossil cannot move a branch pointer: a branch's head is its newest open leaf. So a "fast-forward"
  * (the target has not diverged) is a merge check-in on the target branch whose files equal the
  * source head's, and `fastForward` is always false; `ff-only` still refuses a diverged target.
- * A squash is the same merge committed without its merge link (one parent).
- */
+ * A squash is the same merge committed without its merge link (one parent). */
 import path from 'node:path';
 import fs from 'node:fs/promises';
 import {
@@ -27,6 +27,7 @@ import {
   type VcsOps,
 } from '../ops.ts';
 import { runChecked, runCommand, withTempDir } from '../run.ts';
+import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
 
 const ENV = { ...process.env, USER: 'triad', LANG: 'C.UTF-8' };
 
@@ -139,28 +140,58 @@ export class FossilOps implements VcsOps {
     return row.branch ?? row.tag ?? (row.prefix.length === 1 ? row.prefix[0] : undefined);
   }
 
-  /** Heads of both refs and the commit counts, in one statement. */
-  private async heads(file: string, source: string, target: string) {
+  /**
+   * Heads of both refs, the commit counts and the user to act as, in one statement; with `files`
+   * also the paths the source changed since the pivot (the dry run's input).
+   */
+  private async heads(file: string, source: string, target: string, files = false) {
     if (!plausibleRefName(source)) throw new RefNotFound('source', source);
     if (!plausibleRefName(target)) throw new RefNotFound('target', target);
-    const [row] = await this.query<{
+    type Row = {
       s: string | null;
       t: string | null;
       ahead: number;
       behind: number;
       login: string;
-    }>(
+      files?: Changed[];
+    };
+    const changed = files
+      ? `, 'files', json(${changedFilesSql(uuidOf('(SELECT rid FROM piv)'), uuidOf('(SELECT t FROM h)'), uuidOf('(SELECT s FROM h)'))})`
+      : '';
+    const [row] = await this.query<Row>(
       file,
+      // One walk over the parent links marks each ancestor with the side(s) it is reached from
+      // (1 source, 2 target, 3 both); the pivot is the most recent common ancestor.
       `WITH RECURSIVE h(s, t) AS (SELECT ${headOf(source)}, ${headOf(target)}),
-         sa(rid) AS (SELECT s FROM h WHERE s IS NOT NULL UNION SELECT pid FROM plink JOIN sa ON plink.cid = sa.rid),
-         ta(rid) AS (SELECT t FROM h WHERE t IS NOT NULL UNION SELECT pid FROM plink JOIN ta ON plink.cid = ta.rid)
+         w(rid, side) AS (SELECT s, 1 FROM h WHERE s IS NOT NULL UNION SELECT t, 2 FROM h WHERE t IS NOT NULL
+           UNION SELECT pid, side FROM plink JOIN w ON plink.cid = w.rid),
+         m(rid, sides) AS MATERIALIZED (SELECT rid, sum(side) FROM w GROUP BY rid),
+         piv(rid) AS (SELECT m.rid FROM m JOIN event e ON e.objid = m.rid WHERE sides = 3 ORDER BY e.mtime DESC LIMIT 1)
        SELECT json_object('s', ${uuidOf('(SELECT s FROM h)')}, 't', ${uuidOf('(SELECT t FROM h)')},
-         'ahead', (SELECT count(*) FROM sa WHERE rid NOT IN ta), 'behind', (SELECT count(*) FROM ta WHERE rid NOT IN sa),
-         'login', ${ACTOR})`,
+         'ahead', (SELECT count(*) FROM m WHERE sides = 1), 'behind', (SELECT count(*) FROM m WHERE sides = 2),
+         'login', ${ACTOR}${changed})`,
     );
     if (row?.s === null || row?.s === undefined) throw new RefNotFound('source', source);
     if (row.t === null) throw new RefNotFound('target', target);
-    return { src: row.s, tgt: row.t, ahead: row.ahead, behind: row.behind, login: row.login };
+    return {
+      src: row.s,
+      tgt: row.t,
+      ahead: row.ahead,
+      behind: row.behind,
+      login: row.login,
+      files: row.files ?? [],
+    };
+  }
+
+  /** Contents of file artifacts by hash. */
+  private async contents(file: string, hashes: string[]): Promise<Map<string, Buffer>> {
+    const list = hashes.filter((h) => /^[0-9a-f]{40,64}$/.test(h)).map((h) => `'${h}'`);
+    if (list.length === 0) return new Map();
+    const rows = await this.query<{ h: string; d: string }>(
+      file,
+      `SELECT json_object('h', uuid, 'd', hex(content(uuid))) FROM blob WHERE uuid IN (${list.join(', ')})`,
+    );
+    return new Map(rows.map((r) => [r.h, Buffer.from(r.d, 'hex')]));
   }
 
   /**
@@ -170,6 +201,7 @@ export class FossilOps implements VcsOps {
   private async inCheckout<T>(
     file: string,
     { tgt: target, src: source, login }: { tgt: string; src: string; login: string },
+    needChanges: boolean,
     then: (co: string, env: NodeJS.ProcessEnv, merged: Conflicts) => Promise<T>,
   ): Promise<T> {
     const repo = path.resolve(file);
@@ -184,12 +216,27 @@ export class FossilOps implements VcsOps {
       await runChecked('fossil', ['open', '--nosync', '--workdir', co, repo, target], { ...opts, cwd: tmp });
       try {
         const merge = await runChecked('fossil', ['merge', source], opts);
-        const files = mergeConflicts(`${merge.stdout.toString('utf8')}\n${merge.stderr}`);
-        const changes = await runChecked('fossil', ['changes'], opts);
-        const changed = changes.stdout
-          .toString('utf8')
-          .split('\n')
-          .some((l) => l.trim() !== '' && !/^(MERGED_WITH|CHERRYPICK|BACKOUT|INTEGRATE)\s/.test(l));
+        const report = `${merge.stdout.toString('utf8')}\n${merge.stderr}`;
+        const files = mergeConflicts(report);
+        // A conflict summary without a file line this code knows: name the files `fossil changes`
+        // marks as conflicted, so nothing with conflict markers is ever committed.
+        const unparsed = files.length === 0 && /merge conflicts?/.test(report);
+        // Whether the merge changed any file (a squash of nothing is refused); plain merges commit anyway.
+        const changes = needChanges || unparsed ? await runChecked('fossil', ['changes'], opts) : undefined;
+        if (unparsed) {
+          const marked = (changes?.stdout.toString('utf8') ?? '')
+            .split('\n')
+            .filter((l) => l.startsWith('CONFLICT'));
+          files.push(
+            ...(marked.length > 0 ? marked.map((l) => l.replace(/^CONFLICT\s+/, '')) : ['(unknown)']),
+          );
+        }
+        const changed =
+          changes === undefined ||
+          changes.stdout
+            .toString('utf8')
+            .split('\n')
+            .some((l) => l.trim() !== '' && !/^(MERGED_WITH|CHERRYPICK|BACKOUT|INTEGRATE)\s/.test(l));
         return await then(co, env, { files, changed });
       } finally {
         // Forget the check-out in the repository's config (fossil close), even on failure.
@@ -209,12 +256,16 @@ export class FossilOps implements VcsOps {
   }
 
   async checkMerge(dir: string, source: string, target: string): Promise<MergeCheck> {
-    const h = await this.heads(dir, source, target);
+    const h = await this.heads(dir, source, target, true);
     const base = { commitsAhead: h.ahead, commitsBehind: h.behind, sourceHead: h.src, targetHead: h.tgt };
     if (h.ahead === 0) return { state: 'behind', conflictedFiles: [], ...base };
-    const merged = await this.inCheckout(dir, h, async (_co, _env, m) => m);
-    if (merged.files.length > 0) return { state: 'conflict', conflictedFiles: merged.files, ...base };
-    return { state: merged.changed ? 'clean' : 'empty', conflictedFiles: [], ...base };
+    const r = await dryRun(h.files, (hashes) => this.contents(dir, hashes), {
+      tmpDir: this.tmpDir,
+      env: ENV,
+      timeoutMs: this.timeoutMs,
+    });
+    if (r.conflicts.length > 0) return { state: 'conflict', conflictedFiles: r.conflicts, ...base };
+    return { state: r.changed ? 'clean' : 'empty', conflictedFiles: [], ...base };
   }
 
   async merge(dir: string, input: MergeInput): Promise<MergeOutcome> {
@@ -229,7 +280,7 @@ export class FossilOps implements VcsOps {
     if (input.style === 'ff-only' && h.behind > 0) return { kind: 'not_fast_forward' };
     const message = input.message?.trim() || defaultMergeMessage(input.source, input.target, input.style);
     const user = cleanAuthor(input.author).name;
-    return this.inCheckout(dir, h, async (co, env, m): Promise<MergeOutcome> => {
+    return this.inCheckout(dir, h, input.style === 'squash', async (co, env, m): Promise<MergeOutcome> => {
       if (m.files.length > 0) return { kind: 'conflict', conflictedFiles: m.files };
       const opts = { env, timeoutMs: this.timeoutMs, cwd: co };
       if (input.style === 'squash') {
