@@ -245,6 +245,29 @@ describe('hg operations', () => {
     );
   });
 
+  test('repository hooks do not run for Triad-made commits (the command server starts no process)', async () => {
+    await line('t-hook');
+    await fx.commit('s-hook', base, { 'k.txt': 'k\n' });
+    const marker = path.join(fx.root, 'hook-ran');
+    const hgrc = path.join(fx.srv, '.hg', 'hgrc');
+    await fs.writeFile(hgrc, `[hooks]\npretxncommit.block = touch '${marker}'; false\n`);
+    // a new command server reads the repository's configuration with the hook
+    const fresh = new HgOps({ tmpDir: fx.tmp, timeoutMs: 20_000 });
+    try {
+      const m = await fresh.merge(fx.srv, {
+        source: 's-hook',
+        target: 't-hook',
+        style: 'merge',
+        author: BOB,
+      });
+      expect(m).toMatchObject({ kind: 'merged', fastForward: false });
+    } finally {
+      fresh.close();
+      await fs.rm(hgrc);
+    }
+    await expect(fs.access(marker)).rejects.toThrow();
+  });
+
   test('ff-only refuses a diverged target and changes nothing', async () => {
     await line('t-ffo');
     await fx.commit('s-ffo', base, { 'c.txt': 'other\n' });

@@ -355,11 +355,16 @@ def _serverops(self):
     try:
         req = json.loads(self._readstr().decode('utf-8'))
         repo = _fresh(self)
-        with _overrides(repo):
-            try:
+        # No hooks: this process then never starts another one (merges run in memory with the
+        # internal merge tool), so killing it on a timeout ends all of an operation's work.
+        callhooks, repo.ui.callhooks = repo.ui.callhooks, False
+        try:
+            with _overrides(repo):
                 out = _OPS[req['op']](repo, req)
-            except _Outcome as o:
-                out = o.answer
+        except _Outcome as o:
+            out = o.answer
+        finally:
+            repo.ui.callhooks = callhooks
     except Exception as e:  # an operation must never take the server down
         out = {'kind': 'error', 'message': '%s: %s' % (type(e).__name__, _s(stringutil.forcebytestr(e)))}
     self.cresult.write(json.dumps(out, separators=(',', ':')).encode('utf-8') + b'\n')
