@@ -198,21 +198,41 @@ async function prepare(kind: VcsKind, work: string): Promise<Repo> {
 
 // ------------------------------------------------------------------ measuring
 
-type Stat = { p50: number; p99: number; first: number };
+/**
+ * CPU milliseconds used so far by this process, its reaped children (one-shot git/fossil
+ * commands) and its live children (Mercurial's command servers): a cost that, unlike wall-clock
+ * time, does not grow with the machine's load. Linux /proc, 100 ticks per second.
+ */
+async function cpuMs(): Promise<number> {
+  const fields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const self = fields(await fs.readFile('/proc/self/stat', 'utf8'));
+  // after ')': state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+  let ticks = [11, 12, 13, 14].reduce((a, i) => a + Number(self[i] ?? 0), 0);
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const f = fields(await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ') x 0'));
+    if (Number(f[1]) === process.pid) ticks += Number(f[11] ?? 0) + Number(f[12] ?? 0);
+  }
+  return ticks * 10;
+}
+
+type Stat = { p50: number; p99: number; first: number; cpu: number };
 async function measure(fn: () => Promise<unknown>, iterations: number, warmup = 3): Promise<Stat> {
   const s0 = performance.now();
   await fn();
   const first = performance.now() - s0;
   for (let i = 1; i < warmup; i++) await fn();
   const t: number[] = [];
+  const c0 = await cpuMs();
   for (let i = 0; i < iterations; i++) {
     const s = performance.now();
     await fn();
     t.push(performance.now() - s);
   }
+  const cpu = ((await cpuMs()) - c0) / iterations;
   t.sort((a, b) => a - b);
   const pick = (q: number) => t[Math.min(t.length - 1, Math.floor(q * t.length))] ?? NaN;
-  return { p50: pick(0.5), p99: pick(0.99), first };
+  return { p50: pick(0.5), p99: pick(0.99), first, cpu };
 }
 
 async function benchKind(kind: VcsKind, work: string, ops: VcsOps) {
@@ -226,12 +246,15 @@ async function benchKind(kind: VcsKind, work: string, ops: VcsOps) {
   const check = await ops.checkMerge(repo.srv, 'feature', repo.main);
   if (check.state !== 'clean') throw new Error(`${kind}: expected clean, got ${JSON.stringify(check)}`);
   const merges: number[] = [];
+  let mergeCpu = 0;
   for (let i = 0; i < MERGES; i++) {
     await repo.commit(`pr${i}`, repo.main, `pkg3/mod${i % 10}.txt`, `pr ${i}`);
     await repo.commit(repo.main, repo.main, `pkg4/mod${i % 10}.txt`, `main ${i}`);
     const s = performance.now();
+    const c = await cpuMs();
     const r = await ops.merge(repo.srv, { source: `pr${i}`, target: repo.main, style: 'merge', author: BOB });
     merges.push(performance.now() - s);
+    mergeCpu += (await cpuMs()) - c;
     if (r.kind !== 'merged' || r.fastForward) throw new Error(`${kind}: ${JSON.stringify(r)}`);
   }
   merges.sort((a, b) => a - b);
@@ -251,7 +274,7 @@ try {
   for (const kind of values.kinds.split(',') as VcsKind[]) {
     const r = await benchKind(kind, work, set.get(kind));
     rows.push(
-      `| ${kind} | ${ms(r.clean.p50)} | ${ms(r.clean.p99)} | ${ms(r.clean.first)} | ${ms(r.conflict.p50)} | ${ms(r.conflict.p99)} | ${ms(r.merge.p50)} | ${ms(r.merge.max)} |`,
+      `| ${kind} | ${ms(r.clean.p50)} | ${ms(r.clean.p99)} | ${ms(r.clean.cpu)} | ${ms(r.clean.first)} | ${ms(r.conflict.p50)} | ${ms(r.conflict.p99)} | ${ms(r.conflict.cpu)} | ${ms(r.merge.p50)} | ${ms(r.merge.max)} | ${ms(r.merge.cpu)} |`,
     );
     console.log(rows.at(-1));
   }

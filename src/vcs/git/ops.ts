@@ -203,9 +203,9 @@ export class GitOps implements VcsOps {
 
   async merge(dir: string, input: MergeInput): Promise<MergeOutcome> {
     const { src, tgt } = await this.heads(dir, input.source, input.target);
-    if (input.expectedHead !== undefined && input.expectedHead !== src.id)
+    if (input.expectedHead !== undefined && input.expectedHead.toLowerCase() !== src.id)
       return { kind: 'head_moved', head: src.id };
-    if (input.expectedTargetHead !== undefined && input.expectedTargetHead !== tgt.id) {
+    if (input.expectedTargetHead !== undefined && input.expectedTargetHead.toLowerCase() !== tgt.id) {
       return { kind: 'target_moved', head: tgt.id };
     }
     const [behind, ahead] = await this.counts(dir, src.id, tgt.id);
@@ -238,7 +238,7 @@ export class GitOps implements VcsOps {
   async deleteRef(dir: string, name: string, expectedHead?: string): Promise<DeleteOutcome> {
     const head = await this.resolveRef(dir, name);
     if (head === undefined) return 'not_found';
-    if (expectedHead !== undefined && expectedHead !== head) return 'moved';
+    if (expectedHead !== undefined && expectedHead.toLowerCase() !== head) return 'moved';
     const r = await this.git(dir, ['update-ref', '-d', `refs/heads/${name}`, head]);
     return r.code === 0 ? 'deleted' : 'moved';
   }
