@@ -261,13 +261,23 @@ async function benchKind(kind: VcsKind, work: string, ops: VcsOps) {
   return {
     clean,
     conflict,
-    merge: { p50: merges[Math.floor(merges.length / 2)] ?? NaN, max: merges.at(-1) ?? NaN },
+    merge: {
+      p50: merges[Math.floor(merges.length / 2)] ?? NaN,
+      max: merges.at(-1) ?? NaN,
+      cpu: mergeCpu / MERGES,
+    },
   };
 }
 
 await generate();
 const work = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-ops-'));
 const set = new VcsOpsSet({ tmpDir: path.join(work, 'tmp') });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    set.close();
+    void fs.rm(work, { recursive: true, force: true }).finally(() => process.exit(130));
+  });
+}
 const ms = (n: number) => `${n.toFixed(1)} ms`;
 const rows: string[] = [];
 try {
