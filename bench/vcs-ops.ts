@@ -299,7 +299,7 @@ console.log(
     .join(' ')}\n`,
 );
 console.log(
-  '| kind | clean check p50 | p99 | first call | conflict check p50 | p99 | merge p50 | merge max |',
+  '| kind | clean check p50 | p99 | CPU/check | first call | conflict check p50 | p99 | CPU/check | merge p50 | max | CPU/merge |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) console.log(r);
