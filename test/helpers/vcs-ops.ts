@@ -7,7 +7,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { initRepository, type VcsKind } from '../../src/vcs/index.ts';
 import { snapshot } from '../../src/vcs/pushes.ts';
-import { ok, tempDir, writeFile } from './vcs.ts';
+import { PersistentProcess, type Parser } from '../../src/vcs/reader.ts';
+import { ok, tempDir, vcsEnv, writeFile } from './vcs.ts';
 
 export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };
 
@@ -30,10 +31,59 @@ export type Fixture = {
   /** Author as the VCS prints it (git "Name <email>", hg user, fossil user). */
   author(rev: string): Promise<string>;
   message(rev: string): Promise<string>;
+  /** Mercurial only: runs `hg ARGS` in the client's working copy or on the server repository. */
+  hg?: (where: 'work' | 'srv', ...args: string[]) => Promise<string>;
   cleanup(): Promise<void>;
 };
 
 const HG = '/usr/bin/hg';
+
+/** Command-server frames up to the result: output text and the exit code. */
+const runParser: Parser<{ out: string; code: number }> = (buf) => {
+  let out = '';
+  let at = 0;
+  for (;;) {
+    if (buf.length < at + 5) return undefined;
+    const ch = String.fromCharCode(buf[at] ?? 0);
+    const len = buf.readUInt32BE(at + 1);
+    if (buf.length < at + 5 + len) return undefined;
+    const data = buf.subarray(at + 5, at + 5 + len);
+    at += 5 + len;
+    if (ch === 'r') return { value: { out, code: data.readInt32BE(0) }, used: at };
+    if (ch === 'o' || ch === 'e') out += data.toString('utf8');
+    if (ch === 'I' || ch === 'L') throw new Error('hg asked for input');
+  }
+};
+
+/**
+ * The stock `hg` client through its command server (`hg serve --cmdserver pipe`), so a test's
+ * many hg commands do not each pay Python's start-up.
+ */
+class HgClient {
+  private readonly proc: PersistentProcess;
+  constructor(dir: string) {
+    this.proc = new PersistentProcess(HG, ['serve', '--cmdserver', 'pipe'], { cwd: dir, env: vcsEnv });
+    void this.proc
+      .request('', (buf) => {
+        if (buf.length < 5) return undefined;
+        const len = buf.readUInt32BE(1);
+        return buf.length < 5 + len ? undefined : { value: undefined, used: 5 + len };
+      })
+      .catch(() => undefined);
+  }
+  /** Output of `hg ARGS`; throws with the output on a non-zero exit unless `allowFail`. */
+  async run(args: string[], allowFail = false): Promise<string> {
+    const body = Buffer.from(args.join('\0'), 'utf8');
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(body.length);
+    const r = await this.proc.request(Buffer.concat([Buffer.from('runcommand\n'), head, body]), runParser);
+    if (r.code !== 0 && !allowFail) throw new Error(`hg ${args.join(' ')} failed (${r.code}):\n${r.out}`);
+    return r.out;
+  }
+  close(): void {
+    this.proc.close();
+  }
+}
 
 async function write(dir: string, files: Files): Promise<void> {
   for (const [f, content] of Object.entries(files)) {
@@ -98,9 +148,18 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
   }
   if (kind === 'hg') {
     await ok(HG, ['clone', '-q', srv, work], root);
-    const hg = (...a: string[]) => ok(HG, a, work);
+    const client = new HgClient(work);
+    const server = new HgClient(srv);
+    const hg = (...a: string[]) => client.run(a);
+    const onSrv = (...a: string[]) => server.run(a);
     const fx: Fixture = {
       ...base,
+      cleanup: async () => {
+        client.close();
+        server.close();
+        await base.cleanup();
+      },
+      hg: (where, ...a) => (where === 'work' ? client.run(a) : server.run(a)),
       async commit(ref, from, files, message = `change ${ref}`) {
         if (from !== '') {
           // A commit the server made (merge, tag) is pulled first; a bookmark is taken as known.
@@ -112,28 +171,29 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
         await hg('bookmark', '-q', '-f', ref);
         await write(work, files);
         const out = await hg('commit', '--debug', '-A', '-m', message);
-        await hg('push', '-q', '-f', '-B', ref).catch(() => undefined); // exit 1 = nothing new
+        await client.run(['push', '-q', '-f', '-B', ref], true); // exit 1 = nothing new
         const id = /committed changeset \d+:([0-9a-f]{40})/.exec(out)?.[1];
         if (id === undefined) throw new Error(`hg commit: ${out}`);
         return id;
       },
       async state() {
-        return ok(
-          HG,
-          ['log', '-R', srv, '--hidden', '-r', 'all()', '-T', '{node} {phase} {bookmarks} {tags}\n'],
-          root,
-        ).then(async (log) => `${log}${await ok(HG, ['bookmarks', '-R', srv], root)}`);
+        const log = await onSrv(
+          'log',
+          '--hidden',
+          '-r',
+          'all()',
+          '-T',
+          '{node} {phase} {bookmarks} {tags}\n',
+        );
+        return `${log}${await onSrv('bookmarks')}`;
       },
-      fileAt: (rev, file) =>
-        ok(HG, ['cat', '-R', srv, '-r', rev, `path:${file}`], root).catch(() => undefined),
+      fileAt: (rev, file) => onSrv('cat', '-r', rev, `path:${file}`).catch(() => undefined),
       async parents(rev) {
-        const out = await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{p1.node} {p2.node}'], root);
+        const out = await onSrv('log', '-r', rev, '-T', '{p1.node} {p2.node}');
         return out.split(' ').filter((p) => p !== '' && !/^0+$/.test(p));
       },
-      async author(rev) {
-        return (await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{author}|{phase}'], root)).trim();
-      },
-      message: async (rev) => (await ok(HG, ['log', '-R', srv, '-r', rev, '-T', '{desc}'], root)).trim(),
+      author: async (rev) => (await onSrv('log', '-r', rev, '-T', '{author}|{phase}')).trim(),
+      message: async (rev) => (await onSrv('log', '-r', rev, '-T', '{desc}')).trim(),
     };
     await fx.commit('@', '', initial, 'initial');
     return { fx, main: '@' };

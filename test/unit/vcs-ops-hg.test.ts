@@ -5,9 +5,7 @@ import { HgOps } from '../../src/vcs/hg/ops.ts';
 import { InvalidRefName, RefNotFound, VcsOpsSet, type VcsOps } from '../../src/vcs/ops.ts';
 import { VcsTimeout } from '../../src/vcs/run.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
-import { ok } from '../helpers/vcs.ts';
 
-const HG = '/usr/bin/hg';
 const BASE = { 'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': 'b\n', 'c.txt': 'c1\nc2\nc3\n' };
 
 let fx: Fixture;
@@ -33,7 +31,13 @@ async function line(name: string, files: Record<string, string | null> = { 'b.tx
   return fx.commit(name, base, files, `target ${name}`);
 }
 
-const bookmarks = async () => ok(HG, ['bookmarks', '-R', fx.srv, '-T', '{bookmark} {node}\n'], fx.root);
+/** `hg ARGS` in the client's working copy or on the server (through the fixture's command servers). */
+const hgIn = (where: 'work' | 'srv', ...args: string[]): Promise<string> => {
+  if (fx.hg === undefined) throw new Error('not a Mercurial fixture');
+  return fx.hg(where, ...args);
+};
+const onSrv = (...args: string[]) => hgIn('srv', ...args);
+const bookmarks = () => onSrv('bookmarks', '-T', '{bookmark} {node}\n');
 
 describe('hg operations', () => {
   test('resolveRef answers bookmarks (also @); unknown and hostile names name nothing', async () => {
@@ -123,7 +127,7 @@ describe('hg operations', () => {
   test('behind: the source is already contained in the target; merging it is nothing to merge', async () => {
     const t = await line('t-behind');
     await fx.commit('t-behind', 't-behind', { 'x.txt': 'x\n' });
-    await ok(HG, ['bookmark', '-R', fx.srv, '-r', t, 's-behind'], fx.root);
+    await onSrv('bookmark', '-r', t, 's-behind');
     expect(await ops.checkMerge(fx.srv, 's-behind', 't-behind')).toMatchObject({
       state: 'behind',
       commitsAhead: 0,
@@ -192,9 +196,7 @@ describe('hg operations', () => {
     base = s;
     expect(await fs.readdir(fx.srv)).toEqual(['.hg']);
     await expect(fs.access(path.join(fx.srv, '.hg', 'bookmarks.current'))).rejects.toThrow();
-    expect((await ok(HG, ['log', '-R', fx.srv, '-r', 'wdir()', '-T', '{p1.rev}'], fx.root)).trim()).toBe(
-      '-1',
-    );
+    expect((await onSrv('log', '-r', 'wdir()', '-T', '{p1.rev}')).trim()).toBe('-1');
   });
 
   test('merge of a diverged target: a public merge commit with two parents by the given author', async () => {
@@ -223,7 +225,7 @@ describe('hg operations', () => {
   test('a source on another named branch is merged with a merge commit, never fast-forwarded', async () => {
     const t = await line('t-named');
     const work = path.join(fx.root, 'work');
-    const hg = (...a: string[]) => ok(HG, a, work);
+    const hg = (...a: string[]) => hgIn('work', ...a);
     await hg('update', '-q', '-C', 't-named');
     await hg('bookmark', '-f', 's-named');
     await hg('branch', 'stable');
@@ -240,9 +242,7 @@ describe('hg operations', () => {
     if (m.kind !== 'merged') throw new Error(JSON.stringify(m));
     expect(m.fastForward).toBe(false);
     expect(await fx.parents(m.mergeCommit)).toEqual([t, s]);
-    expect((await ok(HG, ['log', '-R', fx.srv, '-r', m.mergeCommit, '-T', '{branch}'], fx.root)).trim()).toBe(
-      'default',
-    );
+    expect((await onSrv('log', '-r', m.mergeCommit, '-T', '{branch}')).trim()).toBe('default');
   });
 
   test('repository hooks do not run for Triad-made commits (the command server starts no process)', async () => {
@@ -361,9 +361,7 @@ describe('hg operations', () => {
     expect(await fx.fileAt(r.tagCommit ?? '', '.hgtags')).toBe(`${base} v1.0\n`);
     expect(await fx.author(r.tagCommit ?? '')).toBe('Bob Builder <bob@example.test>|public');
     expect(await fx.message(r.tagCommit ?? '')).toBe(`Added tag v1.0 for changeset ${base.slice(0, 12)}`);
-    expect((await ok(HG, ['log', '-R', fx.srv, '-r', 'tag("v1.0")', '-T', '{node}'], fx.root)).trim()).toBe(
-      base,
-    );
+    expect((await onSrv('log', '-r', 'tag("v1.0")', '-T', '{node}')).trim()).toBe(base);
     expect(await ops.createTag(fx.srv, { name: 'v1.0', target: '@', author: BOB })).toEqual({
       kind: 'tag_exists',
       commit: base,
