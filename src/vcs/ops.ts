@@ -2,18 +2,20 @@
  * VCS-level operations behind pull requests (mergeability, merge, source deletion, manual-merge
  * detection) and releases (tag creation), one implementation per kind: `git/ops.ts` (plumbing on
  * the bare repository, no working tree), `hg/ops.ts` (a persistent command server with Triad's
- * `triadops` extension: merges in memory, no working directory) and `fossil/ops.ts` (a throw-away
- * check-out of the repository file). docs/vcs-operations.md describes the mappings.
+ * `triadops` extension: merges in memory, no working directory) and `fossil/ops.ts` (SQL reads,
+ * merges in a throw-away check-out of the repository file). docs/vcs-operations.md describes the
+ * mappings.
  *
  * Refs: git and Fossil branches, Mercurial bookmarks (`@` is the mainline bookmark). Names come
  * from users: a name that cannot exist (see `plausibleRefName`) names nothing, and every name
- * reaches a VCS as data (after `refs/heads/`, as a `literal:` lookup inside the extension, as a
- * hex SQL literal), never as an option or a revset.
+ * reaches a VCS as data (a full ref name after `refs/heads/`, a dictionary lookup inside the
+ * Mercurial extension, a hex SQL literal), never as an option, a revision expression or a revset.
  *
  * Locking: the calls marked "mutates" change the repository and must run while the caller holds
- * the repository's push lock (the one repository-change path), so that the snapshot taken before
- * and after sees exactly this change. The others only read (a dry-run merge works in memory or in
- * a throw-away check-out) and may run at any time, also during a push.
+ * the repository's push lock (the one repository-change path), so that the snapshots taken before
+ * and after see exactly this change; afterwards the caller invalidates pooled readers as after a
+ * push. The others only read (a dry-run merge works in memory, in the object store or on SQL) and
+ * may run at any time, also during a push.
  */
 import { FossilOps } from './fossil/ops.ts';
 import { GitOps } from './git/ops.ts';
