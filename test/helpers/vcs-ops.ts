@@ -107,7 +107,8 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
     root,
     srv,
     tmp,
-    cleanup: () => fs.rm(root, { recursive: true, force: true }),
+    // retries: a command server that was just told to stop may still be writing its caches
+    cleanup: () => fs.rm(root, { recursive: true, force: true, maxRetries: 5 }),
   };
   if (kind === 'git') {
     await ok('git', ['clone', '-q', srv, work], root);

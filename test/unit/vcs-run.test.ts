@@ -22,17 +22,20 @@ describe('runCommand', () => {
 
   test('on timeout the whole process group is killed, helpers included', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-run-'));
-    const pidFile = path.join(dir, 'pid');
-    // the shell starts a helper in the background and waits: both must die
-    const started = Date.now();
-    await expect(
-      runCommand('sh', ['-c', `sleep 60 & echo $! > '${pidFile}'; wait`], { timeoutMs: 300 }),
-    ).rejects.toThrow(VcsTimeout);
-    expect(Date.now() - started).toBeLessThan(30_000);
-    const helper = Number(await fs.readFile(pidFile, 'utf8'));
-    for (let i = 0; i < 50 && (await alive(helper)); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(await alive(helper)).toBe(false);
-    await fs.rm(dir, { recursive: true, force: true });
+    try {
+      const pidFile = path.join(dir, 'pid');
+      // the shell starts a helper in the background and waits: both must die
+      const started = Date.now();
+      await expect(
+        runCommand('sh', ['-c', `sleep 60 & echo $! > '${pidFile}'; wait`], { timeoutMs: 300 }),
+      ).rejects.toThrow(VcsTimeout);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      const helper = Number(await fs.readFile(pidFile, 'utf8'));
+      for (let i = 0; i < 50 && (await alive(helper)); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await alive(helper)).toBe(false);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('too much output kills the command', async () => {
