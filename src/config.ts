@@ -1,5 +1,17 @@
+import { withSecrets } from './secrets.ts';
 import path from 'node:path';
 import { z } from 'zod';
+import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
+import { parseDuration } from './pipelines/pipeline-file.ts';
+
+const stepTimeout = z.string().transform((v, ctx) => {
+  const seconds = parseDuration(v, true);
+  if (seconds === undefined || seconds < 1) {
+    ctx.addIssue({ code: 'custom', message: 'must be seconds or a duration such as 90s, 30m or 2h' });
+    return z.NEVER;
+  }
+  return seconds;
+});
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -25,6 +37,9 @@ const envSchema = z.object({
   TRIAD_AGENT_TOKEN: optionalString,
   TRIAD_EMBEDDED_AGENT: z.enum(['local', 'off']).optional(),
   TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
+  TRIAD_STEP_TIMEOUT: stepTimeout.default(3600),
+  TRIAD_STEP_LOG_MAX_BYTES: size(4096).default(16 * 1024 * 1024),
+  ...sandboxEnvShape,
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
@@ -47,6 +62,12 @@ export type Config = {
   embeddedAgent: 'local' | 'off';
   /** A running pipeline whose agent is silent this long becomes `error`. */
   agentTimeoutMs: number;
+  /** Default and longest step run time; a pipeline file's `timeout` may only shorten it. */
+  stepTimeoutSeconds: number;
+  /** Most bytes one step log keeps (head and tail; the middle is cut). */
+  stepLogMaxBytes: number;
+  /** The embedded agent's sandbox (limits, user) and whether it runs unsandboxed (opt-out). */
+  sandbox: SandboxOptions & { unsandboxed: boolean };
   bodyLimit: string;
   shutdownTimeoutMs: number;
   otlpEndpoint: string | undefined;
@@ -59,10 +80,11 @@ export type Config = {
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const all = withSecrets(env);
   // An empty variable (`PORT=` in an env file or a chart) means "unset", for every variable:
   // otherwise `PORT=` would coerce to 0 (a random port) and `LOG_LEVEL=` would be rejected.
   const present = Object.fromEntries(
-    Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''),
+    Object.entries(all).filter(([, v]) => v !== undefined && v.trim() !== ''),
   );
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
@@ -90,6 +112,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     agentToken: e.TRIAD_AGENT_TOKEN,
     embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,
+    stepTimeoutSeconds: e.TRIAD_STEP_TIMEOUT,
+    stepLogMaxBytes: e.TRIAD_STEP_LOG_MAX_BYTES,
+    // steps never see the data directory, even when it lies under a mounted system directory
+    sandbox: sandboxOptions(e, [dataDir, path.resolve(e.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos'))]),
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -88,21 +88,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 
   let agent: Agent | undefined;
-  if (config.embeddedAgent === 'local') {
-    const token = await embeddedAgentToken(config.dataDir);
-    await inContext(orm, () => services.agents.ensure(token, 'embedded'));
-    agent = new Agent({
-      server: `http://127.0.0.1:${port}`,
-      token,
-      instance: 'embedded',
-      capacity: 2,
-      executor: new LocalExecutor({ workDir: path.join(config.dataDir, 'work') }),
-      log: log.child({ component: 'agent' }),
-      drainMs: Math.min(config.shutdownTimeoutMs, 10_000),
-    });
-    await agent.start();
-    log.info('embedded CI agent started (local executor)');
-  }
+  if (config.embeddedAgent === 'local') agent = await startEmbeddedAgent(config, port, orm, services, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -133,4 +119,47 @@ async function embeddedAgentToken(dataDir: string): Promise<string> {
   await fs.mkdir(dataDir, { recursive: true });
   await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+/**
+ * The in-process agent with the `local` executor. Steps run sandboxed; when the sandbox cannot
+ * work here (no bwrap, user namespaces refused...), the agent stays off and the log says why,
+ * unless TRIAD_AGENT_LOCAL_UNSANDBOXED=true opts out of isolation.
+ */
+async function startEmbeddedAgent(
+  config: Config,
+  port: number,
+  orm: Orm,
+  services: Services,
+  log: Logger,
+): Promise<Agent | undefined> {
+  const { unsandboxed, ...sandbox } = config.sandbox;
+  const executor = new LocalExecutor({ workDir: path.join(config.dataDir, 'work'), sandbox, unsandboxed });
+  try {
+    await executor.probe();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    log.warn(
+      { reason },
+      `embedded CI agent not started: steps cannot run sandboxed here (${reason}); install bubblewrap, run a separate agent, or set TRIAD_AGENT_LOCAL_UNSANDBOXED=true (dangerous: steps could read every secret of the server)`,
+    );
+    return undefined;
+  }
+  const token = await embeddedAgentToken(config.dataDir);
+  await inContext(orm, () => services.agents.ensure(token, 'embedded'));
+  const agent = new Agent({
+    server: `http://127.0.0.1:${port}`,
+    token,
+    instance: 'embedded',
+    capacity: 2,
+    executor,
+    log: log.child({ component: 'agent' }),
+    drainMs: Math.min(config.shutdownTimeoutMs, 10_000),
+    stopGraceMs: 2_000,
+  });
+  await agent.start();
+  if (unsandboxed) {
+    log.warn('embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
+  } else log.info('embedded CI agent started (local executor, sandboxed)');
+  return agent;
 }

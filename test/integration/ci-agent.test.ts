@@ -72,6 +72,7 @@ describe('agent protocol', () => {
         commands: ['echo building', 'echo done'],
         environment: { MODE: 'test' },
         status: 'pending',
+        timeout_seconds: 3600,
       },
       {
         id: expect.any(Number),
@@ -81,8 +82,10 @@ describe('agent protocol', () => {
         commands: ['echo testing'],
         environment: {},
         status: 'pending',
+        timeout_seconds: 3600,
       },
     ]);
+    expect(job.log_max_bytes).toBe(16 * 1024 * 1024);
     expect(typeof job.clone_token).toBe('string');
     // the clone credential reads its repository but cannot manage the user's tokens
     const clone = s.anon.as(job.clone_token);
