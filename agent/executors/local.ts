@@ -34,8 +34,8 @@ function runProcess(spec: Spec, signal: AbortSignal, onOutput: (d: Buffer) => vo
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(spec.uid === undefined ? {} : { uid: spec.uid, gid: spec.gid }),
     });
-    child.stdout!.on('data', onOutput);
-    child.stderr!.on('data', onOutput);
+    child.stdout.on('data', onOutput);
+    child.stderr.on('data', onOutput);
     const signalGroup = (sig: NodeJS.Signals) => {
       if (child.pid === undefined) return;
       try {

@@ -101,7 +101,7 @@ function run(file: string, args: string[]): Promise<{ code: number; stdout: stri
 }
 
 async function findExecutable(name: string): Promise<string | undefined> {
-  for (const dir of (process.env.PATH ?? MIN_PATH).split(':').concat(MIN_PATH.split(':'))) {
+  for (const dir of (process.env.PATH ?? MIN_PATH).split(':')) {
     if (dir === '') continue;
     const file = path.join(dir, name);
     try {

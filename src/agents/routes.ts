@@ -66,6 +66,8 @@ export function agentRoutes(
         if (!res.writableFinished) gone.abort();
       });
       const job = await pipelines.agentSide.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
+      if (pipelines.agentSide.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
     },
   });

@@ -56,6 +56,11 @@ export class AgentProtocol {
     return this.d.em();
   }
 
+  /** The server is shutting down (long polls answer at once). */
+  get closing(): boolean {
+    return this.d.waker.isClosed;
+  }
+
   /** How long a claim may be missing from its agent's heartbeat (the poll answer may be on its way). */
   private get claimGraceMs(): number {
     return Math.min(10_000, Math.floor(this.d.agentTimeoutMs / 2));
