@@ -41,6 +41,8 @@ export class LogLimiter {
     if (d.length === 0) return;
     this.tail.push(Buffer.from(d));
     this.tailBytes += d.length;
+    // nothing is cut while the whole output still fits
+    if (this.omitted === 0 && this.head + this.tailBytes <= this.max) return;
     while (this.tailBytes > this.tailMax) {
       const first = this.tail[0]!;
       const excess = this.tailBytes - this.tailMax;
