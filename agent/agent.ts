@@ -28,7 +28,14 @@ export type AgentOptions = {
   sweepMs?: number;
 };
 
-type Running = { job: Job; abort: AbortController; cancelled: boolean; done: Promise<void> };
+type Running = {
+  job: Job;
+  abort: AbortController;
+  cancelled: boolean;
+  /** Its final status is reported (only the workspace cleanup is left). */
+  reported: boolean;
+  done: Promise<void>;
+};
 
 const now = () => new Date().toISOString();
 
@@ -169,11 +176,12 @@ export class Agent {
 
   private async heartbeat(): Promise<void> {
     try {
-      const cancelled = await this.api.heartbeat([...this.running.keys()]);
+      const running = [...this.running.values()].filter((r) => !r.reported).map((r) => r.job.pipeline_id);
+      const cancelled = await this.api.heartbeat(running);
       this.o.log.debug({ cancelled }, 'heartbeat');
       for (const id of cancelled) {
         const r = this.running.get(id);
-        if (r !== undefined && !r.cancelled) {
+        if (r !== undefined && !r.cancelled && !r.reported) {
           this.o.log.info({ pipeline: id }, 'pipeline cancelled or errored on the server: stopping it');
           r.cancelled = true;
           r.abort.abort();
@@ -212,7 +220,7 @@ export class Agent {
 
   private launch(job: Job): void {
     const abort = new AbortController();
-    const entry: Running = { job, abort, cancelled: false, done: Promise.resolve() };
+    const entry: Running = { job, abort, cancelled: false, reported: false, done: Promise.resolve() };
     this.running.set(job.pipeline_id, entry);
     this.m.running.set(this.running.size);
     entry.done = this.runJob(entry)
@@ -276,6 +284,7 @@ export class Agent {
             : {}),
         }),
       );
+      r.reported = true;
       log.info({ status }, 'pipeline finished');
     } finally {
       await this.o.executor.cleanup(job).catch((err: unknown) => log.warn({ err }, 'cleanup failed'));

@@ -158,8 +158,9 @@ async function startEmbeddedAgent(
     stopGraceMs: 2_000,
   });
   await agent.start();
+  const workDir = await executor.root();
   if (unsandboxed) {
-    log.warn('embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
-  } else log.info('embedded CI agent started (local executor, sandboxed)');
+    log.warn({ workDir }, 'embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
+  } else log.info({ workDir }, 'embedded CI agent started (local executor, sandboxed)');
   return agent;
 }
