@@ -78,8 +78,7 @@ export function agentRoutes(
     auth: 'agent',
     summary:
       'Record that the agent process is alive and which pipelines it runs (`{running: [ids]}`); answers `cancelled_pipelines`, the ids it must stop',
-    body: heartbeatBody,
-    rawBody: true,
+    // The body is optional (older agents send none), so it is read here rather than required.
     handler: async ({ access, req }) => {
       const agent = caller(access, req);
       const raw = (await readRawBody(req, 256 * 1024)).toString('utf8').trim();
