@@ -128,9 +128,9 @@ export class Agent {
       await new Promise<void>((resolve) => this.metricsServer!.listen(this.o.metricsPort, resolve));
     }
     await this.sweep();
-    // At once: the server learns that this process (nonce) replaced an earlier one of the same
-    // instance, and errors what that one had claimed.
-    await this.heartbeat();
+    // At once (not waited for): the server learns that this process (nonce) replaced an earlier
+    // one of the same instance, and errors what that one had claimed.
+    void this.heartbeat();
     // Heartbeats every heartbeatMs when idle; while pipelines run, every cancelCheckMs, so a
     // cancellation on the server stops the running step within seconds.
     let last = 0;
@@ -314,10 +314,13 @@ export class Agent {
     const timer =
       timeout === undefined
         ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            stepAbort.abort();
-          }, timeout * 1000);
+        : setTimeout(
+            () => {
+              timedOut = true;
+              stepAbort.abort();
+            },
+            Math.min(timeout * 1000, 2 ** 31 - 1),
+          );
     let exitCode: number;
     try {
       const result = await this.o.executor.runStep({

@@ -62,6 +62,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     return abandon(e);
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
+  let embeddedAgent: EmbeddedAgentSetup | undefined;
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
@@ -77,6 +78,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await inContext(orm, () => services.agents.ensure(token));
     }
     await services.pipelines.start();
+    // the sandbox is tried before listening, so the server is ready once it answers
+    if (config.embeddedAgent === 'local') {
+      embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
@@ -88,7 +93,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 
   let agent: Agent | undefined;
-  if (config.embeddedAgent === 'local') agent = await startEmbeddedAgent(config, port, orm, services, log);
+  if (embeddedAgent !== undefined) agent = await startEmbeddedAgent(embeddedAgent, config, port, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -121,18 +126,19 @@ async function embeddedAgentToken(dataDir: string): Promise<string> {
   return token;
 }
 
+type EmbeddedAgentSetup = { executor: LocalExecutor; token: string; unsandboxed: boolean };
+
 /**
  * The in-process agent with the `local` executor. Steps run sandboxed; when the sandbox cannot
  * work here (no bwrap, user namespaces refused...), the agent stays off and the log says why,
  * unless TRIAD_AGENT_LOCAL_UNSANDBOXED=true opts out of isolation.
  */
-async function startEmbeddedAgent(
+async function prepareEmbeddedAgent(
   config: Config,
-  port: number,
   orm: Orm,
   services: Services,
   log: Logger,
-): Promise<Agent | undefined> {
+): Promise<EmbeddedAgentSetup | undefined> {
   const { unsandboxed, ...sandbox } = config.sandbox;
   const executor = new LocalExecutor({ workDir: path.join(config.dataDir, 'work'), sandbox, unsandboxed });
   try {
@@ -147,6 +153,15 @@ async function startEmbeddedAgent(
   }
   const token = await embeddedAgentToken(config.dataDir);
   await inContext(orm, () => services.agents.ensure(token, 'embedded'));
+  return { executor, token, unsandboxed };
+}
+
+async function startEmbeddedAgent(
+  { executor, token, unsandboxed }: EmbeddedAgentSetup,
+  config: Config,
+  port: number,
+  log: Logger,
+): Promise<Agent> {
   const agent = new Agent({
     server: `http://127.0.0.1:${port}`,
     token,
