@@ -98,6 +98,8 @@ export function createServices(deps: AppDeps): Services {
     metrics: deps.metrics,
     databaseUrl: deps.databaseUrl,
     agentTimeoutMs: deps.config.agentTimeoutMs,
+    stepTimeoutSeconds: deps.config.stepTimeoutSeconds,
+    logMaxBytes: deps.config.stepLogMaxBytes,
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);

@@ -79,6 +79,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     return abandon(e);
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
+  let embeddedAgent: EmbeddedAgentSetup | undefined;
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
@@ -102,6 +103,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await inContext(orm, () => services.agents.ensure(token));
     }
     await services.pipelines.start();
+    // the sandbox is tried before listening, so the server is ready once it answers
+    if (config.embeddedAgent === 'local') {
+      embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
@@ -118,21 +123,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 
   let agent: Agent | undefined;
-  if (config.embeddedAgent === 'local') {
-    const token = await embeddedAgentToken(config.dataDir);
-    await inContext(orm, () => services.agents.ensure(token, 'embedded'));
-    agent = new Agent({
-      server: `http://127.0.0.1:${port}`,
-      token,
-      instance: 'embedded',
-      capacity: 2,
-      executor: new LocalExecutor({ workDir: path.join(config.dataDir, 'work') }),
-      log: log.child({ component: 'agent' }),
-      drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
-    });
-    await agent.start();
-    log.info('embedded CI agent started (local executor)');
-  }
+  if (embeddedAgent !== undefined) agent = await startEmbeddedAgent(embeddedAgent, config, port, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -196,4 +187,58 @@ async function embeddedAgentToken(dataDir: string): Promise<string> {
   await fs.mkdir(dataDir, { recursive: true });
   await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+type EmbeddedAgentSetup = { executor: LocalExecutor; token: string; unsandboxed: boolean };
+
+/**
+ * The in-process agent with the `local` executor. Steps run sandboxed; when the sandbox cannot
+ * work here (no bwrap, user namespaces refused...), the agent stays off and the log says why,
+ * unless TRIAD_AGENT_LOCAL_UNSANDBOXED=true opts out of isolation.
+ */
+async function prepareEmbeddedAgent(
+  config: Config,
+  orm: Orm,
+  services: Services,
+  log: Logger,
+): Promise<EmbeddedAgentSetup | undefined> {
+  const { unsandboxed, ...sandbox } = config.sandbox;
+  const executor = new LocalExecutor({ workDir: path.join(config.dataDir, 'work'), sandbox, unsandboxed });
+  try {
+    await executor.probe();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    log.warn(
+      { reason },
+      `embedded CI agent not started: steps cannot run sandboxed here (${reason}); install bubblewrap, run a separate agent, or set TRIAD_AGENT_LOCAL_UNSANDBOXED=true (dangerous: steps could read every secret of the server)`,
+    );
+    return undefined;
+  }
+  const token = await embeddedAgentToken(config.dataDir);
+  await inContext(orm, () => services.agents.ensure(token, 'embedded'));
+  return { executor, token, unsandboxed };
+}
+
+async function startEmbeddedAgent(
+  { executor, token, unsandboxed }: EmbeddedAgentSetup,
+  config: Config,
+  port: number,
+  log: Logger,
+): Promise<Agent> {
+  const agent = new Agent({
+    server: `http://127.0.0.1:${port}`,
+    token,
+    instance: 'embedded',
+    capacity: 2,
+    executor,
+    log: log.child({ component: 'agent' }),
+    drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
+    stopGraceMs: 2_000,
+  });
+  await agent.start();
+  const workDir = await executor.root();
+  if (unsandboxed) {
+    log.warn({ workDir }, 'embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
+  } else log.info({ workDir }, 'embedded CI agent started (local executor, sandboxed)');
+  return agent;
 }

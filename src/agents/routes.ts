@@ -1,10 +1,14 @@
+import type { Request } from 'express';
 import { z } from 'zod';
-import { readRawBody, reply, type Api } from '../http/api.ts';
+import { parseWith, readRawBody, reply, type Api } from '../http/api.ts';
+import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import {
   LOG_APPEND_LIMIT,
+  heartbeatBody,
   pipelineStatusBody,
   stepStatusBody,
+  type AgentCaller,
   type PipelinesService,
 } from '../pipelines/service.ts';
 import { createAgentBody, type AgentsService } from './service.ts';
@@ -13,6 +17,19 @@ const pollQuery = z.object({ wait: z.coerce.number().int().min(0).max(30).option
 const logQuery = z.object({ offset: z.coerce.number().int().min(0).optional() });
 const id = (raw: string | undefined): number =>
   raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+
+/**
+ * The calling agent: its id, instance (`X-Svc-Agent-Instance`) and process nonce
+ * (`X-Svc-Agent-Nonce`, new in every agent process, so the server can tell a restart apart).
+ */
+function caller(access: Access, req: Request): AgentCaller & { agentId: number } {
+  const agent = access.agent();
+  const raw = req.headers['x-svc-agent-nonce'];
+  if (raw !== undefined && (typeof raw !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(raw))) {
+    throw ApiError.validation('X-Svc-Agent-Nonce must be 1 to 64 letters, digits, "-" or "_"');
+  }
+  return { agentId: agent.agentId, instance: agent.instance, nonce: raw };
+}
 
 export function agentRoutes(
   api: Api,
@@ -41,14 +58,16 @@ export function agentRoutes(
     summary:
       'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
     query: pollQuery,
-    handler: async ({ access, query, res }) => {
-      const agent = access.agent();
-      await agents.seen(agent.agentId, agent.instance);
+    handler: async ({ access, query, req, res }) => {
+      const agent = caller(access, req);
+      await agents.seen(agent.agentId, agent.instance, agent.nonce);
       const gone = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      const job = await pipelines.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      const job = await pipelines.agentSide.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
+      if (pipelines.agentSide.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
     },
   });
@@ -57,11 +76,21 @@ export function agentRoutes(
     path: '/api/v1/ci/heartbeat',
     tag: 'ci',
     auth: 'agent',
-    summary: 'Record that the agent is alive; answers the ids of its pipelines that were cancelled',
-    handler: async ({ access }) => {
-      const agent = access.agent();
-      await agents.seen(agent.agentId, agent.instance);
-      return reply.bare({ cancelled_pipelines: await pipelines.cancelledFor(agent) });
+    summary:
+      'Record that the agent process is alive and which pipelines it runs (`{running: [ids]}`); answers `cancelled_pipelines`, the ids it must stop',
+    // The body is optional (older agents send none), so it is read here rather than required.
+    handler: async ({ access, req }) => {
+      const agent = caller(access, req);
+      const raw = (await readRawBody(req, 256 * 1024)).toString('utf8').trim();
+      let json: unknown = {};
+      try {
+        if (raw !== '') json = JSON.parse(raw);
+      } catch {
+        throw ApiError.badRequest('the heartbeat body must be JSON');
+      }
+      const body = parseWith(heartbeatBody, json, 'body');
+      await agents.seen(agent.agentId, agent.instance, agent.nonce);
+      return reply.bare({ cancelled_pipelines: await pipelines.agentSide.heartbeat(agent, body.running) });
     },
   });
   api.route({
@@ -73,7 +102,7 @@ export function agentRoutes(
     body: stepStatusBody,
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.bare(await pipelines.stepStatus(agent.agentId, id(params.id), body));
+      return reply.bare(await pipelines.agentSide.stepStatus(agent.agentId, id(params.id), body));
     },
   });
   api.route({
@@ -85,7 +114,7 @@ export function agentRoutes(
     body: pipelineStatusBody,
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.ok(await pipelines.pipelineStatus(agent.agentId, id(params.id), body));
+      return reply.ok(await pipelines.agentSide.pipelineStatus(agent.agentId, id(params.id), body));
     },
   });
   api.route({
@@ -100,7 +129,7 @@ export function agentRoutes(
     handler: async ({ access, params, query, req }) => {
       const agent = access.agent();
       const data = await readRawBody(req, LOG_APPEND_LIMIT);
-      return reply.ok(await pipelines.appendLog(agent.agentId, id(params.id), query.offset, data));
+      return reply.ok(await pipelines.agentSide.appendLog(agent.agentId, id(params.id), query.offset, data));
     },
   });
   api.route({
@@ -114,7 +143,7 @@ export function agentRoutes(
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
         access.admin();
       }
-      return reply.bare(await pipelines.queue(await agents.liveInstances(opts.agentTimeoutMs)));
+      return reply.bare(await pipelines.agentSide.queue(await agents.liveInstances(opts.agentTimeoutMs)));
     },
   });
 }
