@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -32,6 +33,9 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRIAD_LOG_REQUESTS: bool.default(true),
   TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
+  TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
+  TRIAD_TRANSPORT_MAX_BODY_MB: z.coerce.number().positive().default(1024),
+  TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
 });
 
 export type Config = {
@@ -55,6 +59,8 @@ export type Config = {
   logRequests: boolean;
   /** Most assignees one issue may have (400 beyond, on create and on add). */
   issueMaxAssignees: number;
+  /** Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled. */
+  transport: { timeoutMs: number; maxBodyBytes: number; spoolDir: string };
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -97,5 +103,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     logRequests: e.TRIAD_LOG_REQUESTS,
     issueMaxAssignees: e.TRIAD_ISSUE_MAX_ASSIGNEES,
+    transport: {
+      timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
+      maxBodyBytes: Math.floor(e.TRIAD_TRANSPORT_MAX_BODY_MB * 1024 * 1024),
+      spoolDir: path.resolve(e.TRIAD_TRANSPORT_SPOOL_DIR ?? os.tmpdir()),
+    },
   };
 }

@@ -77,6 +77,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await inContext(orm, () => services.agents.ensure(token));
     }
     await services.pipelines.start();
+    // pushes a killed process could not record get their events before traffic is taken
+    await inContext(orm, () => services.changes.reconcilePending());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
