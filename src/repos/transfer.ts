@@ -17,7 +17,7 @@ class ClientGone extends Error {}
 export type Push = { changes: RepoChanges; repo: ChangedRepo; senderId: number | null };
 export type TransferLimits = { spool: Spool; log: Logger; timeoutMs: number; maxBodyBytes: number };
 
-type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'signal'>;
+type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' | 'signal'>;
 
 /**
  * One request at a clone URL, from the body to the last byte of the answer, bounded by the
@@ -51,7 +51,8 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
     }
     const tmpDir = path.join(ws.dir, 'tmp');
     await fs.mkdir(tmpDir);
-    const backend: BackendRequest = { ...r, input, tmpDir, signal: ac.signal };
+    const scriptDir = await limits.spool.scriptDir();
+    const backend: BackendRequest = { ...r, input, tmpDir, scriptDir, signal: ac.signal };
     if (push === undefined) {
       answer(res, await serveBackend(backend), ac.signal, log);
       return;

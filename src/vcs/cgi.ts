@@ -109,9 +109,13 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
       stdio: [stdin === undefined ? 'ignore' : stdin.fd, 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
-  } finally {
+  } catch (e) {
     await stdin?.close();
+    throw e;
   }
+  // No await from here until every listener is attached: a fast backend could exit (and its
+  // 'exit' event be lost) while this function waited.
+  const closingStdin = stdin?.close().catch(() => undefined);
   const { stdout, stderr } = child;
   if (stdout === null || stderr === null) throw new Error('backend started without output pipes');
   const lifeline = child.stdio[3] as Writable;
@@ -146,7 +150,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
     }, GRACE_MS);
   };
 
-  return new Promise<CgiResult>((resolve, reject) => {
+  const run = new Promise<CgiResult>((resolve, reject) => {
     let head = Buffer.alloc(0);
     let headersDone = false;
     const write = (chunk: Buffer) => {
@@ -218,4 +222,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
     stdout.on('close', settle);
     stderr.on('close', settle);
   });
+  const result = await run;
+  await closingStdin;
+  return result;
 }

@@ -41,6 +41,11 @@ export class Spool {
     return { dir, remove: () => fs.rm(dir, { recursive: true, force: true }) };
   }
 
+  /** A directory for this process's CGI scripts (removed with the process's directory). */
+  async scriptDir(): Promise<string> {
+    return path.join(await this.processDir(), 'scripts');
+  }
+
   /** Removes this process's directory (at shutdown). */
   async close(): Promise<void> {
     const own = this.own;

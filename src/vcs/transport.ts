@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { runCgi, type CgiResult } from './cgi.ts';
-import type { VcsKind } from './index.ts';
+import { FOSSIL_BACKOFFICE_OFF, type VcsKind } from './index.ts';
 
 /** What a request to a repository's clone URL asks for. */
 export type TransportOp = 'read' | 'write' | 'sync';
@@ -149,48 +148,31 @@ u.setconfig(b'ui', b'report_untrusted', b'false')
 wsgicgi.launch(hgweb(os.environb[b'TRIAD_HG_REPO'], baseui=u))
 `;
 
-let scratch: Promise<string> | undefined;
-function scratchDir(): Promise<string> {
-  scratch ??= fs.mkdtemp(path.join(os.tmpdir(), 'triad-cgi-'));
-  return scratch;
+/** Scripts written once per directory (atomically, so a concurrent request never sees half of one). */
+const scripts = new Map<string, Promise<string>>();
+function script(dir: string, name: string, content: string): Promise<string> {
+  const file = path.join(dir, name);
+  let p = scripts.get(file);
+  if (p === undefined) {
+    p = (async () => {
+      await fs.mkdir(dir, { recursive: true });
+      await fs.writeFile(`${file}.tmp`, content);
+      await fs.rename(`${file}.tmp`, file);
+      return file;
+    })();
+    scripts.set(file, p);
+    p.catch(() => scripts.delete(file));
+  }
+  return p;
 }
 
-let hgScriptFile: Promise<string> | undefined;
-function hgScript(): Promise<string> {
-  hgScriptFile ??= (async () => {
-    const file = path.join(await scratchDir(), 'hgweb.py');
-    await fs.writeFile(`${file}.tmp`, HG_CGI);
-    await fs.rename(`${file}.tmp`, file);
-    return file;
-  })();
-  return hgScriptFile;
-}
-
-const fossilScripts = new Map<string, Promise<string>>();
-
-/**
- * Fossil's "backoffice" work (e-mail alerts and the like; Triad uses none) runs after a web request
- * in a child that leaves the request's process group (setsid) and lingers up to a minute: it is
- * switched off in the repository (best effort: a busy repository is tried again on its next request).
- */
+/** Turns Fossil's backoffice off in a repository created before Triad did so at creation. */
 async function disableBackoffice(repoFile: string): Promise<void> {
   const env = { ...process.env, USER: 'triad' };
-  const read = await exec(
-    'fossil',
-    ['sql', '-R', repoFile, '--readonly', "SELECT value FROM config WHERE name = 'backoffice-disable'"],
-    { env },
-  );
-  if (read.stdout.trim() === "'1'" || read.stdout.trim() === '1') return;
-  await exec(
-    'fossil',
-    [
-      'sql',
-      '-R',
-      repoFile,
-      "REPLACE INTO config(name, value, mtime) VALUES ('backoffice-disable', '1', now())",
-    ],
-    { env },
-  );
+  const check = `SELECT count(*) FROM config WHERE name IN ('backoffice-disable', 'backoffice-nodelay') AND value = '1'`;
+  const read = await exec('fossil', ['sql', '-R', repoFile, '--readonly', check], { env });
+  if (read.stdout.trim() === '2') return;
+  await exec('fossil', ['sql', '-R', repoFile, FOSSIL_BACKOFFICE_OFF], { env });
 }
 
 const backofficeOff = new Set<string>();
@@ -202,23 +184,6 @@ async function ensureBackofficeOff(repoFile: string): Promise<void> {
   } catch {
     // busy: tried again on the next request
   }
-}
-
-/** One CGI script per repository, written once (atomically), so concurrent requests never see it half-written. */
-function fossilScript(repoFile: string): Promise<string> {
-  let p = fossilScripts.get(repoFile);
-  if (p === undefined) {
-    p = (async () => {
-      const file = path.join(await scratchDir(), `${path.basename(repoFile)}.cgi`);
-      const tmp = `${file}.${process.pid}.tmp`;
-      await fs.writeFile(tmp, `repository: ${repoFile}\n`);
-      await fs.rename(tmp, file);
-      return file;
-    })();
-    fossilScripts.set(repoFile, p);
-    p.catch(() => fossilScripts.delete(repoFile));
-  }
-  return p;
 }
 
 export type BackendRequest = {
@@ -237,6 +202,8 @@ export type BackendRequest = {
   input: { file: string; size: number } | undefined;
   output?: string;
   tmpDir: string;
+  /** Where the CGI scripts live (hgweb.py, one Fossil script per repository). */
+  scriptDir: string;
   signal: AbortSignal;
 };
 
@@ -276,7 +243,7 @@ export async function serveBackend(b: BackendRequest): Promise<CgiResult> {
       return runCgi({
         ...base,
         command: '/usr/bin/python3',
-        args: [await hgScript()],
+        args: [await script(b.scriptDir, 'hgweb.py', HG_CGI)],
         pathInfo: '/',
         env: {
           TRIAD_HG_REPO: b.repoPath,
@@ -290,7 +257,7 @@ export async function serveBackend(b: BackendRequest): Promise<CgiResult> {
       return runCgi({
         ...base,
         command: 'fossil',
-        args: [await fossilScript(b.repoPath)],
+        args: [await script(b.scriptDir, `${path.basename(b.repoPath)}.cgi`, `repository: ${b.repoPath}\n`)],
         pathInfo: '/',
         env: {},
       });

@@ -88,11 +88,14 @@ async function pushKilledWhen(w: WorkingCopy, flag: string): Promise<void> {
   await gone;
 }
 
-/** Files under a spool directory, once the last request's clean-up had a moment to finish. */
+/**
+ * Files under a spool directory (other than the CGI scripts, kept for the process's lifetime),
+ * once the last request's clean-up had a moment to finish.
+ */
 async function noFilesUnder(dir: string): Promise<string[]> {
   const until = Date.now() + 5000;
   for (;;) {
-    const files = await filesUnder(dir);
+    const files = (await filesUnder(dir)).filter((f) => !f.includes('/scripts/'));
     if (files.length === 0 || Date.now() > until) return files;
     await sleep(100);
   }
