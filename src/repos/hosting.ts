@@ -124,7 +124,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
       }
       const repoPath = deps.repos.path(repo);
       // Fossil sync carries clone and push alike: only a caller allowed to write takes the lock.
-      const writes = op === 'write' || (op === 'sync' && remoteUser === FOSSIL_WRITER);
+      const writes = wire.mutates && (vcs !== 'fossil' || remoteUser === FOSSIL_WRITER);
       await transfer(
         {
           vcs,

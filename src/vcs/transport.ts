@@ -14,7 +14,8 @@ export type TransportOp = 'read' | 'write' | 'sync';
  * backend gets), a browser's plain visit (answered with a hint), or something else (refused).
  */
 export type WireRequest =
-  | { kind: 'wire'; op: TransportOp; query: string }
+  /** `mutates`: the request may change the repository (it runs under the push lock). */
+  | { kind: 'wire'; op: TransportOp; mutates: boolean; query: string }
   | { kind: 'hint' }
   | { kind: 'refuse'; status: 400 | 404; message: string };
 
@@ -75,11 +76,13 @@ export function wireRequest(
         service !== undefined &&
         GIT_SERVICES.has(service)
       ) {
+        // the ref advertisement of a push needs push rights but changes nothing
         const op = service === 'git-receive-pack' ? 'write' : 'read';
-        return { kind: 'wire', op, query: new URLSearchParams({ service }).toString() };
+        return { kind: 'wire', op, mutates: false, query: new URLSearchParams({ service }).toString() };
       }
       if (method === 'POST' && GIT_SERVICES.has(subpath.slice(1))) {
-        return { kind: 'wire', op: subpath === '/git-receive-pack' ? 'write' : 'read', query: '' };
+        const push = subpath === '/git-receive-pack';
+        return { kind: 'wire', op: push ? 'write' : 'read', mutates: push, query: '' };
       }
       return notFound;
     }
@@ -90,14 +93,14 @@ export function wireRequest(
       const cmd = cmds[0];
       if (!atRoot || cmd === undefined || !HG_COMMANDS.has(cmd)) return notFound;
       if (method !== 'GET' && method !== 'POST') return notFound;
-      const op = cmd === 'unbundle' || cmd === 'pushkey' ? 'write' : 'read';
-      return { kind: 'wire', op, query: query.toString() };
+      const push = cmd === 'unbundle' || cmd === 'pushkey';
+      return { kind: 'wire', op: push ? 'write' : 'read', mutates: push, query: query.toString() };
     }
     case 'fossil': {
       if (browsing) return { kind: 'hint' };
       const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
       if (method === 'POST' && (atRoot || subpath === '/xfer') && FOSSIL_TYPES.has(type)) {
-        return { kind: 'wire', op: 'sync', query: '' };
+        return { kind: 'wire', op: 'sync', mutates: true, query: '' };
       }
       return notFound;
     }
@@ -112,11 +115,6 @@ export function cloneHint(vcs: VcsKind, url: string): string {
     fossil: `fossil clone ${url} repo.fossil`,
   };
   return `This is the clone URL of a ${vcs === 'hg' ? 'Mercurial' : vcs === 'git' ? 'Git' : 'Fossil'} repository.\nClone it with: ${how[vcs]}\n`;
-}
-
-/** Does this request change the repository (so it takes the push lock and raises events)? */
-export function mutates(op: TransportOp): boolean {
-  return op !== 'read';
 }
 
 /**
