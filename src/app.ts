@@ -8,6 +8,7 @@ import type { Orm } from './db/database.ts';
 import { Api, reply } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
+import { AuthThrottle } from './http/throttle.ts';
 import { openapiDocument } from './http/openapi.ts';
 import type { Metrics } from './telemetry/metrics.ts';
 import { UsersService } from './users/service.ts';
@@ -60,10 +61,11 @@ export function blobStore(config: Config): BlobStore {
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
-  const orgs = new OrgsService({ em });
+  const orgs = new OrgsService({ em, maxOrgsPerUser: deps.config.maxOrgsPerUser });
   const repos = new ReposService({ em, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
   const users = new UsersService({
     em,
+    maxTokensPerUser: deps.config.maxTokensPerUser,
     resolveTarget: async (level, target, userId) => {
       const [orgName, repoName, ...rest] = target.split('/');
       const wantRepo = level === 'repo';
@@ -164,6 +166,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // Who counts as the client (failed-authentication throttle): the socket peer unless trusted proxies.
+  app.set('trust proxy', config.trustProxy);
   const tracer = trace.getTracer('triad', VERSION);
 
   // Request id, access log, duration histogram and a trace span for every request.
@@ -171,6 +175,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     const incoming = req.headers['x-request-id'];
     const reqId = typeof incoming === 'string' && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', reqId);
+    // Set first, so every answer has them, errors included: never sniffed; API answers never stored.
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (req.path.toLowerCase().startsWith('/api/')) res.setHeader('Cache-Control', 'no-store');
     const started = process.hrtime.bigint();
     const span = tracer.startSpan(`${req.method} ${req.path}`);
     res.on('finish', () => {
@@ -262,18 +269,23 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, readerPool(services.repos));
+  contentRoutes(api, services.repos, readerPool(services.repos), config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));
+  const throttle = new AuthThrottle(config.authFailures);
   app.use(
-    authenticate(directory(services), (id) => {
-      services.users
-        .touchToken(id)
-        .catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
-    }),
+    authenticate(
+      directory(services),
+      (id) => {
+        services.users
+          .touchToken(id)
+          .catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
+      },
+      throttle,
+    ),
   );
   app.use(api.router);
   const hosting = hostingHandler({
@@ -281,6 +293,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     dir: directory(services),
     log,
     baseUrl: deps.baseUrl,
+    throttle,
     changes: services.changes,
     spool: new Spool(config.transport.spoolDir),
     limits: config.transport,

@@ -1,5 +1,7 @@
+import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import bytes from 'bytes';
 import { z } from 'zod';
 
 const bool = z
@@ -9,6 +11,35 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+/** A positive size: bytes, or with a unit (`kb`, `mb`, `gb`; 1kb = 1024 bytes). */
+const size = z
+  .string()
+  .refine((v) => /^\s*\d+(\.\d+)?\s*(b|kb|mb|gb|tb)?\s*$/i.test(v) && (bytes.parse(v) ?? 0) >= 1, {
+    message: 'must be a positive size such as 1048576, 512kb or 4mb',
+  })
+  .transform((v) => Math.floor(bytes.parse(v) ?? 0));
+/** `false`, `true`, a hop count, or a comma list of proxy addresses/CIDRs (or loopback, linklocal, uniquelocal). */
+const trustProxy = z.string().transform((v, ctx): boolean | number | string => {
+  const t = v.trim().toLowerCase();
+  if (t === 'false' || t === '0' || t === 'no') return false;
+  if (t === 'true' || t === 'yes') return true;
+  if (/^\d+$/.test(t)) return Number(t);
+  const items = t.split(',').map((x) => x.trim());
+  const okItem = (x: string) => {
+    if (['loopback', 'linklocal', 'uniquelocal'].includes(x)) return true;
+    const [addr = '', bits, ...more] = x.split('/');
+    const family = isIP(addr);
+    if (family === 0 || more.length > 0) return false;
+    return bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  };
+  if (items.every(okItem)) return items.join(',');
+  ctx.addIssue({
+    code: 'custom',
+    message: 'must be false, true, a hop count or a comma list of addresses/CIDRs',
+  });
+  return z.NEVER;
+});
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -33,8 +64,16 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRIAD_LOG_REQUESTS: bool.default(true),
   TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
+  TRIAD_BLOB_MAX_BYTES: size.default(4 * 1024 * 1024),
+  TRIAD_DIFF_MAX_FILE_BYTES: size.default(1024 * 1024),
+  TRIAD_DIFF_MAX_BYTES: size.default(4 * 1024 * 1024),
+  TRIAD_MAX_TOKENS_PER_USER: z.coerce.number().int().min(1).default(100),
+  TRIAD_MAX_ORGS_PER_USER: z.coerce.number().int().min(0).default(50),
+  TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
+  TRIAD_AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().positive().default(60),
+  TRIAD_TRUST_PROXY: trustProxy.default(false),
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
-  TRIAD_TRANSPORT_MAX_BODY_MB: z.coerce.number().positive().default(1024),
+  TRIAD_TRANSPORT_MAX_BODY_BYTES: size.default(1024 * 1024 * 1024),
   TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
 });
 
@@ -59,6 +98,16 @@ export type Config = {
   logRequests: boolean;
   /** Most assignees one issue may have (400 beyond, on create and on add). */
   issueMaxAssignees: number;
+  /** Contents read caps in bytes (blob content, a file's diff section, a whole diff). */
+  limits: { blobMaxBytes: number; diffMaxFileBytes: number; diffMaxBytes: number };
+  /** Tokens one user may hold (CI clone credentials not counted). */
+  maxTokensPerUser: number;
+  /** Organizations a user may own when creating another (site admins exempt). */
+  maxOrgsPerUser: number;
+  /** Failed authentications per client address within the window before 429 (0 = off). */
+  authFailures: { limit: number; windowMs: number };
+  /** express `trust proxy`: whose X-Forwarded-For names the client address. */
+  trustProxy: boolean | number | string;
   /** Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled. */
   transport: { timeoutMs: number; maxBodyBytes: number; spoolDir: string };
 };
@@ -103,9 +152,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     logRequests: e.TRIAD_LOG_REQUESTS,
     issueMaxAssignees: e.TRIAD_ISSUE_MAX_ASSIGNEES,
+    limits: {
+      blobMaxBytes: e.TRIAD_BLOB_MAX_BYTES,
+      diffMaxFileBytes: e.TRIAD_DIFF_MAX_FILE_BYTES,
+      diffMaxBytes: e.TRIAD_DIFF_MAX_BYTES,
+    },
+    maxTokensPerUser: e.TRIAD_MAX_TOKENS_PER_USER,
+    maxOrgsPerUser: e.TRIAD_MAX_ORGS_PER_USER,
+    authFailures: {
+      limit: e.TRIAD_AUTH_FAILURE_LIMIT,
+      windowMs: e.TRIAD_AUTH_FAILURE_WINDOW_SECONDS * 1000,
+    },
+    trustProxy: e.TRIAD_TRUST_PROXY,
     transport: {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
-      maxBodyBytes: Math.floor(e.TRIAD_TRANSPORT_MAX_BODY_MB * 1024 * 1024),
+      maxBodyBytes: e.TRIAD_TRANSPORT_MAX_BODY_BYTES,
       spoolDir: path.resolve(e.TRIAD_TRANSPORT_SPOOL_DIR ?? os.tmpdir()),
     },
   };

@@ -10,10 +10,14 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs',
     tag: 'orgs',
     auth: 'token',
-    summary: 'Create an organization; the caller becomes its owner',
+    summary:
+      'Create an organization; the caller becomes its owner (personal token with repo:write; per-user cap)',
     body: createOrgBody,
     status: 201,
-    handler: async ({ access, body }) => reply.created(orgJson(await orgs.create(access.user().id, body))),
+    handler: async ({ access, body }) => {
+      const user = access.personal('repo:write');
+      return reply.created(orgJson(await orgs.create(user.id, body, { capped: !user.isAdmin })));
+    },
   });
   api.route({
     method: 'get',

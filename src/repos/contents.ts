@@ -6,9 +6,11 @@ import { pageQuery, type Page } from '../http/pagination.ts';
 import type { VcsKind } from '../vcs/index.ts';
 import {
   BadPath,
+  DEFAULT_LIMITS,
   normalisePath,
   plausibleRev,
   ReadNotFound,
+  type ContentLimits,
   type ReaderPool,
   type RepoReader,
 } from '../vcs/reader.ts';
@@ -29,9 +31,12 @@ export class ContentsService {
   /** Repository id -> storage path and kind (neither ever changes for an id). */
   private readonly where = new Map<number, { vcs: VcsKind; path: string }>();
 
-  constructor(repos: ReposService, pool: ReaderPool) {
+  private readonly limits: ContentLimits;
+
+  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS) {
     this.repos = repos;
     this.pool = pool;
+    this.limits = limits;
   }
 
   private async reader(access: Access, org: string, name: string): Promise<RepoReader> {
@@ -85,7 +90,7 @@ export class ContentsService {
     const r = ContentsService.rev(rev);
     if (p === '') throw ApiError.notFound('file');
     const reader = await this.reader(access, org, repo);
-    return this.read(() => reader.blob(r, p));
+    return this.read(() => reader.blob(r, p, this.limits.blobMaxBytes));
   }
 
   async log(access: Access, org: string, repo: string, q: z.infer<typeof logQuery>): Promise<Page<unknown>> {
@@ -98,13 +103,18 @@ export class ContentsService {
   async changeset(access: Access, org: string, repo: string, rev: string) {
     const r = ContentsService.rev(rev);
     const reader = await this.reader(access, org, repo);
-    return this.read(() => reader.changeset(r));
+    return this.read(() => reader.changeset(r, this.limits));
   }
 }
 
 /** Routes under /api/v1/repos/:org/:repo for contents (thin: parse -> service -> reply). */
-export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): ContentsService {
-  const svc = new ContentsService(repos, pool);
+export function contentRoutes(
+  api: Api,
+  repos: ReposService,
+  pool: ReaderPool,
+  limits: ContentLimits = DEFAULT_LIMITS,
+): ContentsService {
+  const svc = new ContentsService(repos, pool, limits);
   const p = (params: Record<string, unknown>, k: string): string => {
     const v = params[k];
     return typeof v === 'string' ? v : '';
@@ -126,7 +136,8 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
     path: '/api/v1/repos/:org/:repo/blob/*path',
     tag: 'contents',
     auth: 'public',
-    summary: 'File content at a revision; binary files have `encoding: "base64"`',
+    summary:
+      'File content at a revision; binary files have `encoding: "base64"`; content beyond the blob cap is cut (`truncated: true`, `size` is the full size)',
     query: revQuery,
     handler: async ({ access, params, query }) =>
       reply.ok(await svc.blob(access, p(params, 'org'), p(params, 'repo'), params.path, query.rev)),
@@ -146,7 +157,8 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
     path: '/api/v1/repos/:org/:repo/changeset/:rev',
     tag: 'contents',
     auth: 'public',
-    summary: 'One changeset with its diff (git-style unified diff against the first parent)',
+    summary:
+      'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`)',
     handler: async ({ access, params }) =>
       reply.ok(await svc.changeset(access, p(params, 'org'), p(params, 'repo'), p(params, 'rev'))),
   });

@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import type { AuthThrottle } from '../http/throttle.ts';
 import { FOSSIL_READER, FOSSIL_WRITER, type VcsKind } from '../vcs/index.ts';
 import type { Spool } from '../vcs/spool.ts';
 import { cloneHint, wireRequest } from '../vcs/transport.ts';
@@ -18,6 +19,8 @@ type Deps = {
   changes: RepoChanges;
   spool: Spool;
   limits: { timeoutMs: number; maxBodyBytes: number };
+  /** Failed-authentication throttle shared with the API (429 for a blocked client address). */
+  throttle?: AuthThrottle;
 };
 
 class Challenge extends Error {}
@@ -27,8 +30,14 @@ function deny(res: Response, status: number, message: string): void {
   res.status(status).type('text/plain; charset=utf-8').send(`${message}\n`);
 }
 
-/** HTTP Basic (any username, token as password) or Bearer. */
-async function principalOf(req: Request, dir: Directory): Promise<Principal> {
+/** HTTP Basic (any username, token as password) or Bearer; failures count in the throttle. */
+async function principalOf(req: Request, dir: Directory, throttle?: AuthThrottle): Promise<Principal> {
+  if (req.headers.authorization === undefined) return { kind: 'anonymous' };
+  const check = () => credentialsOf(req, dir);
+  return throttle === undefined ? check() : throttle.guard(req, check, (e) => e instanceof Challenge);
+}
+
+async function credentialsOf(req: Request, dir: Directory): Promise<Principal> {
   const h = req.headers.authorization;
   if (h === undefined) return { kind: 'anonymous' };
   let token: string | undefined;
@@ -75,7 +84,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
       return;
     }
     try {
-      const principal = await principalOf(req, deps.dir);
+      const principal = await principalOf(req, deps.dir, deps.throttle);
       const access = new Access(principal, deps.dir);
       const org = await deps.dir.orgByName(orgName);
       let ref = org === undefined ? undefined : await deps.dir.repoByName(org, repoName);
@@ -158,8 +167,10 @@ export function hostingHandler(deps: Deps): RequestHandler {
         deps.log.error({ err: e }, 'repository transport failed after the response started');
         res.destroy();
       } else if (e instanceof Challenge) deny(res, 401, e.message);
-      else if (e instanceof ApiError) deny(res, e.status, e.message);
-      else throw e;
+      else if (e instanceof ApiError) {
+        for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v); // Retry-After of a 429
+        deny(res, e.status, e.message);
+      } else throw e;
     }
   };
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { reply, type Api } from '../http/api.ts';
 import type { Access, AuthUser } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import { pageQuery } from '../http/pagination.ts';
 import { createTokenBody, createUserBody, userJson, type UsersService } from './service.ts';
 
 /** Token management with any valid token — except a CI clone credential. */
@@ -32,8 +33,9 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/user/tokens',
     tag: 'users',
     auth: 'token',
-    summary: "The caller's tokens, without token values",
-    handler: async ({ access }) => reply.ok(await users.listTokens(tokenOwner(access).id)),
+    summary: "The caller's tokens, without token values (paged list, oldest first)",
+    query: pageQuery(),
+    handler: async ({ access, query }) => reply.list(await users.listTokens(tokenOwner(access).id, query)),
   });
   api.route({
     method: 'post',
@@ -85,7 +87,10 @@ export function userRoutes(api: Api, users: UsersService): void {
     handler: async ({ access, body, params }) => {
       access.admin();
       const user = await users.byUsername(z.string().parse(params.username));
-      return reply.created(await users.createToken(user.id, body));
+      // A site admin may grant any scope to anyone, but not beyond the expiry of its own token.
+      const p = access.principal;
+      const minter = p.kind === 'user' ? p.grant : undefined;
+      return reply.created(await users.createToken(user.id, body, minter, { checkReach: false }));
     },
   });
 }

@@ -219,7 +219,7 @@ describe('limits', () => {
     limited = await startTestServer({
       TRIAD_TRANSPORT_SPOOL_DIR: lspool,
       TRIAD_TRANSPORT_TIMEOUT_SECONDS: '10',
-      TRIAD_TRANSPORT_MAX_BODY_MB: '1',
+      TRIAD_TRANSPORT_MAX_BODY_BYTES: '1mb',
     });
     user = await limited.newUser();
     lorg = await limited.newOrg(user);
@@ -248,7 +248,7 @@ describe('limits', () => {
     expect(await noFilesUnder(lspool)).toEqual([]);
   }, 120_000);
 
-  test('when a push body is larger than TRIAD_TRANSPORT_MAX_BODY_MB, then it is refused with 413 and nothing is spooled', async () => {
+  test('when a push body is larger than TRIAD_TRANSPORT_MAX_BODY_BYTES, then it is refused with 413 and nothing is spooled', async () => {
     const repo = await newRepo('git', limited, lorg, user);
     const p = `/${lorg}/${repo.name}/git-receive-pack`;
     const headers = {
