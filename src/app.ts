@@ -222,7 +222,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/readyz',
     tag: 'ops',
     auth: 'public',
-    summary: 'Database reachable (503 otherwise)',
+    summary: 'Database reachable with a free pool connection (503 otherwise)',
     handler: async () => {
       // A pool with no free connection is as unready as an unreachable database: give up quickly.
       let timer: NodeJS.Timeout | undefined;
