@@ -281,6 +281,37 @@ describe('limits', () => {
   }, 60_000);
 });
 
+describe('graceful shutdown', () => {
+  test('when the server shuts down during a stuck push, then closing its connection kills the backend and shutdown ends within its timeout', async () => {
+    const server = await startTestServer({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '2' });
+    const user = await server.newUser();
+    const sorg = await server.newOrg(user);
+    try {
+      const repo = await newRepo('hg', server, sorg, user);
+      const w = await WorkingCopy.clone('hg', repo.clone, user.token);
+      await w.commit('a.txt', 'a\n', 'stuck');
+      const flag = path.join(await tempDir(), 'stuck');
+      await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 60\n`);
+      const [cmd, args] = w.pushCommand();
+      const client = spawn(cmd, args, { cwd: w.dir, env: vcsEnv, stdio: 'ignore' });
+      const clientGone = new Promise((resolve) => client.once('exit', resolve));
+      await waitFor('the hook to run', () =>
+        fs
+          .access(flag)
+          .then(() => true)
+          .catch(() => undefined),
+      );
+      const started = Date.now();
+      await server.close();
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(await waitNoProcesses(`SCRIPT_NAME=/${sorg}/`)).toEqual([]);
+      await clientGone;
+    } finally {
+      await killProcessesWithEnv(`SCRIPT_NAME=/${sorg}/`);
+    }
+  }, 60_000);
+});
+
 describe('readiness', () => {
   test('when every database pool connection is taken, then /readyz answers 503 quickly, and 200 once they are released', async () => {
     let release!: () => void;
