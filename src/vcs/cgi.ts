@@ -137,6 +137,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
     }
   };
   let aborted = false;
+  let garbled = false;
   let killTimer: NodeJS.Timeout | undefined;
   const abort = () => {
     if (aborted) return;
@@ -188,7 +189,10 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
           return;
         }
       }
-      if (head.length > 64 * 1024) abort(); // no header block: not a CGI answer
+      if (head.length > 64 * 1024) {
+        garbled = true; // no header block: not a CGI answer
+        abort();
+      }
     });
     if (c.signal.aborted) abort();
     else c.signal.addEventListener('abort', abort, { once: true });
@@ -208,7 +212,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
       // the run is over: the watcher ends anything still in the group, then itself
       lifeline.end('done\n');
       const result: CgiResult = {
-        outcome: aborted ? 'aborted' : headersDone ? 'ok' : 'failed',
+        outcome: garbled ? 'failed' : aborted ? 'aborted' : headersDone ? 'ok' : 'failed',
         code,
         stderr: errText.trim(),
       };

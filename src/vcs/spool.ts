@@ -28,7 +28,7 @@ export class Spool {
   private processDir(): Promise<string> {
     this.own ??= (async () => {
       await fs.mkdir(this.root, { recursive: true });
-      const host = os.hostname().replace(/[^A-Za-z0-9.-]/g, '_');
+      const host = os.hostname().replace(/[^A-Za-z0-9]/g, '_'); // no '-': names parse unambiguously
       await removeStale(this.root, host);
       return fs.mkdtemp(path.join(this.root, `${PREFIX}${host}-${process.pid}-`));
     })();
@@ -44,13 +44,6 @@ export class Spool {
   /** A directory for this process's CGI scripts (removed with the process's directory). */
   async scriptDir(): Promise<string> {
     return path.join(await this.processDir(), 'scripts');
-  }
-
-  /** Removes this process's directory (at shutdown). */
-  async close(): Promise<void> {
-    const own = this.own;
-    this.own = undefined;
-    if (own !== undefined) await fs.rm(await own, { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
