@@ -8,7 +8,7 @@ import type { VcsKind } from '../../src/vcs/index.ts';
 import { Client, freshDatabase, uniq } from '../helpers/server.ts';
 import { ok, tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
-import { killProcessesWithEnv, sleep, waitFor, waitNoProcesses } from '../helpers/transport.ts';
+import { filesUnder, killProcessesWithEnv, sleep, waitFor, waitNoProcesses } from '../helpers/transport.ts';
 import pg from 'pg';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -28,6 +28,7 @@ let dbUrl: string;
 let dataDir: string;
 let admin: Client;
 let org: string;
+let spool: string;
 
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const e: NodeJS.ProcessEnv = {};
@@ -66,6 +67,7 @@ async function killServer(): Promise<void> {
 beforeAll(async () => {
   dbUrl = await freshDatabase();
   dataDir = await tempDir('triad-crash-');
+  spool = await tempDir('triad-crash-spool-');
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   env = childEnv({
@@ -77,6 +79,7 @@ beforeAll(async () => {
     TRIAD_ADMIN_TOKEN: 'crash-admin',
     TRIAD_EMBEDDED_AGENT: 'off',
     LOG_LEVEL: 'warn',
+    TRIAD_TRANSPORT_SPOOL_DIR: spool,
   });
   await start();
   admin = new Client(url, 'crash-admin');
@@ -88,6 +91,7 @@ afterAll(async () => {
   if (server !== undefined) await killServer();
   await killProcessesWithEnv(`SCRIPT_NAME=/${org}/`);
   await fs.rm(dataDir, { recursive: true, force: true });
+  await fs.rm(spool, { recursive: true, force: true });
 });
 
 type Repo = { name: string; clone: string; id: number; dir: string };
@@ -170,6 +174,11 @@ describe('a server killed with SIGKILL during a push', () => {
     const after = await events(repo.id);
     expect(after).toHaveLength(2);
     expect(after[1]!.payload).toMatchObject({ before: head, total_commits: 1 });
+    // the killed process's spool directory (its spooled push body) is gone, the new one is empty
+    const dirs = await fs.readdir(spool);
+    expect(dirs).toHaveLength(1);
+    const left = await filesUnder(path.join(spool, dirs[0]!));
+    expect(left.filter((f) => !f.includes('/scripts/'))).toEqual([]);
   }, 120_000);
 
   test('when an hg push has committed its transaction, then after a restart the push has its event and pipeline', async () => {
