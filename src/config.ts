@@ -59,6 +59,7 @@ const envSchema = z.object({
   TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
+  TRIAD_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1000),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   OTEL_SERVICE_NAME: z.string().default('triad'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -92,6 +93,8 @@ export type Config = {
   agentTimeoutMs: number;
   bodyLimit: string;
   shutdownTimeoutMs: number;
+  /** Open HTTP connections at most; more are closed on arrival (`server.maxConnections`). */
+  maxConnections: number;
   otlpEndpoint: string | undefined;
   serviceName: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
@@ -147,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
+    maxConnections: e.TRIAD_MAX_CONNECTIONS,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     serviceName: e.OTEL_SERVICE_NAME,
     logLevel: e.LOG_LEVEL,

@@ -297,6 +297,36 @@ export class UsersService {
     });
   }
 
+  /**
+   * First start without any user: creates the administrator `username` and a personal token
+   * with every scope, returning its plaintext (shown once). Undefined when a user exists already.
+   */
+  async createFirstAdmin(
+    username: string,
+    email: string,
+  ): Promise<{ user: User; token: string } | undefined> {
+    return this.em().transactional(async (tx) => {
+      await tx.execute('select pg_advisory_xact_lock(?)', [0x61646d6e]);
+      if ((await tx.execute('select 1 from users limit 1')).length > 0) return undefined;
+      const user = tx.create(User, { username, email, displayName: username, isAdmin: true, avatarUrl: '' });
+      await tx.flush();
+      const token = newTokenValue();
+      tx.create(ApiToken, {
+        userId: user.id,
+        name: 'first start',
+        tokenHash: hashToken(token),
+        scopes: ALL_SCOPES,
+        level: 'personal',
+        targetOrgId: null,
+        targetRepoId: null,
+        expiresAt: null,
+        lastUsedAt: null,
+      });
+      await tx.flush();
+      return { user, token };
+    });
+  }
+
   async userByTokenHash(
     hash: string,
   ): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined> {
