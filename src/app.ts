@@ -119,7 +119,10 @@ export function createServices(deps: AppDeps): Services {
     baseUrl: deps.baseUrl,
     markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
     repoById: async (id) => {
-      const repo = await repos.get(id).catch(() => undefined);
+      const repo = await repos.get(id).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
+        throw e;
+      });
       if (repo === undefined) return undefined;
       const org = await orgs.byId(repo.orgId);
       const vcs = repo.vcs as VcsKind;
