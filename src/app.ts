@@ -18,6 +18,8 @@ import { orgRoutes } from './orgs/routes.ts';
 import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
+import { RepoChanges } from './repos/changes.ts';
+import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { readerPool } from './vcs/index.ts';
 import { AgentsService } from './agents/service.ts';
@@ -40,6 +42,7 @@ export type Services = {
   agents: AgentsService;
   pipelines: PipelinesService;
   issues: IssuesService;
+  changes: RepoChanges;
 };
 
 export type AppDeps = {
@@ -112,7 +115,44 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
-  return { users, orgs, repos, agents, pipelines, issues };
+  const changes = new RepoChanges({
+    em,
+    log: deps.log,
+    baseUrl: deps.baseUrl,
+    markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
+    repoById: async (id) => {
+      const repo = await repos.get(id).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
+        throw e;
+      });
+      if (repo === undefined) return undefined;
+      const org = await orgs.byId(repo.orgId);
+      const vcs = repo.vcs as VcsKind;
+      return {
+        id,
+        vcs,
+        path: repos.path(repo),
+        defaultBranch: repo.defaultBranch,
+        org: org.name,
+        name: repo.name,
+      };
+    },
+    // the next read after a push starts with fresh reader processes and caches
+    onChanged: (repo) => readerPool(repos).invalidate(repo.path),
+    onPushEvents: (tx, repoId, events, senderId) =>
+      pipelines.trigger(
+        tx,
+        repoId,
+        events.map((e) => ({
+          commit: e.commit,
+          event: e.type,
+          branch: e.branch,
+          tag: e.type === 'tag' ? String(e.payload.ref) : '',
+          senderId,
+        })),
+      ),
+  });
+  return { users, orgs, repos, agents, pipelines, issues, changes };
 }
 
 export function directory(s: Services): Directory {
@@ -187,13 +227,25 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/readyz',
     tag: 'ops',
     auth: 'public',
-    summary: 'Database reachable (503 otherwise)',
+    summary: 'Database reachable with a free pool connection (503 otherwise)',
     handler: async () => {
+      // A pool with no free connection is as unready as an unreachable database: give up quickly.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<'busy'>((resolve) => (timer = setTimeout(() => resolve('busy'), 2000)));
+      const probe = orm.em
+        .fork()
+        .execute('select 1')
+        .then(() => 'ok' as const);
       try {
-        await orm.em.fork().execute('select 1');
+        const r = await Promise.race([probe, gaveUp]);
+        if (r === 'busy') throw new ApiError(503, 'service_unavailable', 'no free database connection');
         return reply.bare({ status: 'ready' });
-      } catch {
+      } catch (e) {
+        probe.catch(() => undefined);
+        if (e instanceof ApiError) throw e;
         throw new ApiError(503, 'service_unavailable', 'database unreachable');
+      } finally {
+        clearTimeout(timer);
       }
     },
   });
@@ -244,24 +296,12 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   const hosting = hostingHandler({
     repos: services.repos,
     dir: directory(services),
-    em: () => orm.em,
     log,
     baseUrl: deps.baseUrl,
     throttle,
-    // the next read after a push starts with fresh reader processes and caches
-    onPushed: (_repoId, repoPath) => readerPool(services.repos).invalidate(repoPath),
-    onPushEvents: (tx, repoId, events, senderId) =>
-      services.pipelines.trigger(
-        tx,
-        repoId,
-        events.map((e) => ({
-          commit: e.commit,
-          event: e.type,
-          branch: e.branch,
-          tag: e.type === 'tag' ? String(e.payload.ref) : '',
-          senderId,
-        })),
-      ),
+    changes: services.changes,
+    spool: new Spool(config.transport.spoolDir),
+    limits: config.transport,
   });
   app.all('/:org/:repo', hosting);
   app.all('/:org/:repo/*rest', hosting);

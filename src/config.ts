@@ -1,5 +1,6 @@
 import { withSecrets } from './secrets.ts';
 import { isIP } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
@@ -79,6 +80,9 @@ const envSchema = z.object({
   TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
   TRIAD_AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().positive().default(60),
   TRIAD_TRUST_PROXY: trustProxy.default(false),
+  TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
+  TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
+  TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
 });
 
 export type Config = {
@@ -120,6 +124,8 @@ export type Config = {
   authFailures: { limit: number; windowMs: number };
   /** express `trust proxy`: whose X-Forwarded-For names the client address. */
   trustProxy: boolean | number | string;
+  /** Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled. */
+  transport: { timeoutMs: number; maxBodyBytes: number; spoolDir: string };
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -180,5 +186,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       windowMs: e.TRIAD_AUTH_FAILURE_WINDOW_SECONDS * 1000,
     },
     trustProxy: e.TRIAD_TRUST_PROXY,
+    transport: {
+      timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
+      maxBodyBytes: e.TRIAD_TRANSPORT_MAX_BODY_BYTES,
+      spoolDir: path.resolve(e.TRIAD_TRANSPORT_SPOOL_DIR ?? os.tmpdir()),
+    },
   };
 }

@@ -107,6 +107,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     if (config.embeddedAgent === 'local') {
       embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
     }
+    // pushes a killed process could not record get their events before traffic is taken
+    await inContext(orm, () => services.changes.reconcilePending());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
