@@ -85,6 +85,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const { app } = createApp(deps, services);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // A push upload may take as long as the transport allows (Node's default cuts it at 300 s).
+  server.requestTimeout = Math.max(300_000, config.transport.timeoutMs + 60_000);
   // Connections beyond the cap are closed as soon as they are accepted (counted as drops).
   server.maxConnections = config.maxConnections;
   const dropped = deps.metrics.counter(
