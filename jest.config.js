@@ -8,6 +8,8 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  // Checks every response from a Triad server against its OpenAPI document (fails the test).
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/validate-responses.ts'],
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,

@@ -5,7 +5,8 @@ import { trace, SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Orm } from './db/database.ts';
-import { Api, reply } from './http/api.ts';
+import { z } from 'zod';
+import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { openapiDocument } from './http/openapi.ts';
@@ -170,19 +171,24 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/healthz',
     tag: 'ops',
     auth: 'public',
+    operationId: 'healthz',
     summary: 'Process is up',
-    handler: () => Promise.resolve(reply.bare({ status: 'ok' })),
+    returns: respond.bare(z.object({ status: z.literal('ok') }), 'the process is up'),
+    handler: () => Promise.resolve(reply.bare({ status: 'ok' as const })),
   });
   api.route({
     method: 'get',
     path: '/readyz',
     tag: 'ops',
     auth: 'public',
+    operationId: 'readyz',
     summary: 'Database reachable (503 otherwise)',
+    returns: respond.bare(z.object({ status: z.literal('ready') }), 'the database answers'),
+    errors: { 503: 'the database is unreachable (`service_unavailable`)' },
     handler: async () => {
       try {
         await orm.em.fork().execute('select 1');
-        return reply.bare({ status: 'ready' });
+        return reply.bare({ status: 'ready' as const });
       } catch {
         throw new ApiError(503, 'service_unavailable', 'database unreachable');
       }
@@ -193,7 +199,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/metrics',
     tag: 'ops',
     auth: 'public',
+    operationId: 'metrics',
     summary: 'Prometheus metrics (text exposition format)',
+    returns: respond.text(metrics.registry.contentType, 'the metrics'),
     handler: async ({ res }) => {
       const text = await metrics.registry.metrics();
       res.setHeader('Content-Type', metrics.registry.contentType);
@@ -206,7 +214,12 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/api/v1/openapi.json',
     tag: 'ops',
     auth: 'public',
+    operationId: 'openapi',
     summary: 'This OpenAPI document',
+    returns: respond.bare(
+      z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
+      'an OpenAPI 3.0 document',
+    ),
     handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
   });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { readRawBody, reply, type Api } from '../http/api.ts';
+import { readRawBody, reply, respond, type Api } from '../http/api.ts';
 import { ApiError } from '../http/errors.ts';
 import {
   LOG_APPEND_LIMIT,
@@ -7,7 +7,16 @@ import {
   stepStatusBody,
   type PipelinesService,
 } from '../pipelines/service.ts';
+import {
+  heartbeatSchema,
+  jobSchema,
+  logAckSchema,
+  pipelineSchema,
+  queueSchema,
+  stepReportSchema,
+} from '../pipelines/schemas.ts';
 import { createAgentBody, type AgentsService } from './service.ts';
+import { newAgentSchema } from './schemas.ts';
 
 const pollQuery = z.object({ wait: z.coerce.number().int().min(0).max(30).optional() });
 const logQuery = z.object({ offset: z.coerce.number().int().min(0).optional() });
@@ -25,9 +34,10 @@ export function agentRoutes(
     path: '/api/v1/admin/agents',
     tag: 'admin',
     auth: 'admin',
+    operationId: 'createAgent',
     summary: 'Register a CI agent; the token is shown once (site admin)',
     body: createAgentBody,
-    status: 201,
+    returns: respond.created(newAgentSchema, 'the new agent with its token'),
     handler: async ({ access, body }) => {
       access.admin();
       return reply.created(await agents.create(body.name));
@@ -40,7 +50,11 @@ export function agentRoutes(
     auth: 'agent',
     summary:
       'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
+    operationId: 'pollJob',
     query: pollQuery,
+    returns: respond.bare(jobSchema, 'the claimed pipeline as a job', {
+      noContent: 'no pending pipeline (within `wait` seconds)',
+    }),
     handler: async ({ access, query, res }) => {
       const agent = access.agent();
       await agents.seen(agent.agentId, agent.instance);
@@ -57,7 +71,9 @@ export function agentRoutes(
     path: '/api/v1/ci/heartbeat',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'heartbeat',
     summary: 'Record that the agent is alive; answers the ids of its pipelines that were cancelled',
+    returns: respond.bare(heartbeatSchema, 'pipelines of this agent instance to stop'),
     handler: async ({ access }) => {
       const agent = access.agent();
       await agents.seen(agent.agentId, agent.instance);
@@ -69,8 +85,11 @@ export function agentRoutes(
     path: '/api/v1/ci/steps/:id/status',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'reportStepStatus',
     summary: 'Report a step status; the answer carries `pipeline_status` (cancelled means stop)',
     body: stepStatusBody,
+    returns: respond.bare(stepReportSchema, 'the step as stored and the status of its pipeline'),
+    errors: { 404: 'no step of a pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
       return reply.bare(await pipelines.stepStatus(agent.agentId, id(params.id), body));
@@ -81,8 +100,11 @@ export function agentRoutes(
     path: '/api/v1/ci/pipelines/:id/status',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'reportPipelineStatus',
     summary: 'Report a pipeline status (sets finished_at and error_message)',
     body: pipelineStatusBody,
+    returns: respond.data(pipelineSchema, 'the pipeline with its steps'),
+    errors: { 404: 'no pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
       return reply.ok(await pipelines.pipelineStatus(agent.agentId, id(params.id), body));
@@ -93,8 +115,15 @@ export function agentRoutes(
     path: '/api/v1/ci/steps/:id/log',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'appendStepLog',
     summary: 'Append raw text to a step log (<= 1 MiB per request; `offset` makes retries idempotent)',
     query: logQuery,
+    returns: respond.data(logAckSchema, 'the stored log size and how much of this chunk was new'),
+    errors: {
+      404: 'no step of a pipeline claimed by this agent has this id',
+      409: '`offset` is past the stored size, which `X-Svc-Log-Size` gives',
+      413: 'the chunk is larger than 1 MiB',
+    },
     body: z.string(),
     rawBody: true,
     handler: async ({ access, params, query, req }) => {
@@ -107,8 +136,11 @@ export function agentRoutes(
     method: 'get',
     path: '/api/v1/ci/queue',
     tag: 'ci',
-    auth: 'agent',
+    auth: 'agent-or-admin',
+    operationId: 'getQueue',
     summary: 'Queue depth for autoscalers: `{pending, running, agents}` (agent token or site admin)',
+    returns: respond.bare(queueSchema, 'pending and running pipelines and live agent instances'),
+    errors: { 403: 'a user token of someone who is not a site administrator' },
     handler: async ({ access }) => {
       if (access.principal.kind !== 'agent') {
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');

@@ -15,14 +15,25 @@ export function pageQuery(def = 30, max = 100) {
 }
 export type PageQuery = { page: number; per_page: number };
 
-export type Page<T> = { items: T[]; total: number; page: number; perPage: number };
+/** Where a page sits in its list: what the `Link` and `X-Total-Count` headers are made of. */
+export type PageInfo = { total: number; page: number; perPage: number };
+export type Page<T> = PageInfo & { items: T[] };
 
 export function offsetOf(q: PageQuery): number {
   return (q.page - 1) * q.per_page;
 }
 
+const pagination = z
+  .object({ page: z.int().min(1), per_page: z.int().min(1), total: z.int().min(0) })
+  .meta({ id: 'Pagination' });
+
+/** The list envelope `{data, pagination: {page, per_page, total}}` around an item schema. */
+export function listEnvelope<S extends z.ZodType>(item: S) {
+  return z.object({ data: z.array(item), pagination });
+}
+
 /** Sets `X-Total-Count` and an RFC 8288 `Link` header (first, prev, next, last). */
-export function setPageHeaders(req: Request, res: Response, baseUrl: string, page: Page<unknown>): void {
+export function setPageHeaders(req: Request, res: Response, baseUrl: string, page: PageInfo): void {
   res.setHeader('X-Total-Count', String(page.total));
   const last = Math.max(1, Math.ceil(page.total / page.perPage));
   const link = (n: number, rel: string): string => {

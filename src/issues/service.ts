@@ -5,6 +5,8 @@ import type { Access, AuthUser, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, pageQuery, type Page } from '../http/pagination.ts';
 import { emitEvents, type DomainEvent } from '../events/outbox.ts';
 import { isUniqueViolation, userRefJson } from '../users/service.ts';
+import type { UserRefJson } from '../users/schemas.ts';
+import type { CommentJson, IssueJson, IssueLabelJson, LabelJson } from './schemas.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Request schemas
@@ -19,7 +21,8 @@ export type IssueState = (typeof ISSUE_STATES)[number];
 export const severitySchema = z
   .string()
   .toLowerCase()
-  .pipe(z.enum(SEVERITIES, { message: `must be one of ${SEVERITIES.join(', ')} (case-insensitive)` }));
+  .pipe(z.enum(SEVERITIES, { message: `must be one of ${SEVERITIES.join(', ')} (case-insensitive)` }))
+  .meta({ enum: [...SEVERITIES], description: 'case-insensitive' });
 
 const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000);
 const textBody = z.string().max(100_000);
@@ -114,33 +117,15 @@ type LabelRow = { id: number; name: string; color: string; scope: LabelScope; de
 type CommentRow = { id: number; body: string; author_id: number | null; created_at: Date };
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
-const userRef = (u: UserRow) =>
+const userRef = (u: UserRow): UserRefJson =>
   userRefJson({ id: u.id, username: u.username, displayName: u.display_name, avatarUrl: u.avatar_url });
-export type UserRefJson = ReturnType<typeof userRef>;
 
-function labelJson(l: LabelRow) {
+function labelJson(l: LabelRow): IssueLabelJson {
   return { id: l.id, name: l.name, color: l.color, scope: l.scope };
 }
-function catalogLabelJson(l: LabelRow) {
+function catalogLabelJson(l: LabelRow): LabelJson {
   return { ...labelJson(l), description: l.description };
 }
-export type LabelJson = ReturnType<typeof catalogLabelJson>;
-
-export type CommentJson = { id: number; body: string; author?: UserRefJson; created_at: string };
-export type IssueJson = {
-  id: number;
-  number: number;
-  title: string;
-  body: string;
-  state: IssueState;
-  severity: Severity;
-  author?: UserRefJson;
-  labels: ReturnType<typeof labelJson>[];
-  assignees: UserRefJson[];
-  comments?: CommentJson[];
-  created_at: string;
-  updated_at: string;
-};
 
 /** A PostgreSQL integer array literal for a `?::int[]` parameter (MikroORM expands JS arrays). */
 const intArray = (ids: readonly number[]): string => `{${ids.map((n) => Math.trunc(n)).join(',')}}`;

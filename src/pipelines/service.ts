@@ -11,11 +11,14 @@ import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { newTokenValue } from '../users/service.ts';
 import { textArray } from '../db/sql.ts';
-import { PIPELINE_FILE, parsePipelineFile, whenMatches } from './pipeline-file.ts';
+import { PIPELINE_FILE, parsePipelineFile, whenMatches, type PipelineEvent } from './pipeline-file.ts';
+import type { JobJson, PipelineJson, StepJson } from './schemas.ts';
+import type { VcsKind } from '../vcs/index.ts';
 
 export const PIPELINE_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled', 'error'] as const;
 export const STEP_STATUSES = ['pending', 'running', 'success', 'failure', 'skipped', 'cancelled'] as const;
 export type PipelineStatus = (typeof PIPELINE_STATUSES)[number];
+type StepStatus = (typeof STEP_STATUSES)[number];
 const FINAL: readonly string[] = ['success', 'failure', 'cancelled', 'error'];
 
 export const LOG_APPEND_LIMIT = 1024 * 1024;
@@ -64,8 +67,8 @@ type PipelineRow = {
   commit_node: string;
   branch: string;
   tag: string;
-  event: string;
-  events: string[];
+  event: PipelineEvent;
+  events: PipelineEvent[];
   status: PipelineStatus;
   trigger_by: number | null;
   trigger_username: string | null;
@@ -84,7 +87,7 @@ type StepRow = {
   image: string;
   commands: string[];
   environment: Record<string, string>;
-  status: string;
+  status: StepStatus;
   exit_code: number | null;
   started_at: Date | null;
   finished_at: Date | null;
@@ -98,7 +101,7 @@ const PIPELINE_FROM = 'pipelines p left join users u on u.id = p.trigger_by';
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
-function pipelineJson(p: PipelineRow, steps?: StepRow[]) {
+function pipelineJson(p: PipelineRow, steps?: StepRow[]): PipelineJson {
   return {
     id: p.id,
     number: p.number,
@@ -110,16 +113,14 @@ function pipelineJson(p: PipelineRow, steps?: StepRow[]) {
     status: p.status,
     trigger_by: p.trigger_by,
     trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username: p.trigger_username },
-    created_at: iso(p.created_at),
+    created_at: new Date(p.created_at).toISOString(),
     started_at: iso(p.started_at),
     finished_at: iso(p.finished_at),
     ...(p.error_message === null ? {} : { error_message: p.error_message }),
     ...(steps === undefined ? {} : { steps: steps.map(stepJson) }),
   };
 }
-export type PipelineJson = ReturnType<typeof pipelineJson>;
-
-function stepJson(s: StepRow) {
+function stepJson(s: StepRow): StepJson {
   return {
     id: s.id,
     number: s.number,
@@ -521,7 +522,7 @@ export class PipelinesService {
     this.d.log.info({ pipeline: pipelineId }, 'agent went away during its poll: pipeline back in the queue');
   }
 
-  private async claim(agent: { agentId: number; instance: string | undefined }) {
+  private async claim(agent: { agentId: number; instance: string | undefined }): Promise<JobJson | undefined> {
     const em = this.em().fork();
     const claimed = await em.transactional(async (tx) => {
       const [p] = await tx.execute<{ id: number; trigger_by: number | null; repo_id: number }[]>(
@@ -572,7 +573,7 @@ export class PipelinesService {
       events: p!.events,
       clone_url: `${this.d.baseUrl()}/${repo.org}/${repo.name}`,
       clone_token: claimed.cloneToken,
-      vcs: repo.vcs,
+      vcs: repo.vcs as VcsKind,
       org: repo.org,
       repo: repo.name,
       steps: steps.map((s) => ({
@@ -608,7 +609,7 @@ export class PipelinesService {
 
   private async agentStep(agentId: number, stepId: number) {
     const rows = Number.isSafeInteger(stepId)
-      ? await this.em().execute<(StepRow & { pipeline_status: string })[]>(
+      ? await this.em().execute<(StepRow & { pipeline_status: PipelineStatus })[]>(
           `select s.*, p.status as pipeline_status from pipeline_steps s join pipelines p on p.id = s.pipeline_id
             where s.id = ? and p.agent_id = ?`,
           [stepId, agentId],

@@ -12,6 +12,7 @@ import {
   type VcsKind,
 } from '../vcs/index.ts';
 import { Repo } from './entities.ts';
+import type { RepoJson } from './schemas.ts';
 
 export const repoNameSchema = z
   .string()
@@ -45,14 +46,14 @@ export class ReposService {
     this.baseUrl = deps.baseUrl;
   }
 
-  json(r: Repo, orgName: string) {
+  json(r: Repo, orgName: string): RepoJson {
     return {
       id: r.id,
       name: r.name,
       org: orgName,
       description: r.description,
       is_private: r.isPrivate,
-      vcs: r.vcs,
+      vcs: r.vcs as VcsKind,
       default_branch: r.defaultBranch,
       clone_url: `${this.baseUrl()}/${orgName}/${r.name}`,
       created_at: r.createdAt.toISOString(),
@@ -80,7 +81,7 @@ export class ReposService {
   }
 
   /** Repositories of an org that the caller can see: public ones, plus private ones it may read. */
-  async listForOrg(org: OrgRef, access: Access, q: PageQuery): Promise<Page<unknown>> {
+  async listForOrg(org: OrgRef, access: Access, q: PageQuery): Promise<Page<RepoJson>> {
     const p = access.principal;
     let privateFilter = 'false';
     const params: unknown[] = [org.id];

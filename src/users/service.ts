@@ -12,6 +12,7 @@ import {
   type TokenLevel,
 } from '../http/auth.ts';
 import { ApiToken, User } from './entities.ts';
+import type { TokenJson, UserJson, UserRefJson } from './schemas.ts';
 
 export const usernameSchema = z
   .string()
@@ -42,7 +43,7 @@ export const createTokenBody = z.object({
 });
 export type CreateTokenBody = z.infer<typeof createTokenBody>;
 
-export function userJson(u: User) {
+export function userJson(u: User): UserJson {
   return {
     id: u.id,
     username: u.username,
@@ -55,16 +56,16 @@ export function userJson(u: User) {
 }
 
 /** The short form used inside other objects (authors, assignees, members). */
-export function userRefJson(u: Pick<User, 'id' | 'username' | 'displayName' | 'avatarUrl'>) {
+export function userRefJson(u: Pick<User, 'id' | 'username' | 'displayName' | 'avatarUrl'>): UserRefJson {
   return { id: u.id, username: u.username, display_name: u.displayName, avatar_url: u.avatarUrl };
 }
 
-function tokenJson(t: ApiToken, target: string | null) {
+function tokenJson(t: ApiToken, target: string | null): TokenJson {
   return {
     id: t.id,
     name: t.name,
     scopes: t.scopes,
-    level: t.level,
+    level: t.level as TokenLevel,
     target,
     expires_at: t.expiresAt?.toISOString() ?? null,
     created_at: t.createdAt.toISOString(),
