@@ -110,6 +110,8 @@ export class Api {
   ): void {
     const route = def as unknown as AnyRoute;
     if (!this.routes.some((r) => r.path === def.path)) {
+      // Explicit OPTIONS first (express would answer it itself), other methods after all routes.
+      this.methods.options(def.path, (req, res) => this.otherMethod(def.path, req, res));
       this.others.all(def.path, (req, res) => this.otherMethod(def.path, req, res));
     }
     this.routes.push(route);
@@ -144,9 +146,10 @@ export class Api {
 
   /** The methods declared on a path, as `Allow` lists them. */
   allowed(path: string): string[] {
-    const ms = this.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase());
-    if (ms.includes('GET')) ms.push('HEAD');
-    return [...ms, 'OPTIONS'];
+    const ms = new Set(this.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase()));
+    if (ms.has('GET')) ms.add('HEAD');
+    ms.add('OPTIONS');
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => ms.has(m));
   }
 
   private otherMethod(path: string, req: Request, res: Response): void {
@@ -212,8 +215,9 @@ function remainders(params: Record<string, string | string[]>): Record<string, s
  * A path segment with a NUL character names nothing that can exist (404).
  */
 function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFunction): void {
-  const params = remainders(req.params as Record<string, string | string[]>);
-  if (Object.values(params).some((v) => v.includes('\u0000'))) throw ApiError.notFound();
+  // (A `*path` remainder is the handler's to judge: a NUL there is a bad path, 400.)
+  const params = Object.values(req.params as Record<string, string | string[]>);
+  if (params.some((v) => typeof v === 'string' && v.includes('\u0000'))) throw ApiError.notFound();
   const access = res.locals.access as Access | undefined;
   if (auth === 'token' || auth === 'admin') {
     if (access?.principal.kind !== 'user') throw ApiError.unauthorized();

@@ -9,9 +9,17 @@ import { ResponseChecker, type OpenApiDoc } from './openapi-check.ts';
  * integration suite keeps the document honest. Servers that are not Triad (a fake Kubernetes API)
  * are recognised by their document and left alone.
  */
-const realFetch = globalThis.fetch;
-const checkers = new Map<string, Promise<ResponseChecker | undefined>>();
-const problems: string[] = [];
+type State = {
+  realFetch: typeof fetch;
+  checkers: Map<string, Promise<ResponseChecker | undefined>>;
+  problems: string[];
+  checked: number;
+};
+const KEY = Symbol.for('triad.openapi-check');
+const installed = (globalThis as Record<symbol, State | undefined>)[KEY];
+const state: State = installed ?? { realFetch: globalThis.fetch, checkers: new Map(), problems: [], checked: 0 };
+(globalThis as Record<symbol, State | undefined>)[KEY] = state;
+const { realFetch, checkers, problems } = state;
 const PATHS = /^\/(api\/|healthz|readyz|metrics)/i;
 
 function checkerFor(origin: string): Promise<ResponseChecker | undefined> {
@@ -37,7 +45,12 @@ function requestOf(input: Parameters<typeof fetch>[0], init: Parameters<typeof f
   return { url, method };
 }
 
-globalThis.fetch = async (input, init) => {
+/** How many responses were checked so far in this test file. */
+export function checkedResponses(): number {
+  return state.checked;
+}
+
+const checkedFetch: typeof fetch = async (input, init) => {
   const res = await realFetch(input, init);
   const { url, method } = requestOf(input, init);
   const local = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
@@ -49,9 +62,11 @@ globalThis.fetch = async (input, init) => {
   // A text or stream body is not read here (the caller may stream it): its status, type and headers are.
   const body = json ? text : res.status === 204 ? '' : undefined;
   const problem = checker.check(method, url.pathname, res.status, res.headers, body);
+  state.checked += 1;
   if (problem !== undefined) problems.push(problem);
   return res;
 };
+if (installed === undefined) globalThis.fetch = checkedFetch;
 
 function report(): void {
   if (problems.length === 0) return;
@@ -59,5 +74,7 @@ function report(): void {
   throw new Error(`responses that do not match the OpenAPI document:\n${all.join('\n')}`);
 }
 
-afterEach(report);
-afterAll(report);
+if (installed === undefined) {
+  afterEach(report);
+  afterAll(report);
+}
