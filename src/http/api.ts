@@ -56,6 +56,12 @@ export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | un
   /** The success response (envelope, status, schema, headers): see `respond`. */
   returns: Success<T>;
   /**
+   * Documented schemas of path parameters (the document's only: handlers judge the values).
+   * Parameters named `number` and `id` are integers; a value that is not digits does not match
+   * the route at all.
+   */
+  params?: Record<string, z.ZodType>;
+  /**
    * Route-specific error responses with what they mean here. Errors every route of its kind can
    * answer (401 for a bad token, 400 for a bad body or query, 404 for a path naming nothing, ...)
    * are added by the document builder.
@@ -105,9 +111,11 @@ export class Api {
     this.router.use(this.methods, this.others);
   }
 
-  route<BS extends z.ZodType | undefined = undefined, QS extends z.ZodType | undefined = undefined, T = never>(
-    def: RouteDef<BS, QS, T>,
-  ): void {
+  route<
+    BS extends z.ZodType | undefined = undefined,
+    QS extends z.ZodType | undefined = undefined,
+    T = never,
+  >(def: RouteDef<BS, QS, T>): void {
     const route = def as unknown as AnyRoute;
     if (!this.routes.some((r) => r.path === def.path)) {
       // Explicit OPTIONS first (express would answer it itself), other methods after all routes.
@@ -118,28 +126,32 @@ export class Api {
     const jsonBody = def.body !== undefined && def.rawBody !== true;
     // Who may call comes first: an anonymous caller gets 401 (and a non-admin 403) before any
     // body is read or validated, so a bad body never hides a missing credential.
-    const handlers: express.RequestHandler[] = [(req, res, next) => gate(def.auth, req, res, next)];
+    const handlers: express.RequestHandler[] = [
+      (req, _res, next) => (numeric(req) ? next() : next('route')),
+      (req, res, next) => gate(def.auth, req, res, next),
+    ];
     if (jsonBody) handlers.push(this.json);
     handlers.push(async (req, res) => {
       const rawBody: unknown = req.body;
       if (jsonBody && (req.headers['content-length'] === '0' || rawBody === undefined)) {
         throw ApiError.badRequest('a JSON request body is required');
       }
-      // PostgreSQL text cannot hold NUL: reject it up front (400) instead of failing the write (500).
-      if (jsonBody) rejectNul(rawBody, 'body');
-      if (def.query !== undefined) rejectNul(req.query, 'query');
       const body: unknown = def.body && jsonBody ? parseWith(def.body, rawBody, 'body') : undefined;
       const query: unknown = def.query ? parseWith(def.query, req.query, 'query') : undefined;
+      // PostgreSQL text cannot hold NUL: reject it (400) instead of failing the write (500). What
+      // is checked is what the schemas kept, so an ignored unknown field cannot fail a request.
+      if (jsonBody) rejectNul(body, 'body');
+      if (def.query !== undefined) rejectNul(query, 'query');
       const ctx = {
         req,
         res,
         body,
         query,
-        params: remainders(req.params as Record<string, string | string[]>),
+        params: remainders(req.params),
         access: res.locals.access as Access,
       };
-      const out = await def.handler(ctx as Parameters<RouteDef<BS, QS, T>['handler']>[0]);
-      this.send(route, req, res, ctx.params, out as Reply<unknown>);
+      const out: Reply<unknown> = await def.handler(ctx as Parameters<RouteDef<BS, QS, T>['handler']>[0]);
+      this.send(route, req, res, ctx.params, out);
     });
     this.methods[def.method](def.path, ...handlers);
   }
@@ -153,22 +165,33 @@ export class Api {
   }
 
   private otherMethod(path: string, req: Request, res: Response): void {
-    const allow = this.allowed(path).join(', ');
-    res.setHeader('Allow', allow);
+    const methods = this.allowed(path);
+    const allow = methods.join(', ');
     if (req.method === 'OPTIONS') {
+      res.setHeader('Allow', allow);
       res.status(204).end();
       return;
     }
+    // A declared method lands here when a numeric parameter was not a number: it names nothing.
+    if (methods.includes(req.method)) throw ApiError.notFound();
+    res.setHeader('Allow', allow);
     throw new ApiError(405, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`);
   }
 
   /** Writes the reply, after checking it is the response the route declares (else a 500). */
-  private send(r: AnyRoute, req: Request, res: Response, params: Record<string, string>, out: Reply<unknown>) {
+  private send(
+    r: AnyRoute,
+    req: Request,
+    res: Response,
+    params: Record<string, string>,
+    out: Reply<unknown>,
+  ) {
     const ok = r.returns;
     const undeclared = (what: string) =>
       new Error(`${r.method.toUpperCase()} ${r.path} answered ${what}, which it does not declare`);
     const location = (body: unknown) => {
-      if (ok.location !== undefined) res.setHeader('Location', `${this.baseUrl()}${ok.location(body, params)}`);
+      if (ok.location !== undefined)
+        res.setHeader('Location', `${this.baseUrl()}${ok.location(body, params)}`);
     };
     const paged = (info: PageInfo) => setPageHeaders(req, res, this.baseUrl(), info);
     switch (out.kind) {
@@ -200,6 +223,17 @@ export class Api {
         return;
     }
   }
+}
+
+/** Path parameters that are numbers: a route matches only when they are digits. */
+export const NUMERIC_PARAMS: ReadonlySet<string> = new Set(['number', 'id']);
+
+function numeric(req: Request): boolean {
+  const params = req.params as Record<string, string | string[]>;
+  return [...NUMERIC_PARAMS].every((k) => {
+    const v = params[k];
+    return typeof v !== 'string' || /^\d+$/.test(v);
+  });
 }
 
 /** Express 5 gives a `*name` parameter as its list of segments: handlers get it joined with `/`. */

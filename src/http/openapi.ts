@@ -1,12 +1,15 @@
 import { z } from 'zod';
-import type { AnyRoute, Api, AuthKind } from './api.ts';
+import { NUMERIC_PARAMS, type AnyRoute, type Api, type AuthKind } from './api.ts';
 import { errorEnvelope } from './errors.ts';
 import { listEnvelope } from './pagination.ts';
 import type { ErrorStatus, HeaderDoc } from './responses.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Io = 'input' | 'output';
-export type OpenApiDocument = { openapi: string; paths: Record<string, Record<string, unknown>> } & JsonSchema;
+export type OpenApiDocument = {
+  openapi: string;
+  paths: Record<string, Record<string, unknown>>;
+} & JsonSchema;
 const REF = '#/components/schemas/';
 
 /**
@@ -33,19 +36,29 @@ class Schemas {
 }
 
 /**
- * Points `$ref`s at components, drops the ±2^53 bounds zod gives every integer and, in response
- * schemas, `additionalProperties: false` (clients should accept fields added later; the test
- * suite checks the other way that every field sent is documented).
+ * Points `$ref`s at components. In response schemas, drops the ±2^53 bounds zod gives every
+ * integer and `additionalProperties: false` (clients should accept fields added later; the test
+ * suite checks the other way that every field sent is documented). In request schemas, a string
+ * without its own pattern, format or enum gets one excluding NUL, which the server refuses
+ * (PostgreSQL text cannot hold it).
  */
 function tidy(v: unknown, io: Io): unknown {
   if (Array.isArray(v)) return v.map((x) => tidy(x, io));
   if (typeof v !== 'object' || v === null) return v;
+  const s = v as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) {
-    const safeBound = (k === 'minimum' || k === 'maximum') && Math.abs(x as number) === Number.MAX_SAFE_INTEGER;
-    if (safeBound || (io === 'output' && k === 'additionalProperties' && x === false)) continue;
-    out[k] = k === '$ref' && typeof x === 'string' ? x.replace('#/definitions/', REF) : tidy(x, io);
+  for (const [k, x] of Object.entries(s)) {
+    const safeBound =
+      (k === 'minimum' || k === 'maximum') && Math.abs(x as number) === Number.MAX_SAFE_INTEGER;
+    if (io === 'output' && (safeBound || (k === 'additionalProperties' && x === false))) continue;
+    if (k === '$ref' && typeof x === 'string') out[k] = x.replace('#/definitions/', REF);
+    else if (k === 'properties' || k === 'definitions') {
+      out[k] = Object.fromEntries(Object.entries(x as object).map(([n, p]) => [n, tidy(p, io)]));
+    } else if (k === 'enum' || k === 'default' || k === 'required') out[k] = x;
+    else out[k] = tidy(x, io);
   }
+  const plainString = s.type === 'string' && s.pattern === undefined && s.format === undefined;
+  if (io === 'input' && plainString && s.enum === undefined) out.pattern = '^[^\\u0000]*$';
   return out;
 }
 
@@ -56,9 +69,6 @@ const security: Record<AuthKind, unknown[]> = {
   agent: [{ agentBearer: [] }],
   'agent-or-admin': [{ agentBearer: [] }, { bearer: [] }],
 };
-
-/** Path parameters that are numbers (everything else is a string). */
-const NUMERIC_PARAMS = new Set(['number', 'id']);
 
 const header = (description: string, type: HeaderDoc['type'] = 'string', required = true) => ({
   description,
@@ -92,7 +102,8 @@ function errorsOf(r: AnyRoute): Map<ErrorStatus, string> {
   if (r.body !== undefined && r.rawBody !== true) {
     m.set(400, 'malformed JSON (`bad_request`) or a body that fails validation (`validation_failed`)');
   }
-  if (r.query !== undefined) m.set(400, `${m.has(400) ? 'bad body or ' : ''}invalid query parameter (\`validation_failed\`)`);
+  if (r.query !== undefined)
+    m.set(400, `${m.has(400) ? 'bad body or ' : ''}invalid query parameter (\`validation_failed\`)`);
   if (api) {
     m.set(
       401,
@@ -124,7 +135,8 @@ function errorResponse(status: ErrorStatus, description: string): unknown {
 function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown> {
   const ok = r.returns;
   const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
-  for (const [name, h] of Object.entries(ok.headers ?? {})) headers[name] = header(h.description, h.type, h.required);
+  for (const [name, h] of Object.entries(ok.headers ?? {}))
+    headers[name] = header(h.description, h.type, h.required);
   if (ok.location !== undefined) headers.Location = header('URL of the created resource');
   const json = (s: z.ZodType) => ({ 'application/json': { schema: schemas.convert(s, 'output') } });
   const out: Record<string, unknown> = {};
@@ -150,10 +162,15 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
       out[204] = { description: ok.description, headers };
       break;
     case 'text':
-      out[200] = { description: ok.description, headers, content: { [ok.contentType]: { schema: { type: 'string' } } } };
+      out[200] = {
+        description: ok.description,
+        headers,
+        content: { [ok.contentType]: { schema: { type: 'string' } } },
+      };
       break;
   }
-  if (ok.noContent !== undefined) out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
+  if (ok.noContent !== undefined)
+    out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
   return out;
 }
 
@@ -161,11 +178,17 @@ function parametersOf(r: AnyRoute, schemas: Schemas): unknown[] {
   const parameters: unknown[] = [...r.path.matchAll(/([:*])([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => {
     const name = m[2]!;
     const rest = m[1] === '*';
+    const declared = r.params?.[name];
     return {
       name,
       in: 'path',
       required: true,
-      schema: NUMERIC_PARAMS.has(name) ? { type: 'integer', minimum: 1 } : { type: 'string', minLength: 1 },
+      schema:
+        declared !== undefined
+          ? schemas.convert(declared, 'input')
+          : NUMERIC_PARAMS.has(name)
+            ? { type: 'integer', minimum: 0 }
+            : { type: 'string', minLength: 1 },
       ...(rest
         ? {
             description: 'may span several segments (`a/b/c`); an encoded `/` (`%2F`) is accepted too',
@@ -175,7 +198,10 @@ function parametersOf(r: AnyRoute, schemas: Schemas): unknown[] {
     };
   });
   if (r.query !== undefined) {
-    const q = schemas.convert(r.query, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+    const q = schemas.convert(r.query, 'input') as {
+      properties?: Record<string, JsonSchema>;
+      required?: string[];
+    };
     for (const [name, schema] of Object.entries(q.properties ?? {})) {
       parameters.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema });
     }
@@ -220,12 +246,10 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
       responses,
     };
     if (r.body !== undefined) {
-      op.requestBody = {
-        required: true,
-        content: r.rawBody
-          ? { 'text/plain': { schema: { type: 'string' } } }
-          : { 'application/json': { schema: schemas.convert(r.body, 'input') } },
-      };
+      // A raw text body may be empty (a log append of nothing answers the stored size).
+      op.requestBody = r.rawBody
+        ? { required: false, content: { 'text/plain': { schema: { type: 'string' } } } }
+        : { required: true, content: { 'application/json': { schema: schemas.convert(r.body, 'input') } } };
     }
     (paths[oaPath] ??= {})[r.method] = op;
   }
@@ -243,7 +267,9 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
           description: 'CI agent token (only under /api/v1/ci/)',
         },
       },
-      headers: { 'X-Request-Id': header('the request id (echoed from the request when given, else generated)') },
+      headers: {
+        'X-Request-Id': header('the request id (echoed from the request when given, else generated)'),
+      },
       schemas: Object.fromEntries(Object.entries(schemas.named).sort(([a], [b]) => a.localeCompare(b))),
     },
     paths,

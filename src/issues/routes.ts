@@ -78,7 +78,9 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     summary: 'Create an issue (issues:write); `new`, or `open` when created with assignees',
     operationId: 'createIssue',
     body: createIssueBody,
-    returns: respond.created(issueSchema, ENRICHED, (i, p) => apiPath('repos', p.org!, p.repo!, 'issues', i.number)),
+    returns: respond.created(issueSchema, ENRICHED, (i, p) =>
+      apiPath('repos', p.org!, p.repo!, 'issues', i.number),
+    ),
     errors: {
       400: 'invalid body: bad severity, repeated labels or assignees, assignee cap exceeded (`validation_failed`)',
       403: WRITE_403,

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
+import { nonBlank } from '../http/input.ts';
 import type { Access, AuthUser, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, pageQuery, type Page } from '../http/pagination.ts';
 import { emitEvents, type DomainEvent } from '../events/outbox.ts';
@@ -24,20 +25,21 @@ export const severitySchema = z
   .pipe(z.enum(SEVERITIES, { message: `must be one of ${SEVERITIES.join(', ')} (case-insensitive)` }))
   .meta({ enum: [...SEVERITIES], description: 'case-insensitive' });
 
-const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000);
+const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000).meta(nonBlank);
 const textBody = z.string().max(100_000);
-const labelName = z.string().trim().min(1, 'must not be empty').max(100);
+const labelName = z.string().trim().min(1, 'must not be empty').max(100).meta(nonBlank);
 
 /** An assignee reference: a user id, a display name, or both (then naming the same member). */
 export const assigneeRef = z
   .object({
     user_id: z.number().int().positive().max(2_147_483_647).optional(),
-    display_name: z.string().trim().min(1).max(255).optional(),
+    display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
   })
   .strict()
   .refine((a) => a.user_id !== undefined || a.display_name !== undefined, {
     message: 'give user_id, display_name or both',
-  });
+  })
+  .meta({ minProperties: 1 });
 export type AssigneeRef = z.infer<typeof assigneeRef>;
 
 export const createIssueBody = z
@@ -62,7 +64,7 @@ export const updateIssueBody = z
 export type UpdateIssueBody = z.infer<typeof updateIssueBody>;
 
 export const commentBody = z
-  .object({ body: textBody.refine((b) => b.trim() !== '', 'must not be empty') })
+  .object({ body: textBody.refine((b) => b.trim() !== '', 'must not be empty').meta(nonBlank) })
   .strict();
 export const addLabelBody = z.object({ name: labelName }).strict();
 

@@ -72,7 +72,11 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     operationId: 'removeMember',
     summary: 'Remove a member (org owner, admin scope); the last owner cannot be removed',
     returns: respond.empty('the member is removed'),
-    errors: { 403: OWNER_ONLY, 404: 'no such organization or member', 409: 'the last owner cannot be removed' },
+    errors: {
+      403: OWNER_ONLY,
+      404: 'no such organization or member',
+      409: 'the last owner cannot be removed',
+    },
     handler: async ({ access, params }) => {
       const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
       const user = await users.byUsername(params.username ?? '').catch((e: unknown) => {

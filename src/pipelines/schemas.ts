@@ -66,7 +66,10 @@ export const jobSchema = z
     event: eventEnum,
     events: z.array(eventEnum),
     clone_url: z.string(),
-    clone_token: z.string().nullable().meta({ description: 'short-lived repo:read credential for the clone' }),
+    clone_token: z
+      .string()
+      .nullable()
+      .meta({ description: 'short-lived repo:read credential for the clone' }),
     vcs: vcsEnum,
     org: z.string(),
     repo: z.string(),

@@ -10,7 +10,8 @@ import { offsetOf } from '../http/pagination.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { newTokenValue } from '../users/service.ts';
-import { textArray } from '../db/sql.ts';
+import { isoTime, textArray } from '../db/sql.ts';
+import { timestampInput } from '../http/input.ts';
 import { PIPELINE_FILE, parsePipelineFile, whenMatches, type PipelineEvent } from './pipeline-file.ts';
 import type { JobJson, PipelineJson, StepJson } from './schemas.ts';
 import type { VcsKind } from '../vcs/index.ts';
@@ -27,7 +28,7 @@ const NUMBER_LOCK = 0x70697065; // "pipe"
 const NOTIFY_CHANNEL = 'triad_pipelines';
 const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
 
-const timestamp = z.iso.datetime({ offset: true }).nullish();
+const timestamp = timestampInput.nullish();
 export const stepStatusBody = z.object({
   status: z.enum(STEP_STATUSES),
   exit_code: z.number().int().min(-2147483648).max(2147483647).nullish(),
@@ -99,7 +100,7 @@ const PIPELINE_COLUMNS = `p.id, p.repo_id, p.number, p.commit_node, p.branch, p.
   p.created_at, p.started_at, p.finished_at`;
 const PIPELINE_FROM = 'pipelines p left join users u on u.id = p.trigger_by';
 
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
+const iso = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
 
 function pipelineJson(p: PipelineRow, steps?: StepRow[]): PipelineJson {
   return {
@@ -113,7 +114,7 @@ function pipelineJson(p: PipelineRow, steps?: StepRow[]): PipelineJson {
     status: p.status,
     trigger_by: p.trigger_by,
     trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username: p.trigger_username },
-    created_at: new Date(p.created_at).toISOString(),
+    created_at: isoTime(p.created_at),
     started_at: iso(p.started_at),
     finished_at: iso(p.finished_at),
     ...(p.error_message === null ? {} : { error_message: p.error_message }),
@@ -522,7 +523,10 @@ export class PipelinesService {
     this.d.log.info({ pipeline: pipelineId }, 'agent went away during its poll: pipeline back in the queue');
   }
 
-  private async claim(agent: { agentId: number; instance: string | undefined }): Promise<JobJson | undefined> {
+  private async claim(agent: {
+    agentId: number;
+    instance: string | undefined;
+  }): Promise<JobJson | undefined> {
     const em = this.em().fork();
     const claimed = await em.transactional(async (tx) => {
       const [p] = await tx.execute<{ id: number; trigger_by: number | null; repo_id: number }[]>(

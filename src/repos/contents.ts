@@ -16,8 +16,22 @@ import {
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 
-const revQuery = z.object({ rev: z.string().min(1).max(256).default('tip') });
-const logQuery = pageQuery().extend({ rev: z.string().min(1).max(256).default('tip') });
+const revText = z
+  .string()
+  .min(1)
+  .max(256)
+  // eslint-disable-next-line no-control-regex
+  .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters');
+const revQuery = z.object({ rev: revText.default('tip') });
+const logQuery = pageQuery().extend({ rev: revText.default('tip') });
+/** Documents the path parameters (the service judges them): a revision, a relative path. */
+const revParam = revText.meta({
+  description: 'a revision: hash, branch, bookmark, tag or `tip`; may contain `/`',
+});
+const pathParam = z.string().meta({
+  description: 'a path relative to the repository root; no `..` segments, backslashes or control characters',
+  pattern: '^(?!/)(?!(.*/)?\\.\\.(/|$))[^\\u0000-\\u001f\\u007f\\\\]*$',
+});
 
 /**
  * Repository contents (tree, blob, log, changeset) read through the pooled VCS readers.
@@ -126,6 +140,7 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
       operationId,
       summary: 'Directory listing at a revision (`rev`, default tip): dirs first, then files',
       query: revQuery,
+      params: { path: pathParam },
       returns: respond.data(z.array(treeEntrySchema), 'the entries of the directory'),
       errors: READ_ERRORS,
       handler: async ({ access, params, query }) =>
@@ -140,6 +155,7 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
     operationId: 'getBlob',
     summary: 'File content at a revision; binary files have `encoding: "base64"`',
     query: revQuery,
+    params: { path: pathParam },
     returns: respond.data(fileContentSchema, 'the file'),
     errors: READ_ERRORS,
     handler: async ({ access, params, query }) =>
@@ -166,10 +182,14 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
     operationId: 'getChangeset',
     summary:
       'One changeset with its diff (git-style unified diff against the first parent); `rev` may contain `/` (a branch `feature/x`)',
+    params: { rev: revParam },
     returns: respond.data(changesetSchema, 'the changeset'),
     errors: READ_ERRORS,
-    handler: async ({ access, params }) =>
-      reply.ok(await svc.changeset(access, p(params, 'org'), p(params, 'repo'), p(params, 'rev'))),
+    handler: async ({ access, params }) => {
+      // As for every other path segment, a NUL names nothing (404).
+      if (p(params, 'rev').includes('\u0000')) throw ApiError.notFound('revision');
+      return reply.ok(await svc.changeset(access, p(params, 'org'), p(params, 'repo'), p(params, 'rev')));
+    },
   });
   return svc;
 }

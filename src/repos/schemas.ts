@@ -50,5 +50,8 @@ const commitShape = {
 };
 export const commitSchema = z.object(commitShape).meta({ id: 'Commit' });
 export const changesetSchema = z
-  .object({ ...commitShape, diff: z.string().meta({ description: 'git-style unified diff against the first parent' }) })
+  .object({
+    ...commitShape,
+    diff: z.string().meta({ description: 'git-style unified diff against the first parent' }),
+  })
   .meta({ id: 'Changeset' });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
+import { nonBlank, timestampInput } from '../http/input.ts';
 import {
   ALL_SCOPES,
   hashToken,
@@ -26,18 +27,18 @@ export const usernameSchema = z
 export const createUserBody = z.object({
   username: usernameSchema,
   email: z.email().max(255),
-  display_name: z.string().trim().min(1).max(255).optional(),
+  display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
   is_admin: z.boolean().optional(),
 });
 export type CreateUserBody = z.infer<typeof createUserBody>;
 
 export const createTokenBody = z.object({
-  name: z.string().trim().min(1).max(255),
+  name: z.string().trim().min(1).max(255).meta(nonBlank),
   scopes: z
     .array(z.enum(ALL_SCOPES as [string, ...string[]]))
     .min(1)
     .refine((s) => new Set(s).size === s.length, 'scopes must not repeat'),
-  expires_at: z.iso.datetime({ offset: true }).nullish(),
+  expires_at: timestampInput.nullish(),
   level: z.enum(['personal', 'org', 'repo']).default('personal'),
   target: z.string().min(1).max(200).optional(),
 });

@@ -3,8 +3,14 @@ import addFormatsModule from 'ajv-formats';
 
 type Schema = Record<string, unknown>;
 type HeaderObject = { required?: boolean; $ref?: string };
-type ResponseObject = { headers?: Record<string, HeaderObject>; content?: Record<string, { schema: Schema }> };
-type Operation = { parameters?: { name: string; in: string; 'x-multi-segment'?: boolean }[]; responses: Record<string, ResponseObject> };
+type ResponseObject = {
+  headers?: Record<string, HeaderObject>;
+  content?: Record<string, { schema: Schema }>;
+};
+type Operation = {
+  parameters?: { name: string; in: string; schema?: { type?: string }; 'x-multi-segment'?: boolean }[];
+  responses: Record<string, ResponseObject>;
+};
 export type OpenApiDoc = {
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Schema>; headers?: Record<string, HeaderObject> };
@@ -27,7 +33,8 @@ export function toJsonSchema(v: unknown): unknown {
   const nullable = s.nullable === true;
   delete s.nullable;
   for (const [k, x] of Object.entries(s)) {
-    if (k === '$ref' && typeof x === 'string') out[k] = x.replace('#/components/schemas/', `${DOC_ID}#/definitions/`);
+    if (k === '$ref' && typeof x === 'string')
+      out[k] = x.replace('#/components/schemas/', `${DOC_ID}#/definitions/`);
     else if (k === 'properties' || k === 'definitions') {
       out[k] = Object.fromEntries(Object.entries(x as Schema).map(([n, p]) => [n, toJsonSchema(p)]));
     } else out[k] = toJsonSchema(x);
@@ -42,7 +49,8 @@ export function toJsonSchema(v: unknown): unknown {
       if (out[bool] !== undefined) delete out[bound];
     }
   }
-  if (out.properties !== undefined && out.additionalProperties === undefined) out.additionalProperties = false;
+  if (out.properties !== undefined && out.additionalProperties === undefined)
+    out.additionalProperties = false;
   return nullable ? { anyOf: [{ type: 'null' }, out] } : out;
 }
 
@@ -71,7 +79,13 @@ export class ResponseChecker {
   }
 
   /** A description of what does not match the document, or undefined when the response fits. */
-  check(method: string, path: string, status: number, headers: Headers, text: string | undefined): string | undefined {
+  check(
+    method: string,
+    path: string,
+    status: number,
+    headers: Headers,
+    text: string | undefined,
+  ): string | undefined {
     const where = `${method} ${path} -> ${status}`;
     const m = method === 'HEAD' ? 'GET' : method;
     const route = this.routes.find((r) => r.method === m && r.regex.test(path));
@@ -82,14 +96,18 @@ export class ResponseChecker {
     }
     for (const [name, h] of Object.entries(declared.headers ?? {})) {
       const header = h.$ref === undefined ? h : this.doc.components.headers?.[h.$ref.split('/').pop()!];
-      if (header?.required === true && !headers.has(name)) return `${where}: required header ${name} is missing`;
+      if (header?.required === true && !headers.has(name))
+        return `${where}: required header ${name} is missing`;
     }
     const type = (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (declared.content === undefined) {
-      if (text !== undefined && text !== '') return `${where}: declares no body but got ${text.slice(0, 200)}`;
+      if (text !== undefined && text !== '')
+        return `${where}: declares no body but got ${text.slice(0, 200)}`;
       return undefined;
     }
-    const media = Object.entries(declared.content).find(([t]) => t.split(';')[0]!.trim().toLowerCase() === type);
+    const media = Object.entries(declared.content).find(
+      ([t]) => t.split(';')[0]!.trim().toLowerCase() === type,
+    );
     if (media === undefined) {
       return `${where}: content type "${type}" is not declared (${Object.keys(declared.content).join(', ')})`;
     }
@@ -110,8 +128,10 @@ export class ResponseChecker {
   ): string | undefined {
     const known = this.templates.some((t) => t.test(path));
     const expected = known ? (method === 'OPTIONS' ? [204, 401, 429] : [405, 401, 429]) : [404, 401, 429];
-    if (!expected.includes(status)) return `${where}: expected one of ${expected.join(', ')} for an undeclared ${known ? 'method' : 'path'}`;
-    if (known && (status === 405 || status === 204) && !headers.has('allow')) return `${where}: no Allow header`;
+    if (!expected.includes(status))
+      return `${where}: expected one of ${expected.join(', ')} for an undeclared ${known ? 'method' : 'path'}`;
+    if (known && (status === 405 || status === 204) && !headers.has('allow'))
+      return `${where}: no Allow header`;
     if (status === 204 || method === 'HEAD') return undefined;
     return this.validate(where, { $ref: '#/components/schemas/Error' }, text ?? '');
   }
@@ -129,18 +149,25 @@ export class ResponseChecker {
       this.compiled.set(schema, fn);
     }
     if (fn(body)) return undefined;
-    const errors = (fn.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+    const errors = (fn.errors ?? []).map(
+      (e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`,
+    );
     return `${where}: body does not match the schema: ${errors.slice(0, 5).join('; ')}; body ${text.slice(0, 300)}`;
   }
 }
 
 function templateRegex(template: string, op: Operation): RegExp {
-  const multi = new Set((op.parameters ?? []).filter((p) => p['x-multi-segment'] === true).map((p) => p.name));
+  const params = op.parameters ?? [];
+  const ints = new Set(
+    params.filter((p) => p.in === 'path' && p.schema?.type === 'integer').map((p) => p.name),
+  );
+  const multi = new Set(params.filter((p) => p['x-multi-segment'] === true).map((p) => p.name));
   const source = template
     .split(/(\{[^}]+\})/)
     .map((part) => {
       const name = /^\{(.+)\}$/.exec(part)?.[1];
       if (name === undefined) return part.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+      if (ints.has(name)) return '(\\d+)';
       return multi.has(name) ? '(.+)' : '([^/]+)';
     })
     .join('');

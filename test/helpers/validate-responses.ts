@@ -17,7 +17,12 @@ type State = {
 };
 const KEY = Symbol.for('triad.openapi-check');
 const installed = (globalThis as Record<symbol, State | undefined>)[KEY];
-const state: State = installed ?? { realFetch: globalThis.fetch, checkers: new Map(), problems: [], checked: 0 };
+const state: State = installed ?? {
+  realFetch: globalThis.fetch,
+  checkers: new Map(),
+  problems: [],
+  checked: 0,
+};
 (globalThis as Record<symbol, State | undefined>)[KEY] = state;
 const { realFetch, checkers, problems } = state;
 const PATHS = /^\/(api\/|healthz|readyz|metrics)/i;
@@ -58,7 +63,13 @@ const checkedFetch: typeof fetch = async (input, init) => {
   const checker = await checkerFor(url.origin);
   if (checker === undefined) return res;
   const json = (res.headers.get('content-type') ?? '').includes('json');
-  const text = json && method !== 'HEAD' ? await res.clone().text().catch(() => undefined) : undefined;
+  const text =
+    json && method !== 'HEAD'
+      ? await res
+          .clone()
+          .text()
+          .catch(() => undefined)
+      : undefined;
   // A text or stream body is not read here (the caller may stream it): its status, type and headers are.
   const body = json ? text : res.status === 204 ? '' : undefined;
   const problem = checker.check(method, url.pathname, res.status, res.headers, body);

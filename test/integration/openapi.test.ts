@@ -11,7 +11,10 @@ type Op = {
   operationId: string;
   parameters: { name: string; in: string }[];
   requestBody?: unknown;
-  responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema: unknown }> }>;
+  responses: Record<
+    string,
+    { headers?: Record<string, unknown>; content?: Record<string, { schema: unknown }> }
+  >;
 };
 
 let s: TestServer;
@@ -35,22 +38,24 @@ afterAll(async () => {
 
 /** A raw request (fetch refuses TRACE, and this must not follow redirects or add headers). */
 function raw(method: string, path: string, headers: Record<string, string> = {}) {
-  return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-    const req = http.request(`${s.url}${path}`, { method, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>(
+    (resolve, reject) => {
+      const req = http.request(`${s.url}${path}`, { method, headers }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    },
+  );
 }
 
 describe('the OpenAPI document', () => {
   test('is a valid OpenAPI 3.0 document with a unique camelCase operationId per operation', async () => {
     const v = new Validator();
-    const r = await v.validate(doc as unknown as Parameters<Validator['validate']>[0]);
+    const r = await v.validate(doc);
     expect(r.errors).toBeUndefined();
     expect(r.valid).toBe(true);
     const ids = ops.map(([, , op]) => op.operationId);
@@ -73,7 +78,10 @@ describe('the OpenAPI document', () => {
           const [type, media] = Object.entries(content ?? {})[0] ?? [];
           expect({ where, type }).toEqual({ where, type: expect.any(String) });
           if (type === 'application/json') {
-            expect({ where, schema: Object.keys(media!.schema as object).length > 0 }).toEqual({ where, schema: true });
+            expect({ where, schema: Object.keys(media!.schema as object).length > 0 }).toEqual({
+              where,
+              schema: true,
+            });
           }
         }
       }
@@ -88,9 +96,13 @@ describe('the OpenAPI document', () => {
         expect({ where, has401: statuses.includes('401') }).toEqual({ where, has401: true });
         expect(op.responses['401']!.headers).toHaveProperty('WWW-Authenticate');
       }
-      if (path.includes('{')) expect({ where, has404: statuses.includes('404') }).toEqual({ where, has404: true });
+      if (path.includes('{'))
+        expect({ where, has404: statuses.includes('404') }).toEqual({ where, has404: true });
       if (op.requestBody !== undefined) {
-        expect({ where, body: ['400', '413'].every((x) => statuses.includes(x)) || statuses.includes('413') }).toEqual({
+        expect({
+          where,
+          body: ['400', '413'].every((x) => statuses.includes(x)) || statuses.includes('413'),
+        }).toEqual({
           where,
           body: true,
         });
@@ -103,7 +115,14 @@ describe('the OpenAPI document', () => {
     expect(schemas.Severity).toEqual({ type: 'string', enum: ['none', 'low', 'medium', 'high', 'critical'] });
     expect(schemas.Issue.properties.severity).toEqual({ $ref: '#/components/schemas/Severity' });
     expect(schemas.IssueState.enum).toEqual(['new', 'open', 'closed']);
-    expect(schemas.PipelineStatus.enum).toEqual(['pending', 'running', 'success', 'failure', 'cancelled', 'error']);
+    expect(schemas.PipelineStatus.enum).toEqual([
+      'pending',
+      'running',
+      'success',
+      'failure',
+      'cancelled',
+      'error',
+    ]);
     expect(schemas.StepStatus.enum).toContain('skipped');
     expect(schemas.Vcs.enum).toEqual(['hg', 'git', 'fossil']);
     expect(schemas.Role.enum).toEqual(['owner', 'member']);
@@ -125,7 +144,9 @@ describe('the OpenAPI document', () => {
 
   test('the poll declares its job and its 204; lists their envelope and headers; 201s their Location; the log its text', () => {
     const poll = doc.paths['/api/v1/ci/poll']!.post as unknown as Op;
-    expect(poll.responses['200']!.content!['application/json']!.schema).toEqual({ $ref: '#/components/schemas/Job' });
+    expect(poll.responses['200']!.content!['application/json']!.schema).toEqual({
+      $ref: '#/components/schemas/Job',
+    });
     expect(poll.responses['204']).toBeDefined();
     const issues = doc.paths['/api/v1/repos/{org}/{repo}/issues']!.get as unknown as Op;
     expect(issues.responses['200']!.headers).toEqual(
@@ -150,35 +171,64 @@ describe('the OpenAPI document', () => {
     ] as const) {
       expect((doc.paths[p]![m] as unknown as Op).responses['201']!.headers).toHaveProperty('Location');
     }
-    const log = doc.paths['/api/v1/repos/{org}/{repo}/pipelines/{number}/steps/{step}/log']!.get as unknown as Op;
+    const log = doc.paths['/api/v1/repos/{org}/{repo}/pipelines/{number}/steps/{step}/log']!
+      .get as unknown as Op;
     expect(Object.keys(log.responses['200']!.content!)).toEqual(['text/plain; charset=utf-8']);
     expect(log.responses['200']!.headers).toHaveProperty('X-Svc-Step-Name');
   });
 });
 
 describe('the response check of the test suite', () => {
-  const headers = (h: Record<string, string> = {}) => new Headers({ 'content-type': 'application/json', 'x-request-id': 'r', ...h });
-  const user = { id: 1, username: 'u', email: 'u@x', display_name: 'U', is_admin: false, avatar_url: '', created_at: '2026-01-01T00:00:00.000Z' };
+  const headers = (h: Record<string, string> = {}) =>
+    new Headers({ 'content-type': 'application/json', 'x-request-id': 'r', ...h });
+  const user = {
+    id: 1,
+    username: 'u',
+    email: 'u@x',
+    display_name: 'U',
+    is_admin: false,
+    avatar_url: '',
+    created_at: '2026-01-01T00:00:00.000Z',
+  };
 
   test('reports a missing field, an undocumented field, a wrong enum value, an undeclared status or header', () => {
     const c = new ResponseChecker(doc);
     const body = (b: unknown) => JSON.stringify(b);
     expect(c.check('GET', '/api/v1/user', 200, headers(), body({ data: user }))).toBeUndefined();
-    const { email: _email, ...noEmail } = user;
+    const noEmail: Record<string, unknown> = { ...user };
+    delete noEmail.email;
     expect(c.check('GET', '/api/v1/user', 200, headers(), body({ data: noEmail }))).toMatch(/email/);
-    expect(c.check('GET', '/api/v1/user', 200, headers(), body({ data: { ...user, extra: 1 } }))).toMatch(/additional/);
-    expect(c.check('GET', '/api/v1/user', 500, headers(), body({ error: { code: 'internal', message: 'x' } }))).toMatch(
-      /not declared/,
+    expect(c.check('GET', '/api/v1/user', 200, headers(), body({ data: { ...user, extra: 1 } }))).toMatch(
+      /additional/,
     );
-    expect(c.check('GET', '/api/v1/user', 401, headers(), body({ error: { code: 'nope', message: 'x' } }))).toMatch(
-      /allowed values|WWW-Authenticate/,
-    );
+    expect(
+      c.check('GET', '/api/v1/user', 500, headers(), body({ error: { code: 'internal', message: 'x' } })),
+    ).toMatch(/not declared/);
+    expect(
+      c.check('GET', '/api/v1/user', 401, headers(), body({ error: { code: 'nope', message: 'x' } })),
+    ).toMatch(/allowed values|WWW-Authenticate/);
     expect(c.check('GET', '/API/V1/USER/', 200, headers(), body({ data: user }))).toBeUndefined();
-    expect(c.check('GET', '/api/v1/orgs/o/repos', 200, headers(), body({ data: [], pagination: { page: 1, per_page: 30, total: 0 } }))).toMatch(
-      /Link/,
-    );
-    expect(c.check('DELETE', '/api/v1/user', 405, headers({ allow: 'GET' }), body({ error: { code: 'method_not_allowed', message: 'x' } }))).toBeUndefined();
-    expect(c.check('DELETE', '/api/v1/user', 404, headers(), body({ error: { code: 'not_found', message: 'x' } }))).toMatch(/405/);
+    expect(
+      c.check(
+        'GET',
+        '/api/v1/orgs/o/repos',
+        200,
+        headers(),
+        body({ data: [], pagination: { page: 1, per_page: 30, total: 0 } }),
+      ),
+    ).toMatch(/Link/);
+    expect(
+      c.check(
+        'DELETE',
+        '/api/v1/user',
+        405,
+        headers({ allow: 'GET' }),
+        body({ error: { code: 'method_not_allowed', message: 'x' } }),
+      ),
+    ).toBeUndefined();
+    expect(
+      c.check('DELETE', '/api/v1/user', 404, headers(), body({ error: { code: 'not_found', message: 'x' } })),
+    ).toMatch(/405/);
   });
 
   test('every response a test receives from the server goes through the check', async () => {
@@ -197,7 +247,11 @@ describe('REST conventions', () => {
     const bad = await s.anon.as('nope').get('/api/v1/orgs');
     expect(bad.status).toBe(401);
     expect(bad.headers.get('www-authenticate')).toBe('Bearer realm="triad", error="invalid_token"');
-    const repo = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: 'secret', vcs: 'git', is_private: true });
+    const repo = await owner.client.post(`/api/v1/orgs/${org}/repos`, {
+      name: 'secret',
+      vcs: 'git',
+      is_private: true,
+    });
     expect(repo.status).toBe(201);
     const clone = await raw('GET', `/${org}/secret/info/refs?service=git-upload-pack`);
     expect(clone.status).toBe(401);
@@ -231,19 +285,26 @@ describe('REST conventions', () => {
   });
 
   test('201 responses carry Location, the URL of the created resource', async () => {
-    const follow = async (loc: string | null, expected: number) => {
+    const follow = async (loc: string | null) => {
       expect(loc).toMatch(/^http:\/\/localhost:\d+\/api\/v1\//);
-      return owner.client.get(new URL(loc!).pathname);
+      const r = await owner.client.get(new URL(loc!).pathname);
+      expect(r.status).toBe(200);
+      return r;
     };
     const o = await owner.client.post('/api/v1/orgs', { name: `${org}-loc` });
-    expect(o.headers.get('location')).toBe(`${new URL(o.headers.get('location')!).origin}/api/v1/orgs/${org}-loc`);
-    expect((await follow(o.headers.get('location'), 200)).body.data.id).toBe(o.body.data.id);
+    expect(o.headers.get('location')).toBe(
+      `${new URL(o.headers.get('location')!).origin}/api/v1/orgs/${org}-loc`,
+    );
+    expect((await follow(o.headers.get('location'))).body.data.id).toBe(o.body.data.id);
     const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: 'located' });
-    expect((await follow(r.headers.get('location'), 200)).body.data.id).toBe(r.body.data.id);
+    expect((await follow(r.headers.get('location'))).body.data.id).toBe(r.body.data.id);
     const i = await owner.client.post(`/api/v1/repos/${org}/located/issues`, { title: 'where' });
-    const issue = await follow(i.headers.get('location'), 200);
+    const issue = await follow(i.headers.get('location'));
     expect(issue.body.data.number).toBe(i.body.data.number);
-    const u = await s.admin.post('/api/v1/admin/users', { username: 'located-user', email: 'l@example.test' });
+    const u = await s.admin.post('/api/v1/admin/users', {
+      username: 'located-user',
+      email: 'l@example.test',
+    });
     const got = await s.admin.get(new URL(u.headers.get('location')!).pathname);
     expect(got.body.data.id).toBe(u.body.data.id);
     const t = await owner.client.post('/api/v1/user/tokens', { name: 'loc', scopes: ['repo:read'] });
@@ -295,10 +356,71 @@ describe('REST conventions', () => {
     });
     expect(issuesOnly.status).toBe(201);
     const names = async (token: string) =>
-      (await s.anon.as(token).get(`/api/v1/orgs/${org}/repos?per_page=100`)).body.data.map((r: { name: string }) => r.name);
+      (await s.anon.as(token).get(`/api/v1/orgs/${org}/repos?per_page=100`)).body.data.map(
+        (r: { name: string }) => r.name,
+      );
     expect(await names(member.token)).toContain('secret');
     expect(await names(issuesOnly.body.data.token)).not.toContain('secret');
     expect((await s.anon.as(issuesOnly.body.data.token).get(`/api/v1/repos/${org}/secret`)).status).toBe(403);
-    expect((await s.anon.as(issuesOnly.body.data.token).get(`/api/v1/repos/${org}/secret/issues`)).status).toBe(200);
+    expect(
+      (await s.anon.as(issuesOnly.body.data.token).get(`/api/v1/repos/${org}/secret/issues`)).status,
+    ).toBe(200);
+  });
+});
+
+describe('what the schemathesis run found (bench/fuzz-openapi.sh)', () => {
+  test('an agent may report any year 0002..9998 (year 20 answered 500); other years are 400', async () => {
+    const repo = await gitRepo(s, owner, org);
+    await commitFiles(repo, { '.pipeline.yml': TWO_STEPS }, 'ci');
+    await repo.push();
+    const agent = s.anon.as((await s.admin.post('/api/v1/admin/agents', { name: 'years' })).body.data.token);
+    const job = await agent.post('/api/v1/ci/poll');
+    expect(job.status).toBe(200);
+    const at = `/api/v1/ci/pipelines/${job.body.pipeline_id}/status`;
+    const old = await agent.put(at, { status: 'running', started_at: '0020-02-29T00:00:00Z' });
+    expect(old.status).toBe(200);
+    expect(old.body.data.started_at).toBe('0020-02-29T00:00:00.000Z');
+    for (const started_at of [
+      '0000-01-01T00:00:00Z',
+      '0001-01-01T00:00:00+14:00',
+      '9999-12-31T23:59:00-14:00',
+    ]) {
+      const r = await agent.put(at, { status: 'running', started_at });
+      expect({ started_at, status: r.status }).toEqual({ started_at, status: 400 });
+    }
+  });
+
+  test('a method a numeric route has, on a sibling literal path, is 405 (PATCH issues/labels answered 400)', async () => {
+    const r = await owner.client.patch(`/api/v1/repos/${org}/secret/issues/labels`, {});
+    expect(r.status).toBe(405);
+    expect(r.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    expect((await owner.client.get(`/api/v1/repos/${org}/secret/issues/abc`)).status).toBe(404);
+    expect((await owner.client.delete('/api/v1/user/tokens/1e3')).status).toBe(404);
+  });
+
+  test('a NUL only fails a request in a value the schema keeps (an ignored unknown key was 400)', async () => {
+    const name = `${org}-nul`;
+    const r = await owner.client.post('/api/v1/orgs', { name, 'x\u0000': 'ignored' });
+    expect(r.status).toBe(201);
+    const bad = await owner.client.post('/api/v1/orgs', { name: `${name}2`, description: 'a\u0000b' });
+    expect(bad.status).toBe(400);
+    expect((await s.anon.get(`/api/v1/orgs/${org}/repos?unknown=%00`)).status).toBe(200);
+  });
+
+  test('the document states the rules the server enforces on inputs', () => {
+    const create = (doc.paths['/api/v1/repos/{org}/{repo}/issues']!.post as any).requestBody.content[
+      'application/json'
+    ].schema;
+    expect(create.properties.title.pattern).toBeDefined();
+    expect(new RegExp(create.properties.title.pattern).test('   ')).toBe(false);
+    expect(new RegExp(create.properties.body.pattern).test('a\u0000b')).toBe(false);
+    const list = (doc.paths['/api/v1/repos/{org}/{repo}/issues']!.get as any).parameters;
+    const perPage = list.find((p: { name: string }) => p.name === 'per_page');
+    expect(perPage.schema.maximum).toBe(Number.MAX_SAFE_INTEGER);
+    const assignee = (doc.paths['/api/v1/repos/{org}/{repo}/issues/{number}/assignees']!.post as any)
+      .requestBody.content['application/json'].schema;
+    expect(assignee.minProperties).toBe(1);
+    const changeset = (doc.paths['/api/v1/repos/{org}/{repo}/changeset/{rev}']!.get as any).parameters;
+    expect(changeset.find((p: { name: string }) => p.name === 'rev').schema.pattern).toBeDefined();
   });
 });

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A bounded schemathesis run against a throw-away Triad server on 127.0.0.1 (see bench/README.md).
+#
+#   bench/fuzz-openapi.sh            # defaults: 25 examples per operation and phase, 300 s at most
+#   FUZZ_EXAMPLES=50 FUZZ_MAX_TIME=600 bench/fuzz-openapi.sh
+#
+# Installs schemathesis (PyPI, pinned) into bench/.work/venv on first use. Uses the embedded
+# PostgreSQL in a temporary directory, or DATABASE_URL when set (use a throw-away database: the
+# run creates and changes data). Reports go to bench/.work/fuzz/. Not part of `npm test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCHEMATHESIS_VERSION=4.32.5
+EXAMPLES=${FUZZ_EXAMPLES:-25}
+MAX_TIME=${FUZZ_MAX_TIME:-300}
+VENV=bench/.work/venv
+WORK=bench/.work/fuzz
+NODE=node_modules/.bin/node
+
+if [ ! -x "$VENV/bin/st" ] || [ "$("$VENV/bin/st" --version | awk '{print $3}')" != "$SCHEMATHESIS_VERSION" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+rm -rf "$WORK" && mkdir -p "$WORK"
+"$NODE" bench/fuzz-server.ts "$WORK/server.json" > "$WORK/server.log" 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 1 240); do
+  [ -s "$WORK/server.json" ] && break
+  kill -0 "$SERVER" 2>/dev/null || { cat "$WORK/server.log"; exit 1; }
+  sleep 0.5
+done
+[ -s "$WORK/server.json" ] || { echo "the server did not start" >&2; exit 1; }
+URL=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$WORK/server.json")
+export TRIAD_FUZZ_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["token"])' "$WORK/server.json")
+export TRIAD_FUZZ_AGENT_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["agentToken"])' "$WORK/server.json")
+
+set +e
+timeout $((MAX_TIME + 60)) "$VENV/bin/st" --config-file bench/schemathesis.toml run "$URL/api/v1/openapi.json" \
+  --checks all \
+  --max-examples "$EXAMPLES" \
+  --max-time "$MAX_TIME" \
+  --workers 2 \
+  --seed "${FUZZ_SEED:-1}" \
+  --request-timeout 40 \
+  --generation-database none \
+  --report junit,ndjson --report-dir "$WORK" \
+  --no-color 2>&1 | tee "$WORK/run.txt"
+STATUS=${PIPESTATUS[0]}
+set -e
+python3 - "$WORK/run.ndjson" <<'PY' || true
+import json, sys, collections
+calls = statuses = 0
+codes = collections.Counter()
+try:
+    for line in open(sys.argv[1]):
+        ev = json.loads(line)
+        for rec in json.dumps(ev).split('"response": {')[1:]:
+            pass
+except OSError:
+    pass
+PY
+echo "schemathesis exit status: $STATUS (reports in $WORK)"
+exit "$STATUS"
