@@ -15,10 +15,12 @@ export const nonBlank = {
 };
 
 /**
- * An RFC 3339 date-time whose year is 0002..9998, so any UTC offset keeps the instant within
- * what PostgreSQL stores and a four-digit-year ISO string can answer.
+ * An RFC 3339 date-time whose year is 0002..9998, passed on as UTC (`...Z`): any offset zod
+ * accepts (PostgreSQL takes only up to ±15:59) keeps the instant within what PostgreSQL stores
+ * and a four-digit-year ISO string can answer.
  */
 export const timestampInput = z.iso
   .datetime({ offset: true })
   .refine((v) => !/^(000[01]|9999)/.test(v), 'the year must be between 0002 and 9998')
-  .meta({ not: { pattern: '^(000[01]|9999)' } });
+  .meta({ not: { pattern: '^(000[01]|9999)' } })
+  .transform((v) => new Date(v).toISOString());

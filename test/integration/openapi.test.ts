@@ -369,7 +369,7 @@ describe('REST conventions', () => {
 });
 
 describe('what the schemathesis run found (bench/fuzz-openapi.sh)', () => {
-  test('an agent may report any year 0002..9998 (year 20 answered 500); other years are 400', async () => {
+  test('an agent may report any year 0002..9998 with any offset (year 20 and offset -17:11 answered 500); other years are 400', async () => {
     const repo = await gitRepo(s, owner, org);
     await commitFiles(repo, { '.pipeline.yml': TWO_STEPS }, 'ci');
     await repo.push();
@@ -380,6 +380,10 @@ describe('what the schemathesis run found (bench/fuzz-openapi.sh)', () => {
     const old = await agent.put(at, { status: 'running', started_at: '0020-02-29T00:00:00Z' });
     expect(old.status).toBe(200);
     expect(old.body.data.started_at).toBe('0020-02-29T00:00:00.000Z');
+    // PostgreSQL takes offsets up to ±15:59 only (a -17:11 offset answered 500): stored as UTC.
+    const offset = await agent.put(at, { status: 'running', started_at: '6645-10-19T04:44:49-17:11' });
+    expect(offset.status).toBe(200);
+    expect(offset.body.data.started_at).toBe('6645-10-19T21:55:49.000Z');
     for (const started_at of [
       '0000-01-01T00:00:00Z',
       '0001-01-01T00:00:00+14:00',
