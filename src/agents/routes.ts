@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { readRawBody, reply, respond, type Api } from '../http/api.ts';
 import { ApiError } from '../http/errors.ts';
+import { queryInt } from '../http/pagination.ts';
 import {
   LOG_APPEND_LIMIT,
   pipelineStatusBody,
@@ -18,8 +19,8 @@ import {
 import { createAgentBody, type AgentsService } from './service.ts';
 import { newAgentSchema } from './schemas.ts';
 
-const pollQuery = z.object({ wait: z.coerce.number().int().min(0).max(30).optional() });
-const logQuery = z.object({ offset: z.coerce.number().int().min(0).optional() });
+const pollQuery = z.object({ wait: queryInt(z.int().min(0).max(30)).optional() });
+const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
 const id = (raw: string | undefined): number =>
   raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { NUMERIC_PARAMS, type AnyRoute, type Api, type AuthKind } from './api.ts';
 import { errorEnvelope } from './errors.ts';
-import { listEnvelope } from './pagination.ts';
+import { listEnvelope, queryIntTarget } from './pagination.ts';
 import type { ErrorStatus, HeaderDoc } from './responses.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -20,7 +20,22 @@ class Schemas {
   readonly named: Record<string, JsonSchema> = {};
 
   convert(s: z.ZodType, io: Io): JsonSchema {
-    const out = z.toJSONSchema(s, { target: 'openapi-3.0', io, unrepresentable: 'any' }) as JsonSchema;
+    const out = z.toJSONSchema(s, {
+      target: 'openapi-3.0',
+      io,
+      unrepresentable: 'any',
+      override: (ctx) => {
+        // A digits-only query string shows as the integer it is parsed into, with its default.
+        const def = ctx.zodSchema._zod.def;
+        const inner = def.type === 'default' ? def.innerType : ctx.zodSchema;
+        const n = queryIntTarget(inner);
+        if (n === undefined) return;
+        const json = ctx.jsonSchema as JsonSchema;
+        delete json.pattern;
+        Object.assign(json, z.toJSONSchema(n, { target: 'openapi-3.0' }));
+        if (def.type === 'default') json.default = def.defaultValue;
+      },
+    }) as JsonSchema;
     const defs = (out.definitions ?? {}) as Record<string, JsonSchema>;
     delete out.definitions;
     for (const [id, def] of Object.entries(defs)) {

@@ -1,14 +1,28 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 
+const QUERY_INTS = new WeakMap<z.ZodType, z.ZodType>();
+
+/**
+ * An integer query parameter: decimal digits, then `n`'s rules. Unlike `z.coerce.number()`, an
+ * empty value (`?wait=`) is a 400, not 0. The OpenAPI document shows it as the integer `n`.
+ */
+export function queryInt<S extends z.ZodType<number, number>>(n: S) {
+  const s = z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(n);
+  QUERY_INTS.set(s, n);
+  return s;
+}
+
+/** The integer schema a `queryInt` documents itself as (undefined for any other schema). */
+export function queryIntTarget(s: unknown): z.ZodType | undefined {
+  return typeof s === 'object' && s !== null ? QUERY_INTS.get(s as z.ZodType) : undefined;
+}
+
 /** `page` >= 1 (default 1); `per_page` 1..max (default `def`), values above `max` are clamped to `max`. */
 export function pageQuery(def = 30, max = 100) {
   return z.object({
-    page: z.coerce.number().int().min(1).default(1),
-    per_page: z.coerce
-      .number()
-      .int()
-      .min(1)
+    page: queryInt(z.int().min(1)).default(1),
+    per_page: queryInt(z.int().min(1))
       .default(def)
       .transform((n) => Math.min(n, max)),
   });

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.ts';
 import { hashToken } from '../http/auth.ts';
-import { offsetOf } from '../http/pagination.ts';
+import { offsetOf, pageQuery } from '../http/pagination.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { newTokenValue } from '../users/service.ts';
@@ -41,16 +41,7 @@ export const pipelineStatusBody = z.object({
   started_at: timestamp,
   error_message: z.string().max(10_000).nullish(),
 });
-export const listQuery = z.object({
-  status: z.enum(PIPELINE_STATUSES).optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(20)
-    .transform((n) => Math.min(n, 50)),
-});
+export const listQuery = pageQuery(20, 50).extend({ status: z.enum(PIPELINE_STATUSES).optional() });
 
 export type RepoInfo = { id: number; name: string; org: string; vcs: string; isPrivate: boolean };
 export type Trigger = {

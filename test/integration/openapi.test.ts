@@ -428,3 +428,23 @@ describe('what the schemathesis run found (bench/fuzz-openapi.sh)', () => {
     expect(changeset.find((p: { name: string }) => p.name === 'rev').schema.pattern).toBeDefined();
   });
 });
+
+describe('integer query parameters (the fuzzer sent `?wait=`, which counted as 0)', () => {
+  test('an empty or non-decimal integer query value is 400; the document shows integers with defaults', async () => {
+    for (const q of ['page=', 'per_page=', 'page=+1', 'page=1.0', 'page=0x10']) {
+      const r = await s.anon.get(`/api/v1/orgs/${org}/repos?${q}`);
+      expect({ q, status: r.status }).toEqual({ q, status: 400 });
+    }
+    const agent = s.anon.as(
+      (await s.admin.post('/api/v1/admin/agents', { name: 'empty-wait' })).body.data.token,
+    );
+    expect((await agent.post('/api/v1/ci/poll?wait=')).status).toBe(400);
+    const list = (doc.paths['/api/v1/repos/{org}/{repo}/pipelines']!.get as any).parameters;
+    expect(list.find((p: { name: string }) => p.name === 'per_page').schema).toEqual({
+      type: 'integer',
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 20,
+    });
+  });
+});
