@@ -62,6 +62,11 @@ export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | un
    */
   params?: Record<string, z.ZodType>;
   /**
+   * OpenAPI links from the success response to operations it enables, by operationId, with
+   * runtime expressions for their parameters (`$response.body#/data/name`, `$request.path.org`).
+   */
+  links?: Record<string, Record<string, string>>;
+  /**
    * Route-specific error responses with what they mean here. Errors every route of its kind can
    * answer (401 for a bad token, 400 for a bad body or query, 404 for a path naming nothing, ...)
    * are added by the document builder.

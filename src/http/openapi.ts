@@ -186,6 +186,14 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
   }
   if (ok.noContent !== undefined)
     out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
+  if (r.links !== undefined) {
+    const status = ok.kind === 'data' || ok.kind === 'bare' ? ok.status : 200;
+    const links = Object.entries(r.links).map(([operationId, parameters]) => [
+      operationId,
+      { operationId, parameters },
+    ]);
+    (out[status] as Record<string, unknown>).links = Object.fromEntries(links);
+  }
   return out;
 }
 
@@ -248,7 +256,11 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
   const schemas = new Schemas();
   schemas.convert(errorEnvelope, 'output');
   const paths: Record<string, Record<string, unknown>> = {};
+  const ids = new Set(api.routes.map((r) => r.operationId));
   for (const r of api.routes) {
+    for (const target of Object.keys(r.links ?? {})) {
+      if (!ids.has(target)) throw new Error(`OpenAPI: ${r.operationId} links to unknown operation ${target}`);
+    }
     const oaPath = r.path.replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
     const responses = successResponses(r, schemas);
     for (const [status, text] of errorsOf(r)) responses[status] = errorResponse(status, text);

@@ -87,6 +87,12 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
       404: 'no such repository, label, or assignee among the org members',
       409: 'an assignee `display_name` matches several members',
     },
+    links: Object.fromEntries(
+      ['getIssue', 'updateIssue', 'createComment', 'addIssueLabel', 'addIssueAssignee'].map((id) => [
+        id,
+        { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/data/number' },
+      ]),
+    ),
     handler: async ({ access, params, body }) => {
       const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
       return reply.created(await issues.create(t, access, body));

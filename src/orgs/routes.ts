@@ -19,6 +19,12 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     body: createOrgBody,
     returns: respond.created(orgSchema, 'the new organization', (o) => apiPath('orgs', o.name)),
     errors: { 409: 'the name is taken (case-insensitive)' },
+    links: Object.fromEntries(
+      ['getOrg', 'listRepos', 'createRepo', 'listMembers'].map((id) => [
+        id,
+        { org: '$response.body#/data/name' },
+      ]),
+    ),
     handler: async ({ access, body }) => reply.created(orgJson(await orgs.create(access.user().id, body))),
   });
   api.route({

@@ -104,6 +104,12 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
       404: 'no such repository or pipeline',
       422: 'the commit no longer yields a pipeline (`unprocessable`)',
     },
+    links: Object.fromEntries(
+      ['getPipeline', 'cancelPipeline', 'rerunPipeline'].map((id) => [
+        id,
+        { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/number' },
+      ]),
+    ),
     handler: async ({ access, params }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
         scope: 'ci:write',

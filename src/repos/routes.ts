@@ -34,6 +34,17 @@ export function repoRoutes(api: Api, repos: ReposService): void {
       403: 'not a member of the organization, or the token lacks repo:write or reach',
       409: 'the name is taken in this organization (case-insensitive)',
     },
+    links: Object.fromEntries(
+      [
+        'getRepo',
+        'updateRepo',
+        'listIssues',
+        'createIssue',
+        'listCommits',
+        'getRootTree',
+        'listPipelines',
+      ].map((id) => [id, { org: '$response.body#/data/org', repo: '$response.body#/data/name' }]),
+    ),
     handler: async ({ access, params, body }) => {
       const org = await access.org(params.org ?? '', { scope: 'repo:write', role: 'member' });
       return reply.created(repos.json(await repos.create(org, body), org.name));

@@ -59,6 +59,7 @@ export function userRoutes(api: Api, users: UsersService): void {
       403: 'a scope the calling token does not hold, a reach beyond its own target, or a CI clone credential',
       404: 'the target organization or repository does not exist or the caller is not a member',
     },
+    links: { deleteToken: { id: '$response.body#/data/id' } },
     handler: async ({ access, body }) => {
       const user = tokenOwner(access);
       const p = access.principal;
@@ -89,6 +90,10 @@ export function userRoutes(api: Api, users: UsersService): void {
     body: createUserBody,
     returns: respond.created(userSchema, 'the new user', (u) => apiPath('admin', 'users', u.username)),
     errors: { 409: 'the username is taken (case-insensitive)' },
+    links: {
+      getUser: { username: '$response.body#/data/username' },
+      createUserToken: { username: '$response.body#/data/username' },
+    },
     handler: async ({ access, body }) => {
       access.admin();
       return reply.created(userJson(await users.create(body)));
