@@ -88,7 +88,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
       409: 'an assignee `display_name` matches several members',
     },
     links: Object.fromEntries(
-      ['getIssue', 'updateIssue', 'createComment', 'addIssueLabel', 'addIssueAssignee'].map((id) => [
+      ['getIssue', 'updateIssue', 'createComment'].map((id) => [
         id,
         { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/data/number' },
       ]),

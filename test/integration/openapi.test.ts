@@ -171,6 +171,15 @@ describe('the OpenAPI document', () => {
     ] as const) {
       expect((doc.paths[p]![m] as unknown as Op).responses['201']!.headers).toHaveProperty('Location');
     }
+    const created = (doc.paths['/api/v1/repos/{org}/{repo}/issues']!.post as any).responses['201'];
+    expect(created.links.getIssue).toEqual({
+      operationId: 'getIssue',
+      parameters: {
+        org: '$request.path.org',
+        repo: '$request.path.repo',
+        number: '$response.body#/data/number',
+      },
+    });
     const log = doc.paths['/api/v1/repos/{org}/{repo}/pipelines/{number}/steps/{step}/log']!
       .get as unknown as Op;
     expect(Object.keys(log.responses['200']!.content!)).toEqual(['text/plain; charset=utf-8']);
