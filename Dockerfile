@@ -14,10 +14,9 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install` rather than `npm ci`: package-lock.json lacks the other platforms' optional
-# packages of dev tools (@swc/core-*, ...), which `npm ci` (npm 11) refuses as "not in sync". The
-# production packages' versions still come from the lock file.
-RUN npm install --omit=dev --no-audit --no-fund --no-save && npm cache clean --force
+# `npm ci`: exactly the lock file's versions; `--omit=dev` keeps the image lean (no jest, eslint,
+# typescript or the `node` binary package).
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY tsconfig.json ./
 COPY src ./src

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
+import { AuthThrottle } from './http/throttle.ts';
 import { openapiDocument } from './http/openapi.ts';
 import type { Metrics } from './telemetry/metrics.ts';
 import { UsersService } from './users/service.ts';
@@ -18,6 +19,8 @@ import { orgRoutes } from './orgs/routes.ts';
 import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
+import { RepoChanges } from './repos/changes.ts';
+import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { readerPool } from './vcs/index.ts';
 import { AgentsService } from './agents/service.ts';
@@ -40,6 +43,7 @@ export type Services = {
   agents: AgentsService;
   pipelines: PipelinesService;
   issues: IssuesService;
+  changes: RepoChanges;
 };
 
 export type AppDeps = {
@@ -58,10 +62,11 @@ export function blobStore(config: Config): BlobStore {
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
-  const orgs = new OrgsService({ em });
+  const orgs = new OrgsService({ em, maxOrgsPerUser: deps.config.maxOrgsPerUser });
   const repos = new ReposService({ em, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
   const users = new UsersService({
     em,
+    maxTokensPerUser: deps.config.maxTokensPerUser,
     resolveTarget: async (level, target, userId) => {
       const [orgName, repoName, ...rest] = target.split('/');
       const wantRepo = level === 'repo';
@@ -97,6 +102,8 @@ export function createServices(deps: AppDeps): Services {
     metrics: deps.metrics,
     databaseUrl: deps.databaseUrl,
     agentTimeoutMs: deps.config.agentTimeoutMs,
+    stepTimeoutSeconds: deps.config.stepTimeoutSeconds,
+    logMaxBytes: deps.config.stepLogMaxBytes,
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);
@@ -109,7 +116,44 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
-  return { users, orgs, repos, agents, pipelines, issues };
+  const changes = new RepoChanges({
+    em,
+    log: deps.log,
+    baseUrl: deps.baseUrl,
+    markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
+    repoById: async (id) => {
+      const repo = await repos.get(id).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
+        throw e;
+      });
+      if (repo === undefined) return undefined;
+      const org = await orgs.byId(repo.orgId);
+      const vcs = repo.vcs as VcsKind;
+      return {
+        id,
+        vcs,
+        path: repos.path(repo),
+        defaultBranch: repo.defaultBranch,
+        org: org.name,
+        name: repo.name,
+      };
+    },
+    // the next read after a push starts with fresh reader processes and caches
+    onChanged: (repo) => readerPool(repos).invalidate(repo.path),
+    onPushEvents: (tx, repoId, events, senderId) =>
+      pipelines.trigger(
+        tx,
+        repoId,
+        events.map((e) => ({
+          commit: e.commit,
+          event: e.type,
+          branch: e.branch,
+          tag: e.type === 'tag' ? String(e.payload.ref) : '',
+          senderId,
+        })),
+      ),
+  });
+  return { users, orgs, repos, agents, pipelines, issues, changes };
 }
 
 export function directory(s: Services): Directory {
@@ -128,6 +172,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // Who counts as the client (failed-authentication throttle): the socket peer unless trusted proxies.
+  app.set('trust proxy', config.trustProxy);
   const tracer = trace.getTracer('triad', VERSION);
 
   // Request id, access log, duration histogram and a trace span for every request.
@@ -135,6 +181,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     const incoming = req.headers['x-request-id'];
     const reqId = typeof incoming === 'string' && /^[\w.:-]{1,128}$/.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', reqId);
+    // Set first, so every answer has them, errors included: never sniffed; API answers never stored.
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    if (req.path.toLowerCase().startsWith('/api/')) res.setHeader('Cache-Control', 'no-store');
     const started = process.hrtime.bigint();
     const span = tracer.startSpan(`${req.method} ${req.path}`);
     res.on('finish', () => {
@@ -182,15 +231,27 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     tag: 'ops',
     auth: 'public',
     operationId: 'readyz',
-    summary: 'Database reachable (503 otherwise)',
+    summary: 'Database reachable with a free pool connection (503 otherwise)',
     returns: respond.bare(z.object({ status: z.literal('ready') }), 'the database answers'),
-    errors: { 503: 'the database is unreachable (`service_unavailable`)' },
+    errors: { 503: 'the database is unreachable or no pool connection is free (`service_unavailable`)' },
     handler: async () => {
+      // A pool with no free connection is as unready as an unreachable database: give up quickly.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<'busy'>((resolve) => (timer = setTimeout(() => resolve('busy'), 2000)));
+      const probe = orm.em
+        .fork()
+        .execute('select 1')
+        .then(() => 'ok' as const);
       try {
-        await orm.em.fork().execute('select 1');
+        const r = await Promise.race([probe, gaveUp]);
+        if (r === 'busy') throw new ApiError(503, 'service_unavailable', 'no free database connection');
         return reply.bare({ status: 'ready' as const });
-      } catch {
+      } catch (e) {
+        probe.catch(() => undefined);
+        if (e instanceof ApiError) throw e;
         throw new ApiError(503, 'service_unavailable', 'database unreachable');
+      } finally {
+        clearTimeout(timer);
       }
     },
   });
@@ -226,40 +287,34 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, readerPool(services.repos));
+  contentRoutes(api, services.repos, readerPool(services.repos), config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));
+  const throttle = new AuthThrottle(config.authFailures);
   app.use(
-    authenticate(directory(services), (id) => {
-      services.users
-        .touchToken(id)
-        .catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
-    }),
+    authenticate(
+      directory(services),
+      (id) => {
+        services.users
+          .touchToken(id)
+          .catch((err: unknown) => log.warn({ err }, 'token last_used_at update failed'));
+      },
+      throttle,
+    ),
   );
   app.use(api.router);
   const hosting = hostingHandler({
     repos: services.repos,
     dir: directory(services),
-    em: () => orm.em,
     log,
     baseUrl: deps.baseUrl,
-    // the next read after a push starts with fresh reader processes and caches
-    onPushed: (_repoId, repoPath) => readerPool(services.repos).invalidate(repoPath),
-    onPushEvents: (tx, repoId, events, senderId) =>
-      services.pipelines.trigger(
-        tx,
-        repoId,
-        events.map((e) => ({
-          commit: e.commit,
-          event: e.type,
-          branch: e.branch,
-          tag: e.type === 'tag' ? String(e.payload.ref) : '',
-          senderId,
-        })),
-      ),
+    throttle,
+    changes: services.changes,
+    spool: new Spool(config.transport.spoolDir),
+    limits: config.transport,
   });
   app.all('/:org/:repo', hosting);
   app.all('/:org/:repo/*rest', hosting);

@@ -1,7 +1,12 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from './config.ts';
-import { startServer, inContext } from './server.ts';
+import { inContext } from './server.ts';
 import { serve } from './main.ts';
+import { createServices, type Services } from './app.ts';
+import { migrate, openOrm, type Orm } from './db/database.ts';
+import { embeddedDatabaseForCli } from './db/datadir.ts';
+import { Metrics } from './telemetry/metrics.ts';
+import { closeReaderPool } from './vcs/index.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createUserBody, createTokenBody } from './users/service.ts';
 import { createAgentBody } from './agents/service.ts';
@@ -18,26 +23,65 @@ commands:
   admin user create --username U --email E [--admin] [--display-name N]
                     [--access-token] [--scopes a,b] [--token-name N]
                                           create a user; --access-token prints a new token
+  admin token create --username U [--scopes a,b] [--token-name N]
+                                          print a new personal token of user U
   admin agent create --name N             register a CI agent and print its token
+
+With the embedded database these commands use the running server's PostgreSQL when a server
+owns TRIAD_DATA_DIR, and start their own otherwise.
 `;
 
-async function withServices<T>(
-  fn: (s: Awaited<ReturnType<typeof startServer>>) => Promise<T>,
-  migrateFirst = true,
-): Promise<T> {
-  const config = {
-    ...loadConfig(),
-    port: 0,
-    host: '127.0.0.1',
-    admin: undefined,
-    embeddedAgent: 'off' as const,
-  };
+/**
+ * Runs `fn` with the services on the configured database: DATABASE_URL, else the embedded one of
+ * TRIAD_DATA_DIR (the running server's when one owns it). Migrations are applied first.
+ */
+async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Promise<T>): Promise<T> {
+  const config = { ...loadConfig(), admin: undefined, embeddedAgent: 'off' as const };
   const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
-  const running = await startServer(config, { log, migrate: migrateFirst });
+  const db =
+    config.databaseUrl === undefined
+      ? await embeddedDatabaseForCli(config.dataDir, process.argv.slice(2).join(' '), log)
+      : { url: config.databaseUrl, close: () => Promise.resolve() };
   try {
-    return await fn(running);
+    const orm = await openOrm(db.url, { poolMax: 2 });
+    try {
+      await migrate(db.url, orm);
+      const baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
+      const services = createServices({
+        config,
+        orm,
+        log,
+        metrics: new Metrics(),
+        baseUrl: () => baseUrl,
+        databaseUrl: db.url,
+      });
+      try {
+        return await fn({ orm, services });
+      } finally {
+        closeReaderPool(services.repos);
+      }
+    } finally {
+      await orm.close();
+    }
   } finally {
-    await running.close();
+    await db.close();
+  }
+}
+
+/** A message for any thrown value: never "undefined". */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) {
+    const m = err.message.trim();
+    if (m !== '') return m;
+    const code = (err as NodeJS.ErrnoException).code;
+    return `${err.name}${code === undefined ? '' : ` ${code}`} (no message)${err.stack === undefined ? '' : `\n${err.stack}`}`;
+  }
+  if (err === undefined || err === null) return 'failed without an error message';
+  if (typeof err === 'string') return err === '' ? 'failed without an error message' : err;
+  try {
+    return JSON.stringify(err);
+  } catch {
+    return Object.prototype.toString.call(err);
   }
 }
 
@@ -58,6 +102,33 @@ export async function main(argv: string[]): Promise<number> {
       inContext(s.orm, async () => {
         const a = await s.services.agents.create(name);
         process.stdout.write(`created agent ${a.name} (id ${a.id})\n${a.token}\n`);
+      }),
+    );
+    return 0;
+  }
+  if (cmd === 'admin' && rest[0] === 'token' && rest[1] === 'create') {
+    const { values } = parseArgs({
+      args: rest.slice(2),
+      options: {
+        username: { type: 'string' },
+        scopes: { type: 'string' },
+        'token-name': { type: 'string', default: 'cli' },
+      },
+    });
+    if (values.username === undefined || values.username === '') {
+      throw new Error('admin token create: --username is required');
+    }
+    const username = values.username;
+    const tokenBody = parseWith(
+      createTokenBody,
+      { name: values['token-name'], scopes: values.scopes?.split(',').map((s) => s.trim()) ?? ALL_SCOPES },
+      'arguments',
+    );
+    await withServices((s) =>
+      inContext(s.orm, async () => {
+        const user = await s.services.users.byUsername(username);
+        const t = await s.services.users.createToken(user.id, tokenBody);
+        process.stdout.write(`${t.token}\n`);
       }),
     );
     return 0;
@@ -125,7 +196,7 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (err: unknown) => {
-    process.stderr.write(`triad: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`triad: ${errorMessage(err)}\n`);
     process.exit(1);
   },
 );

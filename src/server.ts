@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
-import { migrate, openOrm, startEmbeddedPostgres, type EmbeddedDb, type Orm } from './db/database.ts';
+import { migrate, openOrm, type Orm } from './db/database.ts';
+import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
 import { createApp, createServices, type Services } from './app.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
@@ -24,7 +25,17 @@ export type Running = {
   close: () => Promise<void>;
 };
 
-export type StartOptions = { log?: Logger; migrate?: boolean };
+export type StartOptions = {
+  log?: Logger;
+  migrate?: boolean;
+  /** Named in the data directory's lock file (`triad.pid`). */
+  command?: string;
+  /**
+   * `triad serve`: on a database without users (and no TRIAD_ADMIN_* bootstrap), create the
+   * administrator and hand its one-time token to this function.
+   */
+  onFirstAdmin?: (username: string, token: string) => void;
+};
 
 /** Runs `fn` with its own entity manager context (for work outside an HTTP request). */
 export function inContext<T>(orm: Orm, fn: () => Promise<T>): Promise<T> {
@@ -34,22 +45,28 @@ export function inContext<T>(orm: Orm, fn: () => Promise<T>): Promise<T> {
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<Running> {
   const log = opts.log ?? createLogger(config.logLevel);
   const tracing = await startTracing(config.otlpEndpoint, config.serviceName, log);
-  let embedded: EmbeddedDb | undefined;
+  let embedded: OwnedDatabase | undefined;
   let dbUrl = config.databaseUrl;
   if (dbUrl === undefined) {
-    embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'pg'), log);
+    embedded = await ownEmbeddedDatabase(config.dataDir, opts.command ?? 'serve', log).catch(
+      async (e: unknown) => {
+        await tracing?.shutdown().catch(() => undefined);
+        throw e;
+      },
+    );
     dbUrl = embedded.url;
-    log.info({ dataDir: config.dataDir }, 'embedded PostgreSQL started');
+    log.info({ dataDir: config.dataDir, port: embedded.embedded?.port }, 'embedded PostgreSQL started');
   }
   const orm = await openOrm(dbUrl).catch(async (e: unknown) => {
-    await embedded?.stop();
+    await embedded?.close();
     throw e;
   });
   /** Undoes a partial start (e.g. the port is taken), so no PostgreSQL or connection outlives it. */
-  const abandon = async (e: unknown, services?: Services): Promise<never> => {
+  const abandon = async (e: unknown, services?: Services, srv?: http.Server): Promise<never> => {
+    srv?.close(() => undefined);
     await services?.pipelines.stop().catch(() => undefined);
     await orm.close().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
+    await embedded?.close().catch(() => undefined);
     await tracing?.shutdown().catch(() => undefined);
     throw e;
   };
@@ -62,11 +79,22 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     return abandon(e);
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
+  let embeddedAgent: EmbeddedAgentSetup | undefined;
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // A push upload may take as long as the transport allows (Node's default cuts it at 300 s).
+  server.requestTimeout = Math.max(300_000, config.transport.timeoutMs + 60_000);
+  // Connections beyond the cap are closed as soon as they are accepted (counted as drops).
+  server.maxConnections = config.maxConnections;
+  const dropped = deps.metrics.counter(
+    'triad_http_connections_dropped_total',
+    'Connections closed on arrival because TRIAD_MAX_CONNECTIONS were open',
+    [],
+  );
+  server.on('drop', () => dropped.inc());
   try {
     if (config.admin !== undefined) {
       const admin = config.admin;
@@ -77,51 +105,81 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await inContext(orm, () => services.agents.ensure(token));
     }
     await services.pipelines.start();
+    // the sandbox is tried before listening, so the server is ready once it answers
+    if (config.embeddedAgent === 'local') {
+      embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
+    }
+    // pushes a killed process could not record get their events before traffic is taken
+    await inContext(orm, () => services.changes.reconcilePending());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
     });
+    // After listening, so a start that fails (a taken port) does not use up the one-time token.
+    if (config.admin === undefined && opts.onFirstAdmin !== undefined) {
+      const first = await inContext(orm, () => services.users.createFirstAdmin('admin', 'admin@localhost'));
+      if (first !== undefined) opts.onFirstAdmin(first.user.username, first.token);
+    }
   } catch (e) {
-    return abandon(e, services);
+    return abandon(e, services, server);
   }
   const port = (server.address() as AddressInfo).port;
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 
   let agent: Agent | undefined;
-  if (config.embeddedAgent === 'local') {
-    const token = await embeddedAgentToken(config.dataDir);
-    await inContext(orm, () => services.agents.ensure(token, 'embedded'));
-    agent = new Agent({
-      server: `http://127.0.0.1:${port}`,
-      token,
-      instance: 'embedded',
-      capacity: 2,
-      executor: new LocalExecutor({ workDir: path.join(config.dataDir, 'work') }),
-      log: log.child({ component: 'agent' }),
-      drainMs: Math.min(config.shutdownTimeoutMs, 10_000),
-    });
-    await agent.start();
-    log.info('embedded CI agent started (local executor)');
-  }
+  if (embeddedAgent !== undefined) agent = await startEmbeddedAgent(embeddedAgent, config, port, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      // One budget for the whole shutdown: the agent and HTTP drain get all of it but a short
+      // reserve for closing the database; at the drain deadline remaining connections are
+      // destroyed. PostgreSQL is stopped last, after everything that uses it.
+      const budget = config.shutdownTimeoutMs;
+      const reserve = Math.min(5_000, budget / 3);
+      const end = Date.now() + budget - 250;
+      const drainUntil = end - reserve;
+      const left = () => Math.max(0, drainUntil - Date.now());
       // The embedded agent drains first (it talks to this server), then long polls end
       // (answering 204), so draining does not wait for their timeouts.
-      await agent?.stop();
+      await within(agent?.stop(), left(), () =>
+        log.warn('shutdown: the embedded agent did not stop in time'),
+      );
+      log.debug('shutdown: embedded agent stopped');
       await services.pipelines.stop();
+      log.debug('shutdown: long polls ended');
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      const hard = setTimeout(() => {
+        log.warn('shutdown: drain deadline reached, closing the remaining connections');
+        server.closeAllConnections();
+      }, left());
       await drained;
-      clearTimeout(timer);
+      clearTimeout(hard);
+      log.debug('shutdown: HTTP connections closed');
       closeReaderPool(services.repos);
-      await orm.close();
-      await embedded?.stop();
-      await tracing?.shutdown();
+      await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
+      await embedded?.close(Math.max(300, end - Date.now()));
+      await within(tracing?.shutdown(), 1_000, () => undefined);
     })());
   return { url: baseUrl, port, orm, services, log, close };
+}
+
+/** Waits for `p` at most `ms`; on timeout calls `late` and goes on (the promise is abandoned). */
+async function within(p: Promise<unknown> | undefined, ms: number, late: () => void): Promise<void> {
+  if (p === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = await Promise.race([
+    p.then(
+      () => false,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (timedOut) late();
 }
 
 /** The embedded agent keeps one token across restarts, stored in the data directory. */
@@ -133,4 +191,58 @@ async function embeddedAgentToken(dataDir: string): Promise<string> {
   await fs.mkdir(dataDir, { recursive: true });
   await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+type EmbeddedAgentSetup = { executor: LocalExecutor; token: string; unsandboxed: boolean };
+
+/**
+ * The in-process agent with the `local` executor. Steps run sandboxed; when the sandbox cannot
+ * work here (no bwrap, user namespaces refused...), the agent stays off and the log says why,
+ * unless TRIAD_AGENT_LOCAL_UNSANDBOXED=true opts out of isolation.
+ */
+async function prepareEmbeddedAgent(
+  config: Config,
+  orm: Orm,
+  services: Services,
+  log: Logger,
+): Promise<EmbeddedAgentSetup | undefined> {
+  const { unsandboxed, ...sandbox } = config.sandbox;
+  const executor = new LocalExecutor({ workDir: path.join(config.dataDir, 'work'), sandbox, unsandboxed });
+  try {
+    await executor.probe();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    log.warn(
+      { reason },
+      `embedded CI agent not started: steps cannot run sandboxed here (${reason}); install bubblewrap, run a separate agent, or set TRIAD_AGENT_LOCAL_UNSANDBOXED=true (dangerous: steps could read every secret of the server)`,
+    );
+    return undefined;
+  }
+  const token = await embeddedAgentToken(config.dataDir);
+  await inContext(orm, () => services.agents.ensure(token, 'embedded'));
+  return { executor, token, unsandboxed };
+}
+
+async function startEmbeddedAgent(
+  { executor, token, unsandboxed }: EmbeddedAgentSetup,
+  config: Config,
+  port: number,
+  log: Logger,
+): Promise<Agent> {
+  const agent = new Agent({
+    server: `http://127.0.0.1:${port}`,
+    token,
+    instance: 'embedded',
+    capacity: 2,
+    executor,
+    log: log.child({ component: 'agent' }),
+    drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
+    stopGraceMs: 2_000,
+  });
+  await agent.start();
+  const workDir = await executor.root();
+  if (unsandboxed) {
+    log.warn({ workDir }, 'embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
+  } else log.info({ workDir }, 'embedded CI agent started (local executor, sandboxed)');
+  return agent;
 }

@@ -257,18 +257,32 @@ export class KubernetesExecutor implements Executor {
       out(`[triad] cloning the repository failed (exit code ${state.exitCode})\n`);
       return { exitCode: state.exitCode, reason: 'CloneFailed' };
     }
-    // 2. Follow the log while the container runs; a stream that ends early is reopened.
+    // 2. Follow the log while the container runs; a stream that ends early is reopened, and one
+    //    that stays open after the container ended (a stalled connection, a node that does not
+    //    close it) is closed, so the step ends with its pod and the final read gets the tail.
     const cursor = { seen: 0 };
-    const pump = async (follow: boolean) => {
+    const pump = async (follow: boolean, until: AbortSignal = signal) => {
       try {
-        await this.streamLog(name, STEP_CONTAINER, follow, cursor, run.onOutput, signal);
+        await this.streamLog(name, STEP_CONTAINER, follow, cursor, run.onOutput, until);
       } catch (err) {
-        if (err instanceof Cancelled || signal.aborted) throw new Cancelled();
+        if (signal.aborted) throw new Cancelled();
+        if (err instanceof Cancelled) return; // closed by closeWhenEnded
         this.o.warn(`log stream of pod ${name} broke`, err);
       }
     };
     while (state.kind === 'running') {
-      await pump(true);
+      const following = new AbortController();
+      const stopFollowing = () => following.abort();
+      signal.addEventListener('abort', stopFollowing, { once: true });
+      const watcher = this.closeWhenEnded(name, following);
+      try {
+        await pump(true, following.signal);
+      } finally {
+        stopFollowing();
+        signal.removeEventListener('abort', stopFollowing);
+        await watcher;
+      }
+      if (signal.aborted) throw new Cancelled();
       const pod = await this.readPod(name, signal);
       if (pod === undefined) return gone();
       state = stepPodState(pod);
@@ -301,6 +315,28 @@ export class KubernetesExecutor implements Executor {
         return { exitCode: state.exitCode, reason: 'CloneFailed' };
       case 'pending':
         throw new Error(`unexpected pod state ${state.kind}`);
+    }
+  }
+
+  /**
+   * While a log follow is open: reads the pod every poll and, once its step container is no longer
+   * running (or the pod is gone), gives the stream a moment to end by itself, then aborts
+   * `following`. Ends quietly when `following` is aborted by anyone else.
+   */
+  private async closeWhenEnded(name: string, following: AbortController): Promise<void> {
+    try {
+      for (;;) {
+        await sleep(this.o.pollMs, following.signal);
+        const pod = await this.readPod(name, following.signal);
+        if (pod === undefined || stepPodState(pod).kind !== 'running') {
+          await sleep(Math.max(2 * this.o.pollMs, 1000), following.signal);
+          following.abort();
+          return;
+        }
+      }
+    } catch {
+      // aborted (the follow ended, or the step was cancelled) or the read failed: the loop in
+      // follow() reads the pod again either way
     }
   }
 
@@ -341,10 +377,22 @@ export class KubernetesExecutor implements Executor {
       });
     });
     done.catch(() => undefined);
-    const ctrl = await abortable(
-      this.logs.log(this.namespace, name, container, sink, { follow, pretty: false, timestamps: false }),
-      signal,
-    );
+    const opening = this.logs.log(this.namespace, name, container, sink, {
+      follow,
+      pretty: false,
+      timestamps: false,
+    });
+    let ctrl: AbortController;
+    try {
+      ctrl = await abortable(opening, signal);
+    } catch (err) {
+      // aborted while the stream was being opened: close it once it is open, or it stays open
+      opening.then(
+        (c) => c.abort(),
+        () => undefined,
+      );
+      throw err;
+    }
     const onAbort = () => {
       ctrl.abort();
       source?.destroy();

@@ -1,11 +1,15 @@
+import type { Request } from 'express';
 import { z } from 'zod';
-import { readRawBody, reply, respond, type Api } from '../http/api.ts';
+import { parseWith, readRawBody, reply, respond, type Api } from '../http/api.ts';
+import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { queryInt } from '../http/pagination.ts';
 import {
   LOG_APPEND_LIMIT,
+  heartbeatBody,
   pipelineStatusBody,
   stepStatusBody,
+  type AgentCaller,
   type PipelinesService,
 } from '../pipelines/service.ts';
 import {
@@ -23,6 +27,19 @@ const pollQuery = z.object({ wait: queryInt(z.int().min(0).max(30)).optional() }
 const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
 const id = (raw: string | undefined): number =>
   raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+
+/**
+ * The calling agent: its id, instance (`X-Svc-Agent-Instance`) and process nonce
+ * (`X-Svc-Agent-Nonce`, new in every agent process, so the server can tell a restart apart).
+ */
+function caller(access: Access, req: Request): AgentCaller & { agentId: number } {
+  const agent = access.agent();
+  const raw = req.headers['x-svc-agent-nonce'];
+  if (raw !== undefined && (typeof raw !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(raw))) {
+    throw ApiError.validation('X-Svc-Agent-Nonce must be 1 to 64 letters, digits, "-" or "_"');
+  }
+  return { agentId: agent.agentId, instance: agent.instance, nonce: raw };
+}
 
 export function agentRoutes(
   api: Api,
@@ -56,14 +73,16 @@ export function agentRoutes(
     returns: respond.bare(jobSchema, 'the claimed pipeline as a job', {
       noContent: 'no pending pipeline (within `wait` seconds)',
     }),
-    handler: async ({ access, query, res }) => {
-      const agent = access.agent();
-      await agents.seen(agent.agentId, agent.instance);
+    handler: async ({ access, query, req, res }) => {
+      const agent = caller(access, req);
+      await agents.seen(agent.agentId, agent.instance, agent.nonce);
       const gone = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      const job = await pipelines.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      const job = await pipelines.agentSide.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
+      if (pipelines.agentSide.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
     },
   });
@@ -73,12 +92,22 @@ export function agentRoutes(
     tag: 'ci',
     auth: 'agent',
     operationId: 'heartbeat',
-    summary: 'Record that the agent is alive; answers the ids of its pipelines that were cancelled',
-    returns: respond.bare(heartbeatSchema, 'pipelines of this agent instance to stop'),
-    handler: async ({ access }) => {
-      const agent = access.agent();
-      await agents.seen(agent.agentId, agent.instance);
-      return reply.bare({ cancelled_pipelines: await pipelines.cancelledFor(agent) });
+    summary:
+      'Record that the agent process is alive and which pipelines it runs (`{running: [ids]}`); answers `cancelled_pipelines`, the ids it must stop',
+    returns: respond.bare(heartbeatSchema, 'pipelines of this agent process to stop'),
+    // The body is optional (older agents send none), so it is read here rather than required.
+    handler: async ({ access, req }) => {
+      const agent = caller(access, req);
+      const raw = (await readRawBody(req, 256 * 1024)).toString('utf8').trim();
+      let json: unknown = {};
+      try {
+        if (raw !== '') json = JSON.parse(raw);
+      } catch {
+        throw ApiError.badRequest('the heartbeat body must be JSON');
+      }
+      const body = parseWith(heartbeatBody, json, 'body');
+      await agents.seen(agent.agentId, agent.instance, agent.nonce);
+      return reply.bare({ cancelled_pipelines: await pipelines.agentSide.heartbeat(agent, body.running) });
     },
   });
   api.route({
@@ -93,7 +122,7 @@ export function agentRoutes(
     errors: { 404: 'no step of a pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.bare(await pipelines.stepStatus(agent.agentId, id(params.id), body));
+      return reply.bare(await pipelines.agentSide.stepStatus(agent.agentId, id(params.id), body));
     },
   });
   api.route({
@@ -108,7 +137,7 @@ export function agentRoutes(
     errors: { 404: 'no pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.ok(await pipelines.pipelineStatus(agent.agentId, id(params.id), body));
+      return reply.ok(await pipelines.agentSide.pipelineStatus(agent.agentId, id(params.id), body));
     },
   });
   api.route({
@@ -130,7 +159,7 @@ export function agentRoutes(
     handler: async ({ access, params, query, req }) => {
       const agent = access.agent();
       const data = await readRawBody(req, LOG_APPEND_LIMIT);
-      return reply.ok(await pipelines.appendLog(agent.agentId, id(params.id), query.offset, data));
+      return reply.ok(await pipelines.agentSide.appendLog(agent.agentId, id(params.id), query.offset, data));
     },
   });
   api.route({
@@ -147,7 +176,7 @@ export function agentRoutes(
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
         access.admin();
       }
-      return reply.bare(await pipelines.queue(await agents.liveInstances(opts.agentTimeoutMs)));
+      return reply.bare(await pipelines.agentSide.queue(await agents.liveInstances(opts.agentTimeoutMs)));
     },
   });
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ApiError } from './errors.ts';
+import type { AuthThrottle } from './throttle.ts';
 
 export const CURRENT_SCOPES = [
   'repo:read',
@@ -48,6 +49,8 @@ export type TokenGrant = {
   targetRepoId: number | null;
   /** A CI pipeline's short-lived clone credential: it may read its repository and nothing else. */
   pipeline?: boolean;
+  /** When the token expires (null: never); a token it mints never outlives it. */
+  expiresAt?: Date | null;
 };
 export type Principal =
   | { kind: 'anonymous' }
@@ -103,6 +106,14 @@ export class Access {
       throw ApiError.forbidden(`token lacks the ${scope} scope`);
     }
     return p.user;
+  }
+
+  /** Any valid user token of the personal level (account-wide actions); optionally a scope. */
+  personal(scope?: Scope): AuthUser {
+    const u = this.user(scope);
+    const p = this.principal as Extract<Principal, { kind: 'user' }>;
+    if (p.grant.level !== 'personal') throw ApiError.forbidden('this action needs a personal token');
+    return u;
   }
 
   /** Site administrator holding the admin scope on a personal token. */
@@ -194,41 +205,59 @@ const USER_OK_UNDER_CI = new Set(['/api/v1/ci/queue']);
 /**
  * Resolves `Authorization: Bearer <token>` into a principal. User tokens are refused under
  * `/api/v1/ci/` and agent tokens everywhere else (both 401). A malformed, unknown or expired
- * token is a 401 even on public routes, so a client never silently acts anonymously.
+ * token is a 401 even on public routes, so a client never silently acts anonymously. With a
+ * `throttle`, those 401s count against the client address, and a blocked address gets 429.
  */
-export function authenticate(dir: Directory, onUse: (tokenId: number) => void): RequestHandler {
+export function authenticate(
+  dir: Directory,
+  onUse: (tokenId: number) => void,
+  throttle?: AuthThrottle,
+): RequestHandler {
   return async (req, res, next) => {
     const header = req.headers.authorization;
-    let principal: Principal = { kind: 'anonymous' };
     // Clone URLs (outside /api/) authenticate with HTTP Basic in the hosting handler.
     const lower = req.path.toLowerCase(); // express routing ignores case; so must this check
-    if (header !== undefined && lower.startsWith('/api/')) {
-      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (m?.[1] === undefined) throw ApiError.unauthorized('Authorization must be "Bearer <token>"');
-      const hash = hashToken(m[1]);
-      const agent = lower.startsWith(AGENT_PREFIX) ? await dir.agentByTokenHash(hash) : undefined;
-      if (agent === undefined && lower.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(lower)) {
-        throw ApiError.unauthorized('invalid agent token');
-      }
-      if (agent !== undefined) {
-        const instance = req.headers['x-svc-agent-instance'];
-        principal = {
-          kind: 'agent',
-          agentId: agent.id,
-          name: agent.name,
-          instance: typeof instance === 'string' && instance !== '' ? instance.slice(0, 255) : undefined,
-        };
-      } else {
-        const found = await dir.userByTokenHash(hash);
-        if (found === undefined) throw ApiError.unauthorized('invalid token');
-        if (found.expiresAt !== null && found.expiresAt.getTime() <= Date.now()) {
-          throw ApiError.unauthorized('token expired');
-        }
-        if (found.grant.id !== null) onUse(found.grant.id);
-        principal = { kind: 'user', user: found.user, grant: found.grant };
-      }
-    }
+    const resolve = () => bearerPrincipal(req, header ?? '', lower, dir, onUse);
+    const principal: Principal =
+      header === undefined || !lower.startsWith('/api/')
+        ? { kind: 'anonymous' }
+        : throttle === undefined
+          ? await resolve()
+          : await throttle.guard(req, resolve, (e) => e instanceof ApiError && e.status === 401);
     res.locals.access = new Access(principal, dir);
     next();
   };
+}
+
+/** The principal of an API request's `Authorization` header (401 when it names nobody). */
+async function bearerPrincipal(
+  req: Request,
+  header: string,
+  lower: string,
+  dir: Directory,
+  onUse: (tokenId: number) => void,
+): Promise<Principal> {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (m?.[1] === undefined) throw ApiError.unauthorized('Authorization must be "Bearer <token>"');
+  const hash = hashToken(m[1]);
+  const agent = lower.startsWith(AGENT_PREFIX) ? await dir.agentByTokenHash(hash) : undefined;
+  if (agent === undefined && lower.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(lower)) {
+    throw ApiError.unauthorized('invalid agent token');
+  }
+  if (agent !== undefined) {
+    const instance = req.headers['x-svc-agent-instance'];
+    return {
+      kind: 'agent',
+      agentId: agent.id,
+      name: agent.name,
+      instance: typeof instance === 'string' && instance !== '' ? instance.slice(0, 255) : undefined,
+    };
+  }
+  const found = await dir.userByTokenHash(hash);
+  if (found === undefined) throw ApiError.unauthorized('invalid token');
+  if (found.expiresAt !== null && found.expiresAt.getTime() <= Date.now()) {
+    throw ApiError.unauthorized('token expired');
+  }
+  if (found.grant.id !== null) onUse(found.grant.id);
+  return { kind: 'user', user: found.user, grant: found.grant };
 }

@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   'payload_too_large',
   'unsupported_media_type',
   'unprocessable',
+  'limit_exceeded',
+  'rate_limited',
   'service_unavailable',
   'internal',
 ] as const;
@@ -62,6 +64,20 @@ export class ApiError extends Error {
   }
   static tooLarge(message: string): ApiError {
     return new ApiError(413, 'payload_too_large', message);
+  }
+  /** A per-user cap (tokens, organizations) is reached: 409 with its own code. */
+  static limitExceeded(message: string): ApiError {
+    return new ApiError(409, 'limit_exceeded', message);
+  }
+  /** Too many failed authentications from one address: 429 with `Retry-After` (seconds). */
+  static rateLimited(retryAfterSeconds: number): ApiError {
+    const s = Math.max(1, Math.ceil(retryAfterSeconds));
+    return new ApiError(
+      429,
+      'rate_limited',
+      `too many failed authentications from this address; retry in ${s} s`,
+      { 'Retry-After': String(s) },
+    );
   }
 }
 

@@ -15,17 +15,24 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     tag: 'orgs',
     auth: 'token',
     operationId: 'createOrg',
-    summary: 'Create an organization; the caller becomes its owner',
+    summary:
+      'Create an organization; the caller becomes its owner (personal token with repo:write; per-user cap)',
     body: createOrgBody,
     returns: respond.created(orgSchema, 'the new organization', (o) => apiPath('orgs', o.name)),
-    errors: { 409: 'the name is taken (case-insensitive)' },
+    errors: {
+      403: 'the token is not a personal token with `repo:write`',
+      409: 'the name is taken (case-insensitive), or the per-user cap is reached (`limit_exceeded`)',
+    },
     links: Object.fromEntries(
       ['getOrg', 'listRepos', 'createRepo', 'listMembers'].map((id) => [
         id,
         { org: '$response.body#/data/name' },
       ]),
     ),
-    handler: async ({ access, body }) => reply.created(orgJson(await orgs.create(access.user().id, body))),
+    handler: async ({ access, body }) => {
+      const user = access.personal('repo:write');
+      return reply.created(orgJson(await orgs.create(user.id, body, { capped: !user.isAdmin })));
+    },
   });
   api.route({
     method: 'get',

@@ -33,9 +33,11 @@ export function orgJson(o: Org): OrgJson {
 
 export class OrgsService {
   private readonly em: () => EntityManager;
+  private readonly maxOwned: number;
 
-  constructor(deps: { em: () => EntityManager }) {
+  constructor(deps: { em: () => EntityManager; maxOrgsPerUser?: number }) {
     this.em = deps.em;
+    this.maxOwned = deps.maxOrgsPerUser ?? 50;
   }
 
   async find(name: string): Promise<Org | undefined> {
@@ -74,11 +76,31 @@ export class OrgsService {
     return rows[0]?.role;
   }
 
-  /** Creates the organization with its creator as owner, in one transaction. */
-  async create(creatorId: number, body: z.infer<typeof createOrgBody>): Promise<Org> {
+  /**
+   * Creates the organization with its creator as owner, in one transaction. `capped`: a creator
+   * who already owns `maxOrgsPerUser` organizations gets 409 `limit_exceeded` (the creator's
+   * row is locked, so concurrent creates cannot pass the cap).
+   */
+  async create(
+    creatorId: number,
+    body: z.infer<typeof createOrgBody>,
+    opts: { capped?: boolean } = {},
+  ): Promise<Org> {
     const conflict = () => ApiError.conflict(`organization "${body.name}" already exists`);
     try {
       return await this.em().transactional(async (tx) => {
+        if (opts.capped !== false) {
+          await tx.execute('select id from users where id = ? for no key update', [creatorId]);
+          const [owned] = await tx.execute<{ n: string }[]>(
+            `select count(*) as n from org_members where user_id = ? and role = 'owner'`,
+            [creatorId],
+          );
+          if (Number(owned?.n ?? 0) >= this.maxOwned) {
+            throw ApiError.limitExceeded(
+              `organization limit reached: a user may own at most ${this.maxOwned} organizations`,
+            );
+          }
+        }
         const taken = await tx.execute('select 1 from orgs where lower(name) = lower(?)', [body.name]);
         if (taken.length > 0) throw conflict();
         const org = tx.create(Org, { name: body.name, description: body.description ?? '' });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { timestamp } from '../http/responses.ts';
 import { vcsEnum } from '../repos/schemas.ts';
 import { PIPELINE_EVENTS } from './pipeline-file.ts';
-import { PIPELINE_STATUSES, STEP_STATUSES } from './service.ts';
+import { PIPELINE_STATUSES, STEP_STATUSES } from './model.ts';
 
 /** Response shapes of pipelines and of the agent protocol; the service's mappers return these types. */
 export const pipelineStatusEnum = z.enum(PIPELINE_STATUSES).meta({ id: 'PipelineStatus' });
@@ -83,10 +83,15 @@ export const jobSchema = z
           commands: z.array(z.string()),
           environment: z.record(z.string(), z.string()),
           status: stepStatusEnum,
+          timeout_seconds: z
+            .int()
+            .min(1)
+            .meta({ description: 'the step is stopped after this many seconds' }),
         })
         .meta({ id: 'JobStep' }),
     ),
     ci_env: z.record(z.string(), z.string()),
+    log_max_bytes: z.int().min(1).meta({ description: 'most bytes a step log keeps (head and tail)' }),
   })
   .meta({ id: 'Job' });
 export type JobJson = z.infer<typeof jobSchema>;

@@ -6,10 +6,12 @@ import { pageQuery, type Page } from '../http/pagination.ts';
 import type { VcsKind } from '../vcs/index.ts';
 import {
   BadPath,
+  DEFAULT_LIMITS,
   normalisePath,
   plausibleRev,
   ReadNotFound,
   type LogEntry,
+  type ContentLimits,
   type ReaderPool,
   type RepoReader,
 } from '../vcs/reader.ts';
@@ -45,9 +47,12 @@ export class ContentsService {
   /** Repository id -> storage path and kind (neither ever changes for an id). */
   private readonly where = new Map<number, { vcs: VcsKind; path: string }>();
 
-  constructor(repos: ReposService, pool: ReaderPool) {
+  private readonly limits: ContentLimits;
+
+  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS) {
     this.repos = repos;
     this.pool = pool;
+    this.limits = limits;
   }
 
   private async reader(access: Access, org: string, name: string): Promise<RepoReader> {
@@ -101,7 +106,7 @@ export class ContentsService {
     const r = ContentsService.rev(rev);
     if (p === '') throw ApiError.notFound('file');
     const reader = await this.reader(access, org, repo);
-    return this.read(() => reader.blob(r, p));
+    return this.read(() => reader.blob(r, p, this.limits.blobMaxBytes));
   }
 
   async log(access: Access, org: string, repo: string, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
@@ -114,7 +119,7 @@ export class ContentsService {
   async changeset(access: Access, org: string, repo: string, rev: string) {
     const r = ContentsService.rev(rev);
     const reader = await this.reader(access, org, repo);
-    return this.read(() => reader.changeset(r));
+    return this.read(() => reader.changeset(r, this.limits));
   }
 }
 
@@ -125,8 +130,13 @@ const READ_ERRORS = {
 } as const;
 
 /** Routes under /api/v1/repos/:org/:repo for contents (thin: parse -> service -> reply). */
-export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): ContentsService {
-  const svc = new ContentsService(repos, pool);
+export function contentRoutes(
+  api: Api,
+  repos: ReposService,
+  pool: ReaderPool,
+  limits: ContentLimits = DEFAULT_LIMITS,
+): ContentsService {
+  const svc = new ContentsService(repos, pool, limits);
   const p = (params: Record<string, string>, k: string): string => params[k] ?? '';
   for (const [operationId, path] of [
     ['getRootTree', '/api/v1/repos/:org/:repo/tree'],
@@ -153,7 +163,8 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
     tag: 'contents',
     auth: 'public',
     operationId: 'getBlob',
-    summary: 'File content at a revision; binary files have `encoding: "base64"`',
+    summary:
+      'File content at a revision; binary files have `encoding: "base64"`; content beyond the blob cap is cut (`truncated: true`, `size` is the full size)',
     query: revQuery,
     params: { path: pathParam },
     returns: respond.data(fileContentSchema, 'the file'),
@@ -181,7 +192,7 @@ export function contentRoutes(api: Api, repos: ReposService, pool: ReaderPool): 
     auth: 'public',
     operationId: 'getChangeset',
     summary:
-      'One changeset with its diff (git-style unified diff against the first parent); `rev` may contain `/` (a branch `feature/x`)',
+      'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`); `rev` may contain `/` (a branch `feature/x`)',
     params: { rev: revParam },
     returns: respond.data(changesetSchema, 'the changeset'),
     errors: READ_ERRORS,

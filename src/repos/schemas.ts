@@ -35,6 +35,7 @@ export const fileContentSchema = z
     content: z.string().meta({ description: 'the text, or base64 when `encoding` is base64' }),
     size: z.int().min(0).meta({ description: 'bytes' }),
     encoding: z.enum(['utf-8', 'base64']),
+    truncated: z.boolean().meta({ description: 'the content was cut at the blob size cap' }),
   })
   .meta({ id: 'FileContent' });
 
@@ -53,5 +54,9 @@ export const changesetSchema = z
   .object({
     ...commitShape,
     diff: z.string().meta({ description: 'git-style unified diff against the first parent' }),
+    diff_truncated: z.boolean().meta({ description: 'the diff is incomplete (size caps)' }),
+    diff_truncated_files: z
+      .array(z.string())
+      .meta({ description: 'files shown by their header lines only (over the per-file cap)' }),
   })
   .meta({ id: 'Changeset' });

@@ -3,6 +3,7 @@ import { reply, respond, type Api } from '../http/api.ts';
 import { apiPath } from '../http/responses.ts';
 import type { Access, AuthUser } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import { pageQuery } from '../http/pagination.ts';
 import { createTokenBody, createUserBody, userJson, type UsersService } from './service.ts';
 import { newTokenSchema, tokenSchema, userSchema } from './schemas.ts';
 
@@ -39,10 +40,11 @@ export function userRoutes(api: Api, users: UsersService): void {
     tag: 'users',
     auth: 'token',
     operationId: 'listTokens',
-    summary: "The caller's tokens, without token values",
-    returns: respond.data(z.array(tokenSchema), 'every token of the caller, oldest first'),
+    summary: "The caller's tokens, without token values (paged list, oldest first)",
+    query: pageQuery(),
+    returns: respond.list(tokenSchema, "the caller's tokens, oldest first"),
     errors: { 403: CI_CREDENTIAL },
-    handler: async ({ access }) => reply.ok(await users.listTokens(tokenOwner(access).id)),
+    handler: async ({ access, query }) => reply.list(await users.listTokens(tokenOwner(access).id, query)),
   });
   api.route({
     method: 'post',
@@ -112,7 +114,10 @@ export function userRoutes(api: Api, users: UsersService): void {
     handler: async ({ access, body, params }) => {
       access.admin();
       const user = await users.byUsername(z.string().parse(params.username));
-      return reply.created(await users.createToken(user.id, body));
+      // A site admin may grant any scope to anyone, but not beyond the expiry of its own token.
+      const p = access.principal;
+      const minter = p.kind === 'user' ? p.grant : undefined;
+      return reply.created(await users.createToken(user.id, body, minter, { checkReach: false }));
     },
   });
   api.route({

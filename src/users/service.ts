@@ -12,6 +12,7 @@ import {
   type TokenGrant,
   type TokenLevel,
 } from '../http/auth.ts';
+import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { ApiToken, User } from './entities.ts';
 import type { TokenJson, UserJson, UserRefJson } from './schemas.ts';
 
@@ -90,14 +91,19 @@ export class UsersService {
   private readonly resolveTarget: TargetResolver;
   private readonly targetName: (orgId: number | null, repoId: number | null) => Promise<string | null>;
 
+  private readonly maxTokens: number;
+
   constructor(deps: {
     em: () => EntityManager;
     resolveTarget: TargetResolver;
     targetName: (orgId: number | null, repoId: number | null) => Promise<string | null>;
+    /** Tokens one user may hold (CI clone credentials not counted); 409 beyond. */
+    maxTokensPerUser?: number;
   }) {
     this.em = deps.em;
     this.resolveTarget = deps.resolveTarget;
     this.targetName = deps.targetName;
+    this.maxTokens = deps.maxTokensPerUser ?? 100;
   }
 
   async get(id: number): Promise<User> {
@@ -136,13 +142,32 @@ export class UsersService {
   }
 
   /**
-   * Creates a token. `minter` is the grant of the token making the request (absent for the admin
-   * endpoint and the CLI): a token cannot mint a token with a scope it lacks or a wider reach
-   * than its own level and target, so no token escalates its own privileges.
+   * Creates a token. `minter` is the grant of the token making the request (absent for the CLI):
+   * a token cannot mint a token with a scope it lacks or a wider reach than its own level and
+   * target, so no token escalates its own privileges (`checkReach: false` for the admin
+   * endpoint, whose caller is a site admin). Whatever the endpoint, a minted token never outlives
+   * its minter: without `expires_at` it takes the minter's expiry, and a later one is 400.
+   * A user holds at most `maxTokensPerUser` tokens (409 `limit_exceeded` beyond).
    */
-  async createToken(userId: number, body: CreateTokenBody, minter?: TokenGrant) {
-    if (body.expires_at != null && new Date(body.expires_at).getTime() <= Date.now()) {
+  async createToken(
+    userId: number,
+    body: CreateTokenBody,
+    minter?: TokenGrant,
+    opts: { checkReach?: boolean } = {},
+  ) {
+    const now = Date.now();
+    let expiresAt = body.expires_at == null ? null : new Date(body.expires_at);
+    if (expiresAt !== null && expiresAt.getTime() <= now) {
       throw ApiError.validation('body.expires_at: must be in the future');
+    }
+    const limit = minter?.expiresAt ?? null;
+    if (limit !== null) {
+      if (expiresAt === null) expiresAt = limit;
+      else if (expiresAt.getTime() > limit.getTime()) {
+        throw ApiError.validation(
+          `body.expires_at: must not be later than the expiry of the token making the request (${limit.toISOString()})`,
+        );
+      }
     }
     let target: { orgId: number | null; repoId: number | null } = { orgId: null, repoId: null };
     if (body.level === 'personal') {
@@ -153,7 +178,7 @@ export class UsersService {
         throw ApiError.validation(`body.target: required for a ${body.level} token`);
       target = await this.resolveTarget(body.level, body.target, userId);
     }
-    if (minter !== undefined) {
+    if (minter !== undefined && opts.checkReach !== false) {
       const missing = body.scopes.filter((s) => !mayGrant(minter.scopes, s));
       if (missing.length > 0) {
         throw ApiError.forbidden(`this token cannot grant scopes it does not hold: ${missing.join(', ')}`);
@@ -166,32 +191,52 @@ export class UsersService {
         throw ApiError.forbidden('this token cannot create a token reaching beyond its own target');
     }
     const plaintext = newTokenValue();
-    const em = this.em();
-    const token = em.create(ApiToken, {
-      userId,
-      name: body.name,
-      tokenHash: hashToken(plaintext),
-      scopes: body.scopes,
-      level: body.level,
-      targetOrgId: target.orgId,
-      targetRepoId: target.repoId,
-      expiresAt: body.expires_at == null ? null : new Date(body.expires_at),
-      lastUsedAt: null,
+    const token = await this.em().transactional(async (tx) => {
+      // The user's row lock (which foreign-key checks do not wait for) serialises this user's
+      // creates, so concurrent ones cannot pass the cap.
+      await tx.execute('select id from users where id = ? for no key update', [userId]);
+      const [held] = await tx.execute<{ n: string }[]>(
+        'select count(*) as n from api_tokens where user_id = ? and pipeline_id is null',
+        [userId],
+      );
+      if (Number(held?.n ?? 0) >= this.maxTokens) {
+        throw ApiError.limitExceeded(
+          `token limit reached: a user may hold at most ${this.maxTokens} tokens (expired ones count until deleted); delete one first`,
+        );
+      }
+      const t = tx.create(ApiToken, {
+        userId,
+        name: body.name,
+        tokenHash: hashToken(plaintext),
+        scopes: body.scopes,
+        level: body.level,
+        targetOrgId: target.orgId,
+        targetRepoId: target.repoId,
+        expiresAt,
+        lastUsedAt: null,
+      });
+      await tx.flush();
+      return t;
     });
-    await em.flush();
     return {
       ...tokenJson(token, await this.targetName(token.targetOrgId ?? null, token.targetRepoId ?? null)),
       token: plaintext,
     };
   }
 
-  async listTokens(userId: number) {
-    const tokens = await this.em().find(ApiToken, { userId, pipelineId: null }, { orderBy: { id: 'asc' } });
-    return Promise.all(
+  /** The user's tokens, oldest first, one page (CI clone credentials are not listed). */
+  async listTokens(userId: number, q: PageQuery): Promise<Page<TokenJson>> {
+    const [tokens, total] = await this.em().findAndCount(
+      ApiToken,
+      { userId, pipelineId: null },
+      { orderBy: { id: 'asc' }, limit: q.per_page, offset: offsetOf(q) },
+    );
+    const items = await Promise.all(
       tokens.map(async (t) =>
         tokenJson(t, await this.targetName(t.targetOrgId ?? null, t.targetRepoId ?? null)),
       ),
     );
+    return { items, total, page: q.page, perPage: q.per_page };
   }
 
   async deleteToken(userId: number, id: number): Promise<void> {
@@ -254,6 +299,36 @@ export class UsersService {
     });
   }
 
+  /**
+   * First start without any user: creates the administrator `username` and a personal token
+   * with every scope, returning its plaintext (shown once). Undefined when a user exists already.
+   */
+  async createFirstAdmin(
+    username: string,
+    email: string,
+  ): Promise<{ user: User; token: string } | undefined> {
+    return this.em().transactional(async (tx) => {
+      await tx.execute('select pg_advisory_xact_lock(?)', [0x61646d6e]);
+      if ((await tx.execute('select 1 from users limit 1')).length > 0) return undefined;
+      const user = tx.create(User, { username, email, displayName: username, isAdmin: true, avatarUrl: '' });
+      await tx.flush();
+      const token = newTokenValue();
+      tx.create(ApiToken, {
+        userId: user.id,
+        name: 'first start',
+        tokenHash: hashToken(token),
+        scopes: ALL_SCOPES,
+        level: 'personal',
+        targetOrgId: null,
+        targetRepoId: null,
+        expiresAt: null,
+        lastUsedAt: null,
+      });
+      await tx.flush();
+      return { user, token };
+    });
+  }
+
   async userByTokenHash(
     hash: string,
   ): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined> {
@@ -289,6 +364,7 @@ export class UsersService {
         targetOrgId: r.target_org_id,
         targetRepoId: r.target_repo_id,
         pipeline: r.pipeline,
+        expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
       },
       expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
     };

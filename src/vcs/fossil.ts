@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import {
   blobContent,
-  gitDiffSection,
+  cappedDiff,
+  DEFAULT_LIMITS,
   isoUtc,
   Lru,
   PersistentProcess,
@@ -15,6 +16,7 @@ import {
   type LogPage,
   type Parser,
   type RepoReader,
+  type SizedChange,
   type TreeEntry,
 } from './reader.ts';
 
@@ -145,19 +147,23 @@ export class FossilReader implements RepoReader {
     return sortEntries(entries);
   }
 
-  async blob(rev: string, p: string): Promise<BlobContent> {
+  async blob(rev: string, p: string, maxBytes = DEFAULT_LIMITS.blobMaxBytes): Promise<BlobContent> {
     if (p === '') {
       await this.rid(rev);
       throw new ReadNotFound('file');
     }
-    const r = await this.query<{ uuid: string | null; hex: string | null }>(
+    const max = Math.max(1, Math.trunc(maxBytes));
+    // Only the first `max` bytes leave the process (substr of a BLOB counts bytes).
+    const r = await this.query<{ uuid: string | null; file: [number, string] | null }>(
       `SELECT json_object('uuid', c.uuid,
-        'hex', (SELECT hex(content(f.uuid)) FROM files_of_checkin(c.uuid) f WHERE f.filename = ${sqlText(p)}))
+        'file', (SELECT json_array(b.size, hex(substr(content(f.uuid), 1, ${max})))
+           FROM files_of_checkin(c.uuid) f JOIN blob b ON b.uuid = f.uuid WHERE f.filename = ${sqlText(p)}))
        FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
     );
     if (r === undefined || r.uuid === null) throw new ReadNotFound('revision');
-    if (r.hex === null) throw new ReadNotFound('path');
-    return blobContent(p, Buffer.from(r.hex, 'hex'));
+    if (r.file === null) throw new ReadNotFound('path');
+    const data = Buffer.from(r.file[1], 'hex');
+    return blobContent(p, data, Math.max(r.file[0], data.length), max);
   }
 
   private entry(row: Row): LogEntry {
@@ -207,7 +213,7 @@ export class FossilReader implements RepoReader {
     return { entries: rows.map((r) => this.entry(r)), total: order.length };
   }
 
-  async changeset(rev: string): Promise<Changeset> {
+  async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {
     const { rid } = await this.rid(rev);
     const [row] = await this.rows([rid]);
     if (row === undefined) throw new ReadNotFound('revision');
@@ -217,37 +223,42 @@ export class FossilReader implements RepoReader {
       newUuid: string | null;
       oldUuid: string | null;
       newPerm: number;
-      oldHex: string | null;
-      newHex: string | null;
+      oldSize: number | null;
+      newSize: number | null;
     };
-    const changes =
+    // Names, ids and sizes first; contents are read only within the caps (see cappedDiff).
+    const rows =
       (await this.query<Change[]>(
         `SELECT json_group_array(json_object('name', fn.name, 'oldName', pfn.name,
             'newUuid', nb.uuid, 'oldUuid', ob.uuid, 'newPerm', m.mperm,
-            'oldHex', CASE WHEN m.pid > 0 THEN hex(content(ob.uuid)) END,
-            'newHex', CASE WHEN m.fid > 0 THEN hex(content(nb.uuid)) END))
+            'oldSize', ob.size, 'newSize', nb.size))
          FROM mlink m JOIN filename fn ON fn.fnid = m.fnid
            LEFT JOIN filename pfn ON pfn.fnid = m.pfnid
            LEFT JOIN blob nb ON nb.rid = m.fid AND m.fid > 0
            LEFT JOIN blob ob ON ob.rid = m.pid AND m.pid > 0
          WHERE m.mid = ${rid} AND NOT m.isaux`,
       )) ?? [];
-    changes.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    rows.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const mode = (perm: number) => (perm === 1 ? '100755' : perm === 2 ? '120000' : '100644');
-    const diff = changes
+    const changes: SizedChange[] = rows
       .filter((c) => c.newUuid !== c.oldUuid || (c.oldName !== null && c.oldName !== c.name))
-      .map((c) =>
-        gitDiffSection({
-          oldPath: c.oldUuid === null ? undefined : (c.oldName ?? c.name),
-          newPath: c.newUuid === null ? undefined : c.name,
-          newMode: mode(c.newPerm),
-          oldId: c.oldUuid ?? undefined,
-          newId: c.newUuid ?? undefined,
-          oldData: c.oldHex === null ? undefined : Buffer.from(c.oldHex, 'hex'),
-          newData: c.newHex === null ? undefined : Buffer.from(c.newHex, 'hex'),
-        }),
-      )
-      .join('');
-    return { ...this.entry(row), diff };
+      .map((c) => ({
+        oldPath: c.oldUuid === null ? undefined : (c.oldName ?? c.name),
+        newPath: c.newUuid === null ? undefined : c.name,
+        newMode: mode(c.newPerm),
+        oldId: c.oldUuid ?? undefined,
+        newId: c.newUuid ?? undefined,
+        oldSize: c.oldUuid === null ? undefined : Math.max(0, c.oldSize ?? 0),
+        newSize: c.newUuid === null ? undefined : Math.max(0, c.newSize ?? 0),
+      }));
+    const load = async (ids: string[]) => {
+      const list = ids.map((id) => sqlText(id)).join(', ');
+      const got =
+        (await this.query<Record<string, string | null>>(
+          `SELECT json_group_object(b.uuid, hex(content(b.uuid))) FROM blob b WHERE b.uuid IN (${list})`,
+        )) ?? {};
+      return new Map(ids.map((id) => [id, got[id] == null ? undefined : Buffer.from(got[id], 'hex')]));
+    };
+    return { ...this.entry(row), ...(await cappedDiff(changes, load, limits)) };
   }
 }

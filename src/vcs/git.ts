@@ -4,7 +4,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import {
   blobContent,
-  gitDiffSection,
+  cappedDiff,
+  DEFAULT_LIMITS,
   isoUtc,
   Lru,
   PersistentProcess,
@@ -14,12 +15,15 @@ import {
   splitMessage,
   type BlobContent,
   type Changeset,
-  type FileChange,
+  type ContentLimits,
+  type DiffResult,
   type LogEntry,
   type LogPage,
   type Parser,
   type RepoReader,
+  type SizedChange,
   type TreeEntry,
+  readPrefix,
 } from './reader.ts';
 
 const exec = promisify(execFile);
@@ -255,13 +259,20 @@ export class GitReader implements RepoReader {
     );
   }
 
-  async blob(rev: string, p: string): Promise<BlobContent> {
+  async blob(rev: string, p: string, maxBytes = DEFAULT_LIMITS.blobMaxBytes): Promise<BlobContent> {
     const id = await this.mustResolve(rev);
     if (p === '') throw new ReadNotFound('file');
-    const obj = await this.one('contents', `${id}:${p}`);
-    if (obj === undefined) throw new ReadNotFound('path');
-    if (obj.type !== 'blob' || obj.data === undefined) throw new ReadNotFound('file');
-    return blobContent(p, Buffer.from(obj.data));
+    const info = await this.one('info', `${id}:${p}`);
+    if (info === undefined) throw new ReadNotFound('path');
+    if (info.type !== 'blob') throw new ReadNotFound('file');
+    if (info.size > maxBytes) {
+      // Only the first part is read, by a separate process (the batch process would send it all).
+      const head = await readPrefix('git', ['-C', this.dir, 'cat-file', 'blob', info.id], maxBytes, ENV);
+      return blobContent(p, head, info.size, maxBytes);
+    }
+    const obj = await this.one('contents', info.id);
+    if (obj?.data === undefined) throw new ReadNotFound('file');
+    return blobContent(p, Buffer.from(obj.data), obj.size, maxBytes);
   }
 
   /** Ancestors of a commit newest first, in `git log` order (cached per commit: history is immutable). */
@@ -286,18 +297,22 @@ export class GitReader implements RepoReader {
     return { entries: commits.map((c) => this.entry(c, refs, branch)), total: order.length };
   }
 
-  async changeset(rev: string): Promise<Changeset> {
+  async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {
     const id = await this.mustResolve(rev);
     const [[c], refs] = await Promise.all([this.commitsOf([id]), this.refs()]);
     if (c === undefined) throw new ReadNotFound('revision');
     const parent = c.parents[0] === undefined ? undefined : (await this.commitsOf([c.parents[0]]))[0];
-    const diff = await this.diff(parent?.tree, c.tree);
-    return { ...this.entry(c, refs, this.branchOf(refs, rev, id)), diff };
+    const diff = await this.diff(parent?.tree, c.tree, limits);
+    return { ...this.entry(c, refs, this.branchOf(refs, rev, id)), ...diff };
   }
 
-  /** Git-style diff between two trees, read through cat-file (no process spawned). */
-  private async diff(oldTree: string | undefined, newTree: string): Promise<string> {
-    const changes: (FileChange & { sortKey: string })[] = [];
+  /** Git-style diff between two trees, read through cat-file (no process spawned), capped. */
+  private async diff(
+    oldTree: string | undefined,
+    newTree: string,
+    limits: ContentLimits,
+  ): Promise<DiffResult> {
+    const changes: (SizedChange & { sortKey: string })[] = [];
     const hashLen = newTree.length / 2;
     const readTrees = async (ids: (string | undefined)[]): Promise<RawEntry[][]> => {
       const want = ids.filter((x): x is string => x !== undefined);
@@ -337,27 +352,28 @@ export class GitReader implements RepoReader {
             newMode: fb?.mode,
             oldId: fa?.id,
             newId: fb?.id,
-            oldData: undefined,
-            newData: undefined,
+            oldSize: undefined,
+            newSize: undefined,
           });
         }
       });
       level = nextLevel;
     }
     changes.sort((x, y) => (x.sortKey < y.sortKey ? -1 : x.sortKey > y.sortKey ? 1 : 0));
+    // Sizes first (one round trip), so contents are read only for files within the caps.
     const blobIds = [
       ...new Set(changes.flatMap((c) => [c.oldId, c.newId]).filter((x): x is string => x !== undefined)),
     ];
-    const objs = await this.batch(blobIds.map((x) => ({ op: 'contents', name: x })));
-    const data = new Map(blobIds.map((x, i) => [x, objs[i]?.data]));
-    return changes
-      .map((c) =>
-        gitDiffSection({
-          ...c,
-          oldData: c.oldId === undefined ? undefined : data.get(c.oldId),
-          newData: c.newId === undefined ? undefined : data.get(c.newId),
-        }),
-      )
-      .join('');
+    const infos = await this.batch(blobIds.map((x) => ({ op: 'info', name: x })));
+    const sizes = new Map(blobIds.map((x, i) => [x, infos[i]?.size ?? 0]));
+    for (const c of changes) {
+      c.oldSize = c.oldId === undefined ? undefined : sizes.get(c.oldId);
+      c.newSize = c.newId === undefined ? undefined : sizes.get(c.newId);
+    }
+    const load = async (ids: string[]) => {
+      const objs = await this.batch(ids.map((x) => ({ op: 'contents', name: x })));
+      return new Map(ids.map((x, i) => [x, objs[i]?.data]));
+    };
+    return cappedDiff(changes, load, limits);
   }
 }

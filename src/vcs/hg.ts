@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   blobContent,
+  DEFAULT_LIMITS,
   isoUtc,
   PersistentProcess,
   ReadNotFound,
@@ -12,6 +13,7 @@ import {
   splitMessage,
   type BlobContent,
   type Changeset,
+  type DiffResult,
   type LogEntry,
   type LogPage,
   type NotFoundKind,
@@ -131,10 +133,15 @@ def _answer(ui, repo, op, rev, *args):
         return _out(ui, {'dirs': sorted(_s(d) for d in dirs), 'files': files})
     if op == b'blob':
         path = args[0]
+        limit = int(args[1]) if len(args) > 1 else -1
         mf = _manifest(ctx)
         if path not in mf:
             return _out(ui, {'error': 'file' if mf.hasdir(path) else 'path'})
-        return _out(ui, {'ok': True}, ctx.filectx(path, fileid=mf[path]).data())
+        data = ctx.filectx(path, fileid=mf[path]).data()
+        size = len(data)
+        if 0 <= limit < size:
+            data = data[:limit]
+        return _out(ui, {'ok': True, 'size': size}, data)
     if op == b'log':
         offset, limit = int(args[0]), int(args[1])
         cl = repo.changelog
@@ -151,14 +158,86 @@ def _answer(ui, repo, op, rev, *args):
         entries = [_entry(repo, node_of(r)) for r in order[offset:offset + limit]]
         return _out(ui, {'total': len(order), 'entries': entries})
     if op == b'changeset':
-        opts = patch.diffallopts(ui, {b'git': True})
-        p1 = ctx.p1().node()
-        chunks = patch.diff(repo, p1, ctx.node(), opts=opts)
-        diff = b''.join(chunks)
         e = _entry(repo, ctx.node())
-        e['diff'] = _s(diff)
+        e.update(_capped_diff(ui, repo, ctx, int(args[0]), int(args[1])))
         return _out(ui, e)
     return _out(ui, {'error': 'op'})
+
+
+def _gitmode(flags):
+    return b'120000' if b'l' in flags else b'100755' if b'x' in flags else b'100644'
+
+
+def _capped_diff(ui, repo, ctx, filemax, totalmax):
+    """The git-style diff against the first parent under Triad's caps (the rules of its
+    DiffBuilder): a file whose either version is larger than filemax is shown by its header only,
+    without being diffed; so is a file whose section is larger than filemax; the first section
+    that would take the whole past totalmax is left out with every later one."""
+    p1 = ctx.p1()
+    st = repo.status(p1, ctx)
+    files = sorted(st.modified + st.added + st.removed)
+    big = {}
+    for f in files:
+        old = p1[f] if f in p1 else None
+        new = ctx[f] if f in ctx else None
+        if max(old.size() if old else 0, new.size() if new else 0) <= filemax:
+            continue
+        head = [b'diff --git a/%s b/%s' % (f, f)]
+        if old is None:
+            head.append(b'new file mode %s' % _gitmode(new.flags()))
+        elif new is None:
+            head.append(b'deleted file mode %s' % _gitmode(old.flags()))
+        elif old.flags() != new.flags():
+            head.append(b'old mode %s' % _gitmode(old.flags()))
+            head.append(b'new mode %s' % _gitmode(new.flags()))
+        big[f] = b'\\n'.join(head) + b'\\n'
+    state = {'parts': [], 'total': 0, 'full': False, 'cut': []}
+
+    def add(path, header, body):
+        if state['full']:
+            return
+        section = header if body is None else header + body
+        headeronly = body is None
+        if not headeronly and len(section) > filemax:
+            section, headeronly = header, True
+        if state['total'] + len(section) > totalmax:
+            state['full'] = True
+            return
+        state['parts'].append(section)
+        state['total'] += len(section)
+        if headeronly:
+            state['cut'].append(_s(path))
+
+    opts = patch.diffallopts(ui, {b'git': True})
+    match = None if not big else matchmod.exact([f for f in files if f not in big])
+    pending = sorted(big)
+    for fctx1, fctx2, hdr, hunks in patch.diffhunks(repo, p1, ctx, match=match, opts=opts):
+        path = (fctx2 if fctx2 is not None else fctx1).path()
+        while pending and pending[0] < path:
+            f = pending.pop(0)
+            add(f, big[f], None)
+        if state['full']:
+            break
+        body, size, over = [], 0, False
+        for _range, lines in hunks:
+            for line in lines:
+                body.append(line)
+                size += len(line)
+            if size > filemax:
+                over = True
+                break
+        text = b''.join(body)
+        if not (hdr and (text or len(hdr) > 1)) and not text:
+            continue
+        header = b'\\n'.join(hdr) + b'\\n' if hdr and (text or len(hdr) > 1) else b''
+        add(path, header, None if over else text)
+    for f in pending:
+        add(f, big[f], None)
+    return {
+        'diff': _s(b''.join(state['parts'])),
+        'diff_truncated': state['full'] or bool(state['cut']),
+        'diff_truncated_files': state['cut'],
+    }
 
 
 @command(b'triad-read', [], b'OP REV [ARGS]...', norepo=False, intents={b'readonly'})
@@ -260,6 +339,7 @@ type Answer = {
   id?: string;
   dirs?: string[];
   files?: [string, number][];
+  size?: number;
   total?: number;
   entries?: Entry[];
   diff?: string;
@@ -332,10 +412,11 @@ export class HgReader implements RepoReader {
     ]);
   }
 
-  async blob(rev: string, p: string): Promise<BlobContent> {
+  async blob(rev: string, p: string, maxBytes = DEFAULT_LIMITS.blobMaxBytes): Promise<BlobContent> {
     if (p === '') throw new ReadNotFound('file');
-    const { rest } = await this.read('blob', rev, p);
-    return blobContent(p, Buffer.from(rest));
+    const max = Math.max(1, Math.trunc(maxBytes));
+    const { answer, rest } = await this.read('blob', rev, p, String(max));
+    return blobContent(p, Buffer.from(rest), answer.size ?? rest.length, max);
   }
 
   private entry(e: Entry): LogEntry {
@@ -355,9 +436,15 @@ export class HgReader implements RepoReader {
     return { entries: (answer.entries ?? []).map((e) => this.entry(e)), total: answer.total ?? 0 };
   }
 
-  async changeset(rev: string): Promise<Changeset> {
-    const { answer } = await this.read('changeset', rev);
-    const e = answer as Entry & { diff?: string };
-    return { ...this.entry(e), diff: e.diff ?? '' };
+  async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {
+    const caps = [limits.diffMaxFileBytes, limits.diffMaxBytes].map((n) => String(Math.trunc(n)));
+    const { answer } = await this.read('changeset', rev, ...caps);
+    const e = answer as Entry & Partial<DiffResult>;
+    return {
+      ...this.entry(e),
+      diff: e.diff ?? '',
+      diff_truncated: e.diff_truncated ?? false,
+      diff_truncated_files: e.diff_truncated_files ?? [],
+    };
   }
 }

@@ -5,7 +5,17 @@ import type { VcsKind } from './index.ts';
 // ------------------------------------------------------------------ shapes
 
 export type TreeEntry = { name: string; is_dir: boolean; size: number };
-export type BlobContent = { path: string; content: string; size: number; encoding: 'utf-8' | 'base64' };
+/**
+ * `size` is the file's full size; `content` holds at most the blob cap's worth of it, cut at a
+ * character boundary for text, and `truncated` says whether it was cut.
+ */
+export type BlobContent = {
+  path: string;
+  content: string;
+  size: number;
+  encoding: 'utf-8' | 'base64';
+  truncated: boolean;
+};
 export type LogEntry = {
   id: string;
   short_id: string;
@@ -16,7 +26,27 @@ export type LogEntry = {
   branch: string;
   tags: string[];
 };
-export type Changeset = LogEntry & { diff: string };
+/**
+ * `diff_truncated`: the diff is incomplete (a file shown by its header only, or sections left out
+ * at the total cap); `diff_truncated_files`: the files shown by their header only.
+ */
+export type DiffResult = { diff: string; diff_truncated: boolean; diff_truncated_files: string[] };
+export type Changeset = LogEntry & DiffResult;
+
+/** Size caps of contents reads (bytes); see `DEFAULT_LIMITS` and docs/api.md "Limits". */
+export type ContentLimits = {
+  /** Blob reads return at most this much content (`truncated: true` beyond). */
+  blobMaxBytes: number;
+  /** A file whose either version, or whose diff section, is larger is shown by its header only. */
+  diffMaxFileBytes: number;
+  /** The whole diff: a section that would pass it is left out with every later one. */
+  diffMaxBytes: number;
+};
+export const DEFAULT_LIMITS: ContentLimits = {
+  blobMaxBytes: 4 * 1024 * 1024,
+  diffMaxFileBytes: 1024 * 1024,
+  diffMaxBytes: 4 * 1024 * 1024,
+};
 export type LogPage = { entries: LogEntry[]; total: number };
 
 /**
@@ -27,9 +57,11 @@ export type LogPage = { entries: LogEntry[]; total: number };
 export interface RepoReader {
   resolve(rev: string): Promise<string | undefined>;
   tree(rev: string, path: string): Promise<TreeEntry[]>;
-  blob(rev: string, path: string): Promise<BlobContent>;
+  /** At most `maxBytes` of content (default `DEFAULT_LIMITS.blobMaxBytes`); larger files are cut. */
+  blob(rev: string, path: string, maxBytes?: number): Promise<BlobContent>;
   log(rev: string, page: number, perPage: number): Promise<LogPage>;
-  changeset(rev: string): Promise<Changeset>;
+  /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
+  changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;
   /** True while a request is queued or running (the pool never evicts a busy reader). */
   busy(): boolean;
   /** Ends the persistent processes once queued work is done. */
@@ -79,14 +111,74 @@ export function plausibleRev(rev: string): boolean {
   return rev.length > 0 && rev.length <= 256 && !/[\u0000-\u001f\u007f]/.test(rev);
 }
 
-export function blobContent(path: string, data: Buffer): BlobContent {
-  const text = !data.includes(0) && isUtf8(data);
+/**
+ * A blob answer from the file's bytes (or their first part) and its full size. Content beyond
+ * `maxBytes` is cut; a cut text file ends before a character split by the cut, so it stays
+ * UTF-8 (never turns into base64 because of the cut).
+ */
+export function blobContent(
+  path: string,
+  data: Buffer,
+  size = data.length,
+  maxBytes = DEFAULT_LIMITS.blobMaxBytes,
+): BlobContent {
+  let bytes = data.length > maxBytes ? data.subarray(0, maxBytes) : data;
+  const cut = bytes.length < size;
+  let text = !bytes.includes(0) && isUtf8(bytes);
+  if (!text && cut && !bytes.includes(0)) {
+    // A cut may split one multi-byte character (at most 3 bytes of it).
+    for (let drop = 1; drop <= 3 && drop < bytes.length && !text; drop += 1) {
+      if (isUtf8(bytes.subarray(0, bytes.length - drop))) {
+        bytes = bytes.subarray(0, bytes.length - drop);
+        text = true;
+      }
+    }
+  }
   return {
     path,
-    content: text ? data.toString('utf8') : data.toString('base64'),
-    size: data.length,
+    content: text ? bytes.toString('utf8') : bytes.toString('base64'),
+    size,
     encoding: text ? 'utf-8' : 'base64',
+    truncated: cut,
   };
+}
+
+/**
+ * The first `max` bytes a command writes to stdout (the whole output when shorter); the command
+ * is killed once enough is read, so a huge output is never held in memory.
+ */
+export function readPrefix(
+  cmd: string,
+  args: string[],
+  max: number,
+  env?: NodeJS.ProcessEnv,
+): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: env ?? process.env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const parts: Buffer[] = [];
+    let have = 0;
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      if (err !== undefined) reject(err);
+      else resolve(Buffer.concat(parts, Math.min(have, max)).subarray(0, max));
+    };
+    child.stdout.on('data', (d: Buffer) => {
+      if (done) return;
+      parts.push(d);
+      have += d.length;
+      if (have >= max) {
+        child.kill('SIGKILL');
+        finish();
+      }
+    });
+    child.on('error', (e) => finish(e));
+    child.on('close', (code, signal) => {
+      if (code === 0 || have >= max) finish();
+      else finish(new Error(`${cmd} exited (${signal ?? code ?? '?'})`));
+    });
+  });
 }
 
 export function isoUtc(ms: number): string {
@@ -134,222 +226,15 @@ export class Lru<K, V> {
   }
 }
 
-// ------------------------------------------------------------------ unified diff
-
-function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
-
-type Op = { kind: ' ' | '-' | '+'; line: string };
-
-/** Myers O(ND) edit script between two line arrays (full replacement when it would be too costly). */
-function editScript(a: string[], b: string[]): Op[] {
-  let pre = 0;
-  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre += 1;
-  let suf = 0;
-  while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) {
-    suf += 1;
-  }
-  const A = a.slice(pre, a.length - suf);
-  const B = b.slice(pre, b.length - suf);
-  const head: Op[] = a.slice(0, pre).map((line) => ({ kind: ' ', line }));
-  const tail: Op[] = a.slice(a.length - suf).map((line) => ({ kind: ' ', line }));
-  // Within each block of changes, deletions first (as diff -u and git print them).
-  const middle: Op[] = [];
-  let dels: Op[] = [];
-  let adds: Op[] = [];
-  const flush = () => {
-    middle.push(...dels, ...adds);
-    dels = [];
-    adds = [];
-  };
-  for (const op of myers(A, B)) {
-    if (op.kind === '-') dels.push(op);
-    else if (op.kind === '+') adds.push(op);
-    else {
-      flush();
-      middle.push(op);
-    }
-  }
-  flush();
-  return [...head, ...middle, ...tail];
-}
-
-function myers(a: string[], b: string[]): Op[] {
-  const n = a.length;
-  const m = b.length;
-  const replace = (): Op[] => [
-    ...a.map((line): Op => ({ kind: '-', line })),
-    ...b.map((line): Op => ({ kind: '+', line })),
-  ];
-  if (n === 0 || m === 0) return replace();
-  const max = n + m;
-  const off = max;
-  const budget = 4_000_000;
-  const v = new Int32Array(2 * max + 2);
-  const trace: Int32Array[] = [];
-  let found = -1;
-  for (let d = 0; d <= max; d += 1) {
-    if ((d + 1) * (2 * d + 1) > budget) return replace();
-    trace.push(v.slice(off - d - 1, off + d + 2));
-    for (let k = -d; k <= d; k += 2) {
-      let x: number;
-      if (k === -d || (k !== d && (v[off + k - 1] ?? 0) < (v[off + k + 1] ?? 0))) x = v[off + k + 1] ?? 0;
-      else x = (v[off + k - 1] ?? 0) + 1;
-      let y = x - k;
-      while (x < n && y < m && a[x] === b[y]) {
-        x += 1;
-        y += 1;
-      }
-      v[off + k] = x;
-      if (x >= n && y >= m) {
-        found = d;
-        break;
-      }
-    }
-    if (found >= 0) break;
-  }
-  // Backtrack: trace[d] holds v before round d, indexed from k = -d-1.
-  const ops: Op[] = [];
-  let x = n;
-  let y = m;
-  for (let d = found; d > 0; d -= 1) {
-    const vd = trace[d] ?? new Int32Array(0);
-    const at = (k: number) => vd[k + d + 1] ?? 0;
-    const k = x - y;
-    const prevK = k === -d || (k !== d && at(k - 1) < at(k + 1)) ? k + 1 : k - 1;
-    const prevX = at(prevK);
-    const prevY = prevX - prevK;
-    while (x > prevX && y > prevY) {
-      x -= 1;
-      y -= 1;
-      ops.push({ kind: ' ', line: a[x] ?? '' });
-    }
-    if (prevK === k + 1) {
-      y -= 1;
-      ops.push({ kind: '+', line: b[y] ?? '' });
-    } else {
-      x -= 1;
-      ops.push({ kind: '-', line: a[x] ?? '' });
-    }
-  }
-  while (x > 0 && y > 0) {
-    x -= 1;
-    y -= 1;
-    ops.push({ kind: ' ', line: a[x] ?? '' });
-  }
-  return ops.reverse();
-}
-
-/** Unified diff hunks (3 lines of context) between two texts; '' when equal. */
-export function unifiedHunks(oldText: string, newText: string, context = 3): string {
-  if (oldText === newText) return '';
-  const a = splitLines(oldText);
-  const b = splitLines(newText);
-  const aNoEol = oldText !== '' && !oldText.endsWith('\n');
-  const bNoEol = newText !== '' && !newText.endsWith('\n');
-  const ops = editScript(a, b);
-  // Last lines differing only in the final newline must show as a change.
-  if ((aNoEol !== bNoEol || a.length !== b.length) && ops.length > 0) {
-    const last = ops[ops.length - 1];
-    if (last !== undefined && last.kind === ' ' && aNoEol !== bNoEol) {
-      ops.pop();
-      ops.push({ kind: '-', line: last.line }, { kind: '+', line: last.line });
-    }
-  }
-  const out: string[] = [];
-  let i = 0;
-  let ai = 0;
-  let bi = 0;
-  const pos: { ai: number; bi: number }[] = [];
-  for (const op of ops) {
-    pos.push({ ai, bi });
-    if (op.kind !== '+') ai += 1;
-    if (op.kind !== '-') bi += 1;
-  }
-  while (i < ops.length) {
-    while (i < ops.length && ops[i]?.kind === ' ') i += 1;
-    if (i >= ops.length) break;
-    const start = Math.max(0, i - context);
-    let end = i;
-    // Extend while the next change is within 2*context lines.
-    for (;;) {
-      while (end < ops.length && ops[end]?.kind !== ' ') end += 1;
-      let j = end;
-      while (j < ops.length && ops[j]?.kind === ' ' && j - end < 2 * context) j += 1;
-      if (j < ops.length && ops[j]?.kind !== ' ' && j - end <= 2 * context) {
-        end = j;
-        continue;
-      }
-      break;
-    }
-    const stop = Math.min(ops.length, end + context);
-    const p = pos[start] ?? { ai: 0, bi: 0 };
-    let na = 0;
-    let nb = 0;
-    const body: string[] = [];
-    for (let j = start; j < stop; j += 1) {
-      const op = ops[j];
-      if (op === undefined) break;
-      if (op.kind !== '+') na += 1;
-      if (op.kind !== '-') nb += 1;
-      body.push(`${op.kind}${op.line}`);
-      const isLastA = op.kind !== '+' && (pos[j]?.ai ?? 0) === a.length - 1;
-      const isLastB = op.kind !== '-' && (pos[j]?.bi ?? 0) === b.length - 1;
-      if ((op.kind === '-' && isLastA && aNoEol) || (op.kind === '+' && isLastB && bNoEol)) {
-        body.push('\\ No newline at end of file');
-      } else if (op.kind === ' ' && isLastA && aNoEol) {
-        body.push('\\ No newline at end of file');
-      }
-    }
-    const range = (s: number, n: number) => (n === 1 ? `${s + 1}` : `${n === 0 ? s : s + 1},${n}`);
-    out.push(`@@ -${range(p.ai, na)} +${range(p.bi, nb)} @@`, ...body);
-    i = stop;
-  }
-  return out.length === 0 ? '' : `${out.join('\n')}\n`;
-}
-
-export type FileChange = {
-  oldPath: string | undefined;
-  newPath: string | undefined;
-  oldMode?: string;
-  newMode?: string;
-  oldId?: string;
-  newId?: string;
-  oldData: Buffer | undefined;
-  newData: Buffer | undefined;
-};
-
-/** One file's section of a git-style diff. */
-export function gitDiffSection(c: FileChange): string {
-  const a = c.oldPath ?? c.newPath ?? '';
-  const b = c.newPath ?? c.oldPath ?? '';
-  const lines = [`diff --git a/${a} b/${b}`];
-  if (c.oldPath === undefined) lines.push(`new file mode ${c.newMode ?? '100644'}`);
-  else if (c.newPath === undefined) lines.push(`deleted file mode ${c.oldMode ?? '100644'}`);
-  else if (c.oldMode !== undefined && c.newMode !== undefined && c.oldMode !== c.newMode) {
-    lines.push(`old mode ${c.oldMode}`, `new mode ${c.newMode}`);
-  }
-  if (c.oldId !== undefined || c.newId !== undefined) {
-    const z = '0000000000';
-    lines.push(`index ${(c.oldId ?? z).slice(0, 10)}..${(c.newId ?? z).slice(0, 10)}`);
-  }
-  const oldData = c.oldData ?? Buffer.alloc(0);
-  const newData = c.newData ?? Buffer.alloc(0);
-  if (oldData.equals(newData)) return `${lines.join('\n')}\n`;
-  const binary = [oldData, newData].some((d) => d.includes(0) || !isUtf8(d));
-  const from = c.oldPath === undefined ? '/dev/null' : `a/${a}`;
-  const to = c.newPath === undefined ? '/dev/null' : `b/${b}`;
-  if (binary) {
-    lines.push(`Binary files ${from} and ${to} differ`);
-    return `${lines.join('\n')}\n`;
-  }
-  lines.push(`--- ${from}`, `+++ ${to}`);
-  return `${lines.join('\n')}\n${unifiedHunks(oldData.toString('utf8'), newData.toString('utf8'))}`;
-}
+export {
+  cappedDiff,
+  DiffBuilder,
+  gitDiffParts,
+  gitDiffSection,
+  unifiedHunks,
+  type FileChange,
+  type SizedChange,
+} from './diff.ts';
 
 // ------------------------------------------------------------------ persistent processes
 

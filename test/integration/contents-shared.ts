@@ -74,6 +74,7 @@ export function contentsSuite(vcs: VcsKind): void {
         content: 'hello\nworld\n',
         size: 12,
         encoding: 'utf-8',
+        truncated: false,
       });
       const nested = await s.anon.get(`${base}/blob/src/lib/util.c`);
       expect(nested.body.data.content).toBe('int util;\n');
@@ -87,6 +88,7 @@ export function contentsSuite(vcs: VcsKind): void {
         content: LOGO.toString('base64'),
         size: LOGO.length,
         encoding: 'base64',
+        truncated: false,
       });
     });
 

@@ -1,10 +1,7 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
@@ -12,21 +9,15 @@ import { freePort } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import { startServer, type Running } from '../../src/server.ts';
 import { Client, freshDatabase, uniq } from '../helpers/server.ts';
+import { exited, Processes, stop, waitReady } from '../helpers/process.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const NODE = path.join(ROOT, 'node_modules/.bin/node');
-const CLI = path.join(ROOT, 'src/cli.ts');
-
-const children = new Set<ChildProcess>();
+const procs = new Processes();
 const runnings = new Set<Running>();
-const dirs: string[] = [];
 const databases: string[] = [];
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await Promise.all([...children].map((c) => exited(c)));
+  await procs.cleanup();
   await Promise.all([...runnings].map((r) => r.close()));
-  for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
   const base = process.env.TRIAD_TEST_PG;
   if (base !== undefined && databases.length > 0) {
     const c = new pg.Client({ connectionString: `${base}/postgres` });
@@ -36,92 +27,9 @@ afterAll(async () => {
   }
 });
 
-async function tempDir(): Promise<string> {
-  const d = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-start-'));
-  dirs.push(d);
-  return d;
-}
-
-/** The environment of a child process: this one's, minus anything that would change its setup. */
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k === 'DATABASE_URL' || k === 'NODE_OPTIONS' || k === 'PORT' || k.startsWith('TRIAD_')) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
-
-function exited(c: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (c.exitCode !== null || c.signalCode !== null) {
-    return Promise.resolve({ code: c.exitCode, signal: c.signalCode });
-  }
-  return new Promise((resolve) => c.once('exit', (code, signal) => resolve({ code, signal })));
-}
-
-type Proc = { child: ChildProcess; output: () => string };
-
-function serve(env: Record<string, string>): Proc {
-  const child = spawn(NODE, [CLI, 'serve'], {
-    cwd: ROOT,
-    env: childEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  let out = '';
-  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
-  return { child, output: () => out };
-}
-
-/** Polls /readyz until 200; fails early when the process dies. Returns the milliseconds it took. */
-async function waitReady(p: Proc, url: string, limitMs = 30_000): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < limitMs) {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) {
-      throw new Error(
-        `server exited (${p.child.exitCode ?? p.child.signalCode}) before ready:\n${p.output()}`,
-      );
-    }
-    const r = await fetch(`${url}/readyz`).catch(() => undefined);
-    if (r?.status === 200) return Date.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 150));
-  }
-  throw new Error(`server not ready after ${limitMs} ms:\n${p.output()}`);
-}
-
-async function stop(p: Proc): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  const done = exited(p.child);
-  p.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const result = await Promise.race([
-    done,
-    new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), 20_000);
-    }),
-  ]);
-  clearTimeout(timer);
-  if (result === undefined) throw new Error(`server did not exit within 20 s of SIGTERM:\n${p.output()}`);
-  return result;
-}
-
-function runCli(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      NODE,
-      [CLI, ...args],
-      { cwd: ROOT, env: childEnv(env), timeout: 30_000 },
-      (err, stdout, stderr) => {
-        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-    children.add(child);
-  });
-}
+const tempDir = () => procs.tempDir();
+const serve = (env: Record<string, string>) => procs.serve(env);
+const runCli = (args: string[], env: Record<string, string>) => procs.runCli(args, env);
 
 describe('triad serve, the real process', () => {
   test('when started with an empty data dir, then it becomes ready, serves the API, drains on SIGTERM with exit 0, and keeps its data across restarts', async () => {
@@ -182,6 +90,8 @@ describe('triad serve, failed start', () => {
       const result = await exited(failed.child);
       expect(result).toEqual({ code: 1, signal: null });
       expect(failed.output()).toContain('EADDRINUSE');
+      // The one-time administrator token is not spent on a start that fails.
+      expect(failed.output()).not.toContain('first start');
     } finally {
       await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }
@@ -192,6 +102,7 @@ describe('triad serve, failed start', () => {
 
     const again = serve(env);
     await waitReady(again, `http://127.0.0.1:${port}`);
+    expect(again.stderr()).toMatch(/first start\. Created the administrator "admin"/);
     expect(await stop(again)).toEqual({ code: 0, signal: null });
   }, 60_000);
 });

@@ -526,10 +526,10 @@ describe('kubernetes executor against a fake API server', () => {
       const ac = new AbortController();
       // Leave a pod behind: abort the wait, but recreate the pod as if the delete had been lost.
       const p = runStep(ex, ac.signal, job(id));
-      await delay(50);
-      const leftover = [...kube.pods.values()].find(
-        (p) => p.body.metadata.labels['triad.dev/pipeline'] === String(id),
-      );
+      const mine = () =>
+        [...kube.pods.values()].find((p) => p.body.metadata.labels['triad.dev/pipeline'] === String(id));
+      while (mine() === undefined) await delay(10);
+      const leftover = mine();
       ac.abort();
       await p;
       kube.pods.set(`ci/${leftover!.name}`, leftover!);

@@ -49,6 +49,7 @@ describe('blobContent', () => {
       content: 'héllo\n',
       size: 7,
       encoding: 'utf-8',
+      truncated: false,
     });
     expect(blobContent('b', Buffer.from([0x61, 0x00])).encoding).toBe('base64');
     expect(blobContent('c', Buffer.from([0xff, 0xfe])).content).toBe('//4=');
@@ -152,5 +153,16 @@ describe('ReaderPool', () => {
     expect(closed).toEqual(['/b', '/a']);
     expect(pool.get('hg', '/a')).not.toBe(a);
     pool.close();
+  });
+});
+
+describe('large inputs', () => {
+  test('a 125,000-line file added or replaced diffs without overflowing the stack', () => {
+    const big = Array.from({ length: 125_000 }, (_, i) => `${i}\n`).join('');
+    const added = unifiedHunks('', big);
+    expect(added.startsWith('@@ -0,0 +1,125000 @@\n+0\n+1\n')).toBe(true);
+    expect(added.split('\n')).toHaveLength(125_002);
+    const replaced = unifiedHunks(big, big.replace(/\n/g, 'x\n'));
+    expect(replaced.split('\n').filter((l) => l.startsWith('-'))).toHaveLength(125_000);
   });
 });

@@ -1,0 +1,276 @@
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from '@jest/globals';
+import { freePort } from '../../src/db/database.ts';
+import { Client, freshDatabase, startTestServer } from '../helpers/server.ts';
+import { ok, withCreds, writeFile } from '../helpers/vcs.ts';
+import { exitWithin, postgresUnder, Processes, stop, waitReady, type Proc } from '../helpers/process.ts';
+
+const procs = new Processes();
+afterAll(() => procs.cleanup());
+
+async function setup(extra: Record<string, string> = {}) {
+  const dataDir = path.join(await procs.tempDir('triad-life-'), 'data');
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const env = { PORT: String(port), TRIAD_DATA_DIR: dataDir, LOG_LEVEL: 'info', ...extra };
+  return { dataDir, port, url, env };
+}
+
+/** A client that starts a request body and never finishes it. */
+async function stuckUpload(port: number): Promise<net.Socket> {
+  const sock = net.connect(port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => {
+    sock.once('connect', resolve);
+    sock.once('error', reject);
+  });
+  sock.on('error', () => undefined);
+  sock.resume(); // read (and drop) what the server answers, so its close is seen
+  sock.write(
+    'POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"name":',
+  );
+  return sock;
+}
+
+function closed(sock: net.Socket): Promise<void> {
+  if (sock.destroyed || sock.readyState === 'closed') return Promise.resolve();
+  return new Promise((resolve) => sock.once('close', () => resolve()));
+}
+
+/** Sends the terminal's Ctrl-C: SIGINT to the whole foreground process group. */
+function ctrlC(p: Proc): void {
+  process.kill(-p.child.pid!, 'SIGINT');
+}
+
+describe('stopping triad serve', () => {
+  test('when Ctrl-C reaches the process group of an idle server, then it exits 0 at once with "shutdown complete" and no PostgreSQL of its data dir survives', async () => {
+    const { dataDir, url, env } = await setup({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '10' });
+    const p = procs.serve(env, { detached: true });
+    await waitReady(p, url);
+    const pg = await postgresUnder(dataDir);
+    expect(pg.length).toBeGreaterThan(0);
+
+    const started = Date.now();
+    ctrlC(p);
+    expect(await exitWithin(p, 10_000)).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(p.output()).toMatch(/"signal":"SIGINT".*shutting down/);
+    expect(p.output()).toContain('"msg":"shutdown complete"');
+    expect(p.output()).not.toMatch(/"status":5\d\d/);
+    expect(await postgresUnder(dataDir)).toEqual([]);
+    await expect(fs.stat(path.join(dataDir, 'triad.pid'))).rejects.toThrow(/ENOENT/);
+  }, 60_000);
+
+  test('when Ctrl-C reaches `npm start`, then npm too exits 0 after "shutdown complete"', async () => {
+    const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
+    const p = procs.serve(env, { detached: true, npmStart: true });
+    await waitReady(p, url);
+    ctrlC(p);
+    expect(await exitWithin(p, 15_000)).toEqual({ code: 0, signal: null });
+    expect(p.output()).toContain('"msg":"shutdown complete"');
+    expect(await postgresUnder(dataDir)).toEqual([]);
+  }, 60_000);
+
+  test('when a client is stuck in the middle of a request body, then Ctrl-C and SIGTERM still end in "shutdown complete" and exit 0 within TRIAD_SHUTDOWN_TIMEOUT_SECONDS', async () => {
+    const timeout = 4;
+    const { dataDir, port, url, env } = await setup({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout) });
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const p = procs.serve(env, { detached: true });
+      await waitReady(p, url);
+      const sock = await stuckUpload(port);
+      await new Promise((r) => setTimeout(r, 300));
+      const started = Date.now();
+      if (signal === 'SIGINT') ctrlC(p);
+      else p.child.kill('SIGTERM');
+      // The deadline holds (a little slack for a loaded machine).
+      expect(await exitWithin(p, timeout * 1000 + 3_000)).toEqual({ code: 0, signal: null });
+      expect(Date.now() - started).toBeLessThan(timeout * 1000 + 3_000);
+      await closed(sock);
+      expect(p.output()).toContain('"msg":"shutdown complete"');
+      expect(p.output()).toContain('drain deadline reached');
+      expect(await postgresUnder(dataDir)).toEqual([]);
+    }
+  }, 90_000);
+
+  test('when Ctrl-C arrives while the embedded agent runs a pipeline, then the server still exits 0 with "shutdown complete" within the timeout, and after a restart the pipeline is no longer running', async () => {
+    const timeout = 6;
+    const { dataDir, url, env } = await setup({
+      TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout),
+      TRIAD_ADMIN_TOKEN: 'adm-token',
+    });
+    const p = procs.serve(env, { detached: true });
+    await waitReady(p, url);
+    const admin = new Client(url, 'adm-token');
+    expect((await admin.post('/api/v1/orgs', { name: 'life' })).status).toBe(201);
+    const repo = await admin.post('/api/v1/orgs/life/repos', { name: 'ci', vcs: 'git' });
+    expect(repo.status).toBe(201);
+    const work = await procs.tempDir('triad-life-work-');
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    await writeFile(
+      work,
+      '.pipeline.yml',
+      'steps:\n  - name: slow\n    image: alpine\n    commands: ["echo started", "sleep 60"]\n',
+    );
+    await ok('git', ['add', '-A'], work);
+    await ok('git', ['commit', '-q', '-m', 'ci'], work);
+    await ok('git', ['push', '-q', withCreds(repo.body.data.clone_url, 'adm-token'), 'main'], work);
+    let status = '';
+    for (let i = 0; i < 100 && status !== 'running'; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = (await admin.get('/api/v1/repos/life/ci/pipelines/1')).body?.status ?? '';
+    }
+    expect(status).toBe('running');
+
+    const started = Date.now();
+    ctrlC(p);
+    expect(await exitWithin(p, timeout * 1000 + 3_000)).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(timeout * 1000 + 3_000);
+    expect(p.output()).toContain('"msg":"shutdown complete"');
+    expect(await postgresUnder(dataDir)).toEqual([]);
+
+    const again = procs.serve(env);
+    await waitReady(again, url);
+    const after = await admin.get('/api/v1/repos/life/ci/pipelines/1');
+    expect(['error', 'cancelled']).toContain(after.body.status);
+    expect(await stop(again)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+
+  test('when the server is killed with SIGKILL, then its PostgreSQL is left behind, and the next start stops it and comes up', async () => {
+    const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
+    const first = procs.serve(env);
+    await waitReady(first, url);
+    const [orphan] = await postgresUnder(dataDir);
+    expect(orphan).toBeDefined();
+    first.child.kill('SIGKILL');
+    expect(await exitWithin(first, 5_000)).toEqual({ code: null, signal: 'SIGKILL' });
+    // The crash left the lock file and the cluster running.
+    expect(await postgresUnder(dataDir)).toContain(orphan);
+    await expect(fs.readFile(path.join(dataDir, 'triad.pid'), 'utf8')).resolves.toContain(
+      `"pid":${first.child.pid}`,
+    );
+
+    const second = procs.serve(env);
+    await waitReady(second, url);
+    expect(second.output()).toContain('stopping the PostgreSQL left running by a Triad process that is gone');
+    const now = await postgresUnder(dataDir);
+    expect(now).not.toContain(orphan);
+    expect(now.length).toBeGreaterThan(0);
+    expect(await stop(second)).toEqual({ code: 0, signal: null });
+    expect(await postgresUnder(dataDir)).toEqual([]);
+  }, 60_000);
+});
+
+describe('first start, a data directory in use, and the CLI next to a running server', () => {
+  test('when the first start finds no user, then it prints a one-time admin token; a second server is refused with the owner named; the CLI works against the running server', async () => {
+    const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
+    const first = procs.serve(env);
+    await waitReady(first, url);
+    const token = /^ {3}(triad_[0-9a-f]{48})$/m.exec(first.stderr())?.[1];
+    expect(token).toBeDefined();
+    expect(first.output()).toContain(
+      '"msg":"first start: created the administrator (its token is shown once)"',
+    );
+    const admin = new Client(url, token);
+    const me = await admin.get('/api/v1/user');
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ username: 'admin', is_admin: true });
+
+    // A second server on the same data directory: refused, naming the directory and the owner.
+    const second = procs.serve({ ...env, PORT: String(await freePort()) });
+    expect(await exitWithin(second, 30_000)).toEqual({ code: 1, signal: null });
+    expect(second.stderr()).toContain(
+      `triad: the data directory ${dataDir} is in use by Triad process ${first.child.pid} (\`triad serve\``,
+    );
+    expect(second.stderr()).toMatch(/with its PostgreSQL process \d+/);
+    expect(second.stderr()).not.toContain('undefined');
+    // The refused start left the running server alone.
+    expect((await admin.get('/api/v1/user')).status).toBe(200);
+
+    // The CLI uses the running server's PostgreSQL.
+    const created = await procs.runCli(
+      ['admin', 'user', 'create', '--username', 'carol', '--email', 'carol@example.test', '--access-token'],
+      env,
+    );
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const carolToken = created.stdout.trim().split('\n')[1]!;
+    expect((await new Client(url, carolToken).get('/api/v1/user')).body.data).toMatchObject({
+      username: 'carol',
+    });
+    const minted = await procs.runCli(['admin', 'token', 'create', '--username', 'admin'], env);
+    expect(minted).toMatchObject({ code: 0, stderr: '' });
+    const again = await new Client(url, minted.stdout.trim()).get('/api/v1/user');
+    expect(again.body.data).toMatchObject({ username: 'admin' });
+    const agent = await procs.runCli(['admin', 'agent', 'create', '--name', 'ci-1'], env);
+    expect(agent.code).toBe(0);
+    expect(agent.stdout).toMatch(/^created agent ci-1 \(id \d+\)\n\S+\n$/);
+
+    // Later starts print no token.
+    expect(await stop(first)).toEqual({ code: 0, signal: null });
+    const third = procs.serve(env);
+    await waitReady(third, url);
+    expect(third.stderr()).not.toContain('first start');
+    expect(third.output()).not.toContain('triad_');
+    expect(await stop(third)).toEqual({ code: 0, signal: null });
+
+    // With no server running, the CLI starts its own cluster and stops it again.
+    const offline = await procs.runCli(['admin', 'token', 'create', '--username', 'carol'], env);
+    expect(offline.code).toBe(0);
+    expect(await postgresUnder(dataDir)).toEqual([]);
+  }, 120_000);
+
+  test('when a CLI command fails, then it prints a real message, never "undefined"', async () => {
+    const { dataDir, env } = await setup({ DATABASE_URL: await freshDatabase() });
+    const noUser = await procs.runCli(['admin', 'token', 'create'], env);
+    expect(noUser).toMatchObject({ code: 1, stderr: 'triad: admin token create: --username is required\n' });
+    const unknown = await procs.runCli(['admin', 'token', 'create', '--username', 'nobody-here'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^triad: .*user.*\n$/);
+    expect(unknown.stderr).not.toContain('undefined');
+    // A data directory that cannot be one (a regular file).
+    const file = path.join(path.dirname(dataDir), 'a-file');
+    await fs.writeFile(file, 'not a directory');
+    const broken = await procs.runCli(['migrate'], { ...env, DATABASE_URL: '', TRIAD_DATA_DIR: file });
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toMatch(/^triad: .*(EEXIST|ENOTDIR|not a directory)/);
+    expect(broken.stderr).not.toContain('undefined');
+  }, 60_000);
+});
+
+describe('connection cap', () => {
+  test('when TRIAD_MAX_CONNECTIONS connections are open, then the next one is closed at once, and the server answers again when one leaves', async () => {
+    const s = await startTestServer({ TRIAD_MAX_CONNECTIONS: '3' });
+    const held: net.Socket[] = [];
+    try {
+      for (let i = 0; i < 3; i++) held.push(await stuckUpload(Number(new URL(s.url).port)));
+      await new Promise((r) => setTimeout(r, 200));
+      const started = Date.now();
+      const extra = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+      extra.on('error', () => undefined);
+      let got = '';
+      extra.on('data', (b: Buffer) => (got += b.toString()));
+      extra.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      await closed(extra);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(got).toBe('');
+      // One connection leaves: the server answers again (the slot frees once it sees the close).
+      held.pop()!.destroy();
+      let healthz: number | undefined;
+      for (let i = 0; i < 40 && healthz !== 200; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        healthz = await fetch(`${s.url}/healthz`, { headers: { connection: 'close' } }).then(
+          (r) => r.status,
+          () => undefined,
+        );
+      }
+      expect(healthz).toBe(200);
+      const metrics = await s.anon.get('/metrics', { connection: 'close' });
+      expect(metrics.status).toBe(200);
+      expect(metrics.text).toMatch(/^triad_http_connections_dropped_total [1-9]\d*$/m);
+      expect((await s.anon.get('/healthz')).status).toBe(200);
+    } finally {
+      for (const h of held) h.destroy();
+      await s.close();
+    }
+  }, 30_000);
+});

@@ -1,0 +1,97 @@
+/**
+ * The plain manifests/ against the real API server: every file applied with strict field
+ * validation from another current namespace, every pod admitted by the restricted Pod Security
+ * profile of the `triad` namespace and running on kwok nodes, and nothing left once deleted.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { ROOT, clients, cluster, deleteNamespace, kubectl, kubectlOk, waitFor } from './harness/kube.ts';
+import { everythingIn, installCrds } from './harness/objects.ts';
+
+const DIR = path.join(ROOT, 'manifests');
+const NS = 'triad';
+const files = fs
+  .readdirSync(DIR)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort()
+  .map((f) => path.join(DIR, f));
+
+beforeAll(async () => {
+  await installCrds();
+});
+afterAll(async () => {
+  await deleteNamespace(NS);
+});
+
+describe('plain manifests', () => {
+  test('when every file is applied from the default namespace, then all objects are accepted in "triad" and every pod runs under the restricted profile', async () => {
+    expect(files.map((f) => path.basename(f))).toContain('00-namespace.yaml');
+    // the namespace first (its file sorts first, but one apply call may race the namespace's creation)
+    await kubectlOk(['apply', '--validate=strict', '-f', files[0]!]);
+    await waitFor('service account default in triad', async () => {
+      await clients().core.readNamespacedServiceAccount({ name: 'default', namespace: NS });
+      return true;
+    });
+    const r = await kubectl(['apply', '--validate=strict', ...files.slice(1).flatMap((f) => ['-f', f])]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const labels = (await clients().core.readNamespace({ name: NS })).metadata?.labels;
+    expect(labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    expect(await everythingIn('default')).toEqual(['service/kubernetes']);
+    expect(await everythingIn(NS)).toEqual(
+      expect.arrayContaining([
+        'deployment.apps/postgres',
+        'deployment.apps/triad',
+        'deployment.apps/triad-agent',
+        'horizontalpodautoscaler.autoscaling/triad-agent',
+        'job.batch/triad-migrate',
+        'networkpolicy.networking.k8s.io/triad-agent-steps',
+        'poddisruptionbudget.policy/triad',
+        'podmonitor.monitoring.coreos.com/triad-agent',
+        'scaledobject.keda.sh/triad-agent',
+        'servicemonitor.monitoring.coreos.com/triad',
+        'triggerauthentication.keda.sh/triad-agent',
+      ]),
+    );
+    const { apps, batch } = clients();
+    for (const name of ['postgres', 'triad', 'triad-agent'])
+      await waitFor(`deployment ${name} available`, async () => {
+        const d = await apps.readNamespacedDeployment({ name, namespace: NS });
+        return (d.status?.availableReplicas ?? 0) === (d.spec?.replicas ?? 1);
+      });
+    await waitFor('the migration job to complete', async () => {
+      const j = await batch.readNamespacedJob({ name: 'triad-migrate', namespace: NS });
+      return (j.status?.succeeded ?? 0) === 1;
+    });
+    const pods = await clients().core.listNamespacedPod({ namespace: NS });
+    expect(pods.items.every((p) => cluster().nodes.includes(p.spec?.nodeName ?? ''))).toBe(true);
+    expect(
+      pods.items
+        .map((p) => p.metadata?.labels?.app ?? p.metadata?.labels?.['app.kubernetes.io/component'])
+        .sort(),
+    ).toEqual(['agent', 'migrations', 'postgres', 'server']);
+  });
+
+  test('when every file is deleted, then nothing is left', async () => {
+    await kubectlOk([
+      'delete',
+      '--wait',
+      '--ignore-not-found',
+      ...[...files].reverse().flatMap((f) => ['-f', f]),
+    ]);
+    await waitFor(
+      'namespace triad to be gone',
+      async () => {
+        try {
+          await clients().core.readNamespace({ name: NS });
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      90_000,
+      500,
+    );
+  });
+});
