@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import client from 'prom-client';
 import type { Logger } from 'pino';
 import { backoff, retryable, ServerClient, sleep, withRetry } from './client.ts';
+import { LogLimiter } from './log-limit.ts';
 import { LogShipper } from './log-shipper.ts';
 import type { Executor, Job, JobStep } from './types.ts';
 
@@ -19,12 +21,21 @@ export type AgentOptions = {
   cancelCheckMs?: number;
   /** SIGTERM: how long running pipelines may finish before they are cancelled. */
   drainMs?: number;
+  /** After the drain: how long the reports of cancelled pipelines may be retried before the agent gives up. */
+  stopGraceMs?: number;
   /** Port of /metrics and /healthz; undefined = no HTTP server. */
   metricsPort?: number;
   sweepMs?: number;
 };
 
-type Running = { job: Job; abort: AbortController; cancelled: boolean; done: Promise<void> };
+type Running = {
+  job: Job;
+  abort: AbortController;
+  cancelled: boolean;
+  /** Its final status is reported (only the workspace cleanup is left). */
+  reported: boolean;
+  done: Promise<void>;
+};
 
 const now = () => new Date().toISOString();
 
@@ -39,6 +50,10 @@ export class Agent {
   private readonly running = new Map<number, Running>();
   private stopping = false;
   private readonly pollAbort = new AbortController();
+  /** Aborted when stop() gives up on the server: every call and retry ends at once. */
+  private readonly hardStop = new AbortController();
+  /** Identifies this process to the server (a restart under the same instance name gets a new one). */
+  readonly nonce = randomBytes(16).toString('hex');
   private loopDone: Promise<void> | undefined;
   private slotFreed: (() => void) | undefined;
   private timers: NodeJS.Timeout[] = [];
@@ -52,11 +67,12 @@ export class Agent {
       heartbeatMs: 10_000,
       cancelCheckMs: 2_000,
       drainMs: 60_000,
+      stopGraceMs: 5_000,
       sweepMs: 300_000,
       ...opts,
       metricsPort: opts.metricsPort,
     };
-    this.api = new ServerClient(opts.server, opts.token, opts.instance);
+    this.api = new ServerClient(opts.server, opts.token, opts.instance, this.nonce, this.hardStop.signal);
     const r = [this.registry];
     client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_agent_process_' });
     this.m = {
@@ -112,6 +128,9 @@ export class Agent {
       await new Promise<void>((resolve) => this.metricsServer!.listen(this.o.metricsPort, resolve));
     }
     await this.sweep();
+    // At once (not waited for): the server learns that this process (nonce) replaced an earlier
+    // one of the same instance, and errors what that one had claimed.
+    void this.heartbeat();
     // Heartbeats every heartbeatMs when idle; while pipelines run, every cancelCheckMs, so a
     // cancellation on the server stops the running step within seconds.
     let last = 0;
@@ -157,12 +176,13 @@ export class Agent {
 
   private async heartbeat(): Promise<void> {
     try {
-      const cancelled = await this.api.heartbeat();
+      const running = [...this.running.values()].filter((r) => !r.reported).map((r) => r.job.pipeline_id);
+      const cancelled = await this.api.heartbeat(running);
       this.o.log.debug({ cancelled }, 'heartbeat');
       for (const id of cancelled) {
         const r = this.running.get(id);
-        if (r !== undefined && !r.cancelled) {
-          this.o.log.info({ pipeline: id }, 'pipeline cancelled on the server: stopping it');
+        if (r !== undefined && !r.cancelled && !r.reported) {
+          this.o.log.info({ pipeline: id }, 'pipeline cancelled or errored on the server: stopping it');
           r.cancelled = true;
           r.abort.abort();
         }
@@ -200,7 +220,7 @@ export class Agent {
 
   private launch(job: Job): void {
     const abort = new AbortController();
-    const entry: Running = { job, abort, cancelled: false, done: Promise.resolve() };
+    const entry: Running = { job, abort, cancelled: false, reported: false, done: Promise.resolve() };
     this.running.set(job.pipeline_id, entry);
     this.m.running.set(this.running.size);
     entry.done = this.runJob(entry)
@@ -214,7 +234,10 @@ export class Agent {
   }
 
   private report<T>(fn: () => Promise<T>): Promise<T> {
-    return withRetry(fn, { onRetry: (e) => this.o.log.warn({ err: String(e) }, 'report failed; retrying') });
+    return withRetry(fn, {
+      signal: this.hardStop.signal,
+      onRetry: (e) => this.o.log.warn({ err: String(e) }, 'report failed; retrying'),
+    });
   }
 
   private async runJob(r: Running): Promise<void> {
@@ -261,6 +284,7 @@ export class Agent {
             : {}),
         }),
       );
+      r.reported = true;
       log.info({ status }, 'pipeline finished');
     } finally {
       await this.o.executor.cleanup(job).catch((err: unknown) => log.warn({ err }, 'cleanup failed'));
@@ -273,30 +297,55 @@ export class Agent {
     const started = Date.now();
     await this.report(() => this.api.stepStatus(step.id, { status: 'running', started_at: startedAt }));
     const shipper = new LogShipper((offset, chunk) => this.api.appendLog(step.id, offset, chunk), {
+      signal: this.hardStop.signal,
       onShipped: (n) => this.m.logBytes.inc(n),
       onError: (e) => {
         if (!retryable(e)) log.warn({ err: String(e), step: step.number }, 'log chunk refused');
       },
     });
+    const out = new LogLimiter((d) => shipper.write(d), r.job.log_max_bytes);
+    // The step's own signal: the pipeline's, or its timeout.
+    const stepAbort = new AbortController();
+    const stopStep = () => stepAbort.abort();
+    r.abort.signal.addEventListener('abort', stopStep, { once: true });
+    if (r.abort.signal.aborted) stepAbort.abort();
+    let timedOut = false;
+    const timeout = step.timeout_seconds;
+    const timer =
+      timeout === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              timedOut = true;
+              stepAbort.abort();
+            },
+            Math.min(timeout * 1000, 2 ** 31 - 1),
+          );
     let exitCode: number;
     try {
       const result = await this.o.executor.runStep({
         job: r.job,
         step,
         env: { ...step.environment, ...r.job.ci_env },
-        onOutput: (d) => shipper.write(d),
-        signal: r.abort.signal,
+        onOutput: (d) => out.write(d),
+        signal: stepAbort.signal,
       });
       exitCode = result.exitCode;
-      if (result.reason !== undefined) shipper.write(Buffer.from(`\n[triad] ${result.reason}\n`));
+      if (timedOut && !r.cancelled) {
+        out.write(Buffer.from(`\n[triad] step timed out after ${timeout} s: stopped\n`));
+      } else if (result.reason !== undefined) out.write(Buffer.from(`\n[triad] ${result.reason}\n`));
     } catch (err) {
       exitCode = 1;
-      shipper.write(
+      out.write(
         Buffer.from(`\n[triad] step could not run: ${err instanceof Error ? err.message : String(err)}\n`),
       );
+    } finally {
+      clearTimeout(timer);
+      r.abort.signal.removeEventListener('abort', stopStep);
     }
+    out.finish();
     await shipper.close();
-    const status = r.cancelled ? 'cancelled' : exitCode === 0 ? 'success' : 'failure';
+    const status = r.cancelled ? 'cancelled' : exitCode === 0 && !timedOut ? 'success' : 'failure';
     this.m.steps.observe({ status }, (Date.now() - started) / 1000);
     const pipelineStatus = await this.report(() =>
       this.api.stepStatus(step.id, {
@@ -304,9 +353,10 @@ export class Agent {
         exit_code: exitCode,
         started_at: startedAt,
         finished_at: now(),
+        ...(out.truncated ? { log_truncated: true } : {}),
       }),
     );
-    if (pipelineStatus === 'cancelled' && !r.cancelled) {
+    if (pipelineStatus !== 'running' && !r.cancelled) {
       r.cancelled = true;
       r.abort.abort();
     }
@@ -315,15 +365,17 @@ export class Agent {
 
   /**
    * Stops polling, lets running pipelines finish for the drain period, then cancels what is
-   * left (reporting it) and resolves.
+   * left (reporting it) and resolves. When the server cannot be reached, reports are retried
+   * for `stopGraceMs` at most: then every call is aborted, so stopping never hangs on it.
    */
   async stop(): Promise<void> {
     this.stopping = true;
     this.pollAbort.abort();
     this.slotFreed?.();
     const all = () => Promise.all([...this.running.values()].map((r) => r.done));
-    const drained = await Promise.race([all().then(() => true), sleep(this.o.drainMs).then(() => false)]);
-    if (!drained) {
+    const within = (ms: number) =>
+      Promise.race([all().then(() => true), sleep(ms, this.hardStop.signal).then(() => false)]);
+    if (!(await within(this.o.drainMs))) {
       this.o.log.warn(
         { pipelines: [...this.running.keys()] },
         'drain period over: cancelling running pipelines',
@@ -332,7 +384,14 @@ export class Agent {
         r.cancelled = true;
         r.abort.abort();
       }
-      await all();
+      if (!(await within(this.o.stopGraceMs))) {
+        this.o.log.warn(
+          { pipelines: [...this.running.keys()] },
+          'the server does not take the reports: giving up on them',
+        );
+        this.hardStop.abort();
+        await all();
+      }
     }
     await this.loopDone;
     for (const t of this.timers) clearTimeout(t);

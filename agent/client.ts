@@ -40,16 +40,28 @@ export type StepStatusReport = {
   exit_code?: number | null;
   started_at?: string | null;
   finished_at?: string | null;
+  /** The agent cut the middle of the log to keep it under the step log limit. */
+  log_truncated?: boolean;
 };
 
-/** The agent's side of the CI protocol (`/api/v1/ci/*`), with an agent token. */
+/**
+ * The agent's side of the CI protocol (`/api/v1/ci/*`), with an agent token. Every call names the
+ * instance and this process's nonce (`X-Svc-Agent-Nonce`), so the server tells a restarted
+ * process from the one that claimed a pipeline. Aborting `stopped` ends every call at once.
+ */
 export class ServerClient {
   private readonly base: string;
   private readonly headers: Record<string, string>;
+  private readonly stopped: AbortSignal | undefined;
 
-  constructor(server: string, token: string, instance: string) {
+  constructor(server: string, token: string, instance: string, nonce: string, stopped?: AbortSignal) {
     this.base = server.replace(/\/+$/, '');
-    this.headers = { authorization: `Bearer ${token}`, 'x-svc-agent-instance': instance };
+    this.headers = {
+      authorization: `Bearer ${token}`,
+      'x-svc-agent-instance': instance,
+      'x-svc-agent-nonce': nonce,
+    };
+    this.stopped = stopped;
   }
 
   private async call(
@@ -64,7 +76,10 @@ export class ServerClient {
       method,
       headers: { ...this.headers, ...extra },
       body,
-      signal: signal ?? AbortSignal.timeout(60_000),
+      signal: AbortSignal.any([
+        signal ?? AbortSignal.timeout(60_000),
+        ...(this.stopped === undefined ? [] : [this.stopped]),
+      ]),
     });
     if (r.status >= 400) throw new HttpError(r.status, await r.text(), r.headers, what);
     return r;
@@ -81,8 +96,9 @@ export class ServerClient {
     return (await r.json()) as Job;
   }
 
-  async heartbeat(): Promise<number[]> {
-    const r = await this.call('POST', '/api/v1/ci/heartbeat', 'heartbeat');
+  /** Reports the pipelines this process runs; answers those of them the server has finished (stop them). */
+  async heartbeat(running: number[]): Promise<number[]> {
+    const r = await this.json('POST', '/api/v1/ci/heartbeat', 'heartbeat', { running });
     const body = (await r.json()) as { cancelled_pipelines?: number[] };
     return body.cancelled_pipelines ?? [];
   }

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { backoff, HttpError, sleep } from './client.ts';
+import { backoff, HttpError, retryable, sleep } from './client.ts';
 
 export const MAX_CHUNK = 1024 * 1024;
 
@@ -14,8 +14,12 @@ export type ShipperOptions = {
   flushIntervalMs?: number;
   maxChunk?: number;
   tmpDir?: string;
+  /** Acknowledged bytes kept to send again when the server turns out to have lost them (409). */
+  historyLimit?: number;
   onShipped?: (bytes: number) => void;
   onError?: (e: unknown) => void;
+  /** Aborted: stop retrying (what is not acknowledged yet is given up). */
+  signal?: AbortSignal;
 };
 
 /**
@@ -42,6 +46,10 @@ export class LogShipper {
   private queuedSpills = 0;
   /** Bytes the server has acknowledged. */
   private acked = 0;
+  /** The last acknowledged bytes (up to historyLimit), starting at offset historyStart. */
+  private history: Buffer[] = [];
+  private historyStart = 0;
+  private historyBytes = 0;
   private closing = false;
   private wake: (() => void) | undefined;
   private readonly loop: Promise<void>;
@@ -171,27 +179,75 @@ export class LogShipper {
     }
   }
 
+  private remember(chunk: Buffer): void {
+    const limit = this.opts.historyLimit ?? 8 * 1024 * 1024;
+    this.history.push(chunk);
+    this.historyBytes += chunk.length;
+    while (this.history.length > 1 && this.historyBytes - this.history[0]!.length >= limit) {
+      const dropped = this.history.shift()!;
+      this.historyBytes -= dropped.length;
+      this.historyStart += dropped.length;
+    }
+  }
+
+  /** Acknowledged bytes [from, to) from the history. */
+  private historySlice(from: number, to: number): Buffer {
+    const all = this.history.length === 1 ? this.history[0]! : Buffer.concat(this.history);
+    return all.subarray(from - this.historyStart, to - this.historyStart);
+  }
+
+  /** The size a 409 says the server has, when the history can fill the gap from there. */
+  private replayableFrom(e: unknown, offset: number): number | undefined {
+    if (!(e instanceof HttpError) || e.status !== 409) return undefined;
+    const size = Number(e.headers.get('x-svc-log-size') ?? NaN);
+    return Number.isSafeInteger(size) && size >= this.historyStart && size < offset ? size : undefined;
+  }
+
+  /**
+   * Sends the acknowledged bytes [from, to) again (the server lost them): afterwards the server
+   * holds everything up to `to`. False when it cannot be done.
+   */
+  private async replay(from: number, to: number): Promise<boolean> {
+    let at = from;
+    for (let attempt = 0; at < to;) {
+      const piece = this.historySlice(at, Math.min(to, at + this.maxChunk));
+      try {
+        await this.ship(at, piece);
+        at += piece.length;
+        attempt = 0;
+      } catch (e) {
+        this.opts.onError?.(e);
+        const size = this.replayableFrom(e, at);
+        if (size !== undefined) at = size;
+        else if (!retryable(e) || this.opts.signal?.aborted === true) return false;
+        else await sleep(backoff(attempt++, 250, 5000), this.opts.signal);
+      }
+    }
+    return true;
+  }
+
   private async send(chunk: Buffer): Promise<void> {
-    const offset = this.acked;
     for (let attempt = 0; ; attempt++) {
+      const offset = this.acked;
       try {
         const size = await this.ship(offset, chunk);
+        this.remember(chunk);
         this.acked = Math.max(offset + chunk.length, size);
         this.opts.onShipped?.(chunk.length);
         return;
       } catch (e) {
+        this.opts.onError?.(e);
         if (e instanceof HttpError && e.status === 409) {
-          // The server has less than we think it acknowledged; nothing to resend from here.
-          this.opts.onError?.(e);
+          // The server has less than it acknowledged (it lost the end of the log): send the
+          // missing part again from the size it reports, then this chunk.
+          const from = this.replayableFrom(e, offset);
+          if (from !== undefined && (await this.replay(from, offset))) continue;
           this.acked = offset + chunk.length;
           return;
         }
-        if (e instanceof HttpError && e.status >= 400 && e.status < 500 && e.status !== 429) {
-          this.opts.onError?.(e);
-          return; // the step is gone (404) or the chunk is refused: give up on it
-        }
-        this.opts.onError?.(e);
-        await sleep(backoff(attempt, 250, 5000));
+        // the step is gone (404), the chunk is refused, or the agent is stopping: give up on it
+        if (!retryable(e) || this.opts.signal?.aborted === true) return;
+        await sleep(backoff(attempt, 250, 5000), this.opts.signal);
       }
     }
   }

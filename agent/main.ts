@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { pino } from 'pino';
 import { Agent } from './agent.ts';
 import { LocalExecutor } from './executors/local.ts';
+import { sandboxEnvShape, sandboxOptions } from './executors/sandbox.ts';
 import type { Executor } from './types.ts';
+import { withSecrets } from '../src/secrets.ts';
 
 const envSchema = z.object({
   TRIAD_AGENT_SERVER: z.url().default('http://localhost:3000'),
@@ -21,20 +23,40 @@ const envSchema = z.object({
     .default(9090),
   TRIAD_AGENT_WORK_DIR: z.string().optional(),
   LOG_LEVEL: z.string().default('info'),
+  ...sandboxEnvShape,
 });
 
 async function executorFor(
   kind: 'local' | 'kubernetes',
   env: NodeJS.ProcessEnv,
-  workDir?: string,
+  e: z.output<typeof envSchema>,
 ): Promise<Executor> {
-  if (kind === 'local') return new LocalExecutor(workDir === undefined ? {} : { workDir });
-  const { kubernetesExecutorFromEnv } = await import('./executors/kubernetes.ts');
-  return kubernetesExecutorFromEnv(env);
+  if (kind === 'kubernetes') {
+    const { kubernetesExecutorFromEnv } = await import('./executors/kubernetes.ts');
+    return kubernetesExecutorFromEnv(env);
+  }
+  const { unsandboxed, ...sandbox } = sandboxOptions(e);
+  const local = new LocalExecutor({
+    ...(e.TRIAD_AGENT_WORK_DIR === undefined ? {} : { workDir: e.TRIAD_AGENT_WORK_DIR }),
+    sandbox,
+    unsandboxed,
+  });
+  // Refuse to run repositories' code without isolation, unless explicitly told to.
+  await local.probe().catch((err: unknown) => {
+    throw new Error(
+      `the local executor cannot sandbox steps here: ${err instanceof Error ? err.message : String(err)}. ` +
+        'Install bubblewrap, use the kubernetes executor, or set TRIAD_AGENT_LOCAL_UNSANDBOXED=true ' +
+        '(dangerous: steps then run as this user and can read everything it can)',
+      { cause: err },
+    );
+  });
+  return local;
 }
 
 /** `triad agent`: configuration from the environment, SIGTERM/SIGINT drain, exit 0. */
-export async function runAgent(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<void> {
+  // The agent token leaves process.env (no child process inherits it); it is read from here.
+  const env = withSecrets(given);
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
     throw new Error(
@@ -54,19 +76,23 @@ export async function runAgent(env: NodeJS.ProcessEnv = process.env): Promise<vo
     token: e.TRIAD_AGENT_TOKEN,
     instance,
     capacity: e.TRIAD_AGENT_CAPACITY,
-    executor: await executorFor(kind, env, e.TRIAD_AGENT_WORK_DIR),
+    executor: await executorFor(kind, env, e),
     log,
     pollWait: e.TRIAD_AGENT_POLL_WAIT,
     heartbeatMs: e.TRIAD_AGENT_HEARTBEAT_SECONDS * 1000,
     drainMs: e.TRIAD_AGENT_DRAIN_SECONDS * 1000,
     metricsPort: e.TRIAD_AGENT_METRICS_PORT === 'off' ? undefined : e.TRIAD_AGENT_METRICS_PORT,
   });
+  if (kind === 'local' && e.TRIAD_AGENT_LOCAL_UNSANDBOXED) {
+    log.warn('TRIAD_AGENT_LOCAL_UNSANDBOXED=true: steps run WITHOUT a sandbox, as this user');
+  }
   await agent.start();
   log.info(
     {
       server: e.TRIAD_AGENT_SERVER,
       instance,
       executor: kind,
+      sandboxed: kind === 'local' ? !e.TRIAD_AGENT_LOCAL_UNSANDBOXED : undefined,
       capacity: e.TRIAD_AGENT_CAPACITY,
       metricsPort: agent.port,
     },

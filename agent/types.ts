@@ -7,6 +7,8 @@ export type JobStep = {
   commands: string[];
   environment: Record<string, string>;
   status: string;
+  /** The step is stopped (status failure) after this many seconds; absent from older servers. */
+  timeout_seconds?: number;
 };
 
 export type Job = {
@@ -25,6 +27,8 @@ export type Job = {
   repo: string;
   steps: JobStep[];
   ci_env: Record<string, string>;
+  /** Most bytes one step log may hold on the server (the agent keeps the head and the tail). */
+  log_max_bytes?: number;
 };
 
 export type StepResult = {

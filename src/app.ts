@@ -5,7 +5,8 @@ import { trace, SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Orm } from './db/database.ts';
-import { Api, reply } from './http/api.ts';
+import { z } from 'zod';
+import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
@@ -18,6 +19,8 @@ import { orgRoutes } from './orgs/routes.ts';
 import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
+import { RepoChanges } from './repos/changes.ts';
+import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { readerPool } from './vcs/index.ts';
 import { AgentsService } from './agents/service.ts';
@@ -28,7 +31,8 @@ import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { WebhooksService } from './webhooks/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
-import { Dispatcher, type WebhookLookups } from './webhooks/delivery/dispatcher.ts';
+import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
+import { webhookLookups } from './webhooks/envelope.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
 import { fileAt } from './vcs/pushes.ts';
 import type { VcsKind } from './vcs/index.ts';
@@ -46,6 +50,7 @@ export type Services = {
   webhooks: WebhooksService;
   /** Delivers webhooks from the outbox; started and stopped by the server. */
   webhookDispatcher: Dispatcher;
+  changes: RepoChanges;
 };
 
 export type AppDeps = {
@@ -104,6 +109,8 @@ export function createServices(deps: AppDeps): Services {
     metrics: deps.metrics,
     databaseUrl: deps.databaseUrl,
     agentTimeoutMs: deps.config.agentTimeoutMs,
+    stepTimeoutSeconds: deps.config.stepTimeoutSeconds,
+    logMaxBytes: deps.config.stepLogMaxBytes,
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);
@@ -116,7 +123,7 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
-  const lookups = webhookLookups(deps, { users, orgs, repos });
+  const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
     em,
     databaseUrl: deps.databaseUrl,
@@ -131,36 +138,44 @@ export function createServices(deps: AppDeps): Services {
     lookups,
     wake: () => webhookDispatcher.wake(),
   });
-  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher };
-}
-
-/** Repositories and senders for webhook envelopes, through their services (in a context of their own). */
-function webhookLookups(deps: AppDeps, s: Pick<Services, 'users' | 'orgs' | 'repos'>): WebhookLookups {
-  const run = <T>(fn: () => Promise<T>) => RequestContext.create(deps.orm.em.fork(), fn);
-  const found = <T>(p: Promise<T>) => p.then((v): T | undefined => v).catch(() => undefined);
-  return {
-    repositories: (ids) =>
-      run(async () => {
-        const out = new Map<number, { id: number; name: string; org: string; url: string; orgId: number }>();
-        for (const id of ids) {
-          const repo = await found(s.repos.get(id));
-          const org = repo === undefined ? undefined : await found(s.orgs.byId(repo.orgId));
-          if (repo === undefined || org === undefined) continue;
-          const url = `${deps.baseUrl()}/${org.name}/${repo.name}`;
-          out.set(id, { id, name: repo.name, org: org.name, url, orgId: org.id });
-        }
-        return out;
-      }),
-    senders: (ids) =>
-      run(async () => {
-        const out = new Map<number, { id: number; display_name: string }>();
-        for (const id of ids) {
-          const u = await found(s.users.get(id));
-          if (u !== undefined) out.set(id, { id: u.id, display_name: u.displayName });
-        }
-        return out;
-      }),
-  };
+  const changes = new RepoChanges({
+    em,
+    log: deps.log,
+    baseUrl: deps.baseUrl,
+    markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
+    repoById: async (id) => {
+      const repo = await repos.get(id).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
+        throw e;
+      });
+      if (repo === undefined) return undefined;
+      const org = await orgs.byId(repo.orgId);
+      const vcs = repo.vcs as VcsKind;
+      return {
+        id,
+        vcs,
+        path: repos.path(repo),
+        defaultBranch: repo.defaultBranch,
+        org: org.name,
+        name: repo.name,
+      };
+    },
+    // the next read after a push starts with fresh reader processes and caches
+    onChanged: (repo) => readerPool(repos).invalidate(repo.path),
+    onPushEvents: (tx, repoId, events, senderId) =>
+      pipelines.trigger(
+        tx,
+        repoId,
+        events.map((e) => ({
+          commit: e.commit,
+          event: e.type,
+          branch: e.branch,
+          tag: e.type === 'tag' ? String(e.payload.ref) : '',
+          senderId,
+        })),
+      ),
+  });
+  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher, changes };
 }
 
 export function directory(s: Services): Directory {
@@ -227,21 +242,38 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/healthz',
     tag: 'ops',
     auth: 'public',
+    operationId: 'healthz',
     summary: 'Process is up',
-    handler: () => Promise.resolve(reply.bare({ status: 'ok' })),
+    returns: respond.bare(z.object({ status: z.literal('ok') }), 'the process is up'),
+    handler: () => Promise.resolve(reply.bare({ status: 'ok' as const })),
   });
   api.route({
     method: 'get',
     path: '/readyz',
     tag: 'ops',
     auth: 'public',
-    summary: 'Database reachable (503 otherwise)',
+    operationId: 'readyz',
+    summary: 'Database reachable with a free pool connection (503 otherwise)',
+    returns: respond.bare(z.object({ status: z.literal('ready') }), 'the database answers'),
+    errors: { 503: 'the database is unreachable or no pool connection is free (`service_unavailable`)' },
     handler: async () => {
+      // A pool with no free connection is as unready as an unreachable database: give up quickly.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<'busy'>((resolve) => (timer = setTimeout(() => resolve('busy'), 2000)));
+      const probe = orm.em
+        .fork()
+        .execute('select 1')
+        .then(() => 'ok' as const);
       try {
-        await orm.em.fork().execute('select 1');
-        return reply.bare({ status: 'ready' });
-      } catch {
+        const r = await Promise.race([probe, gaveUp]);
+        if (r === 'busy') throw new ApiError(503, 'service_unavailable', 'no free database connection');
+        return reply.bare({ status: 'ready' as const });
+      } catch (e) {
+        probe.catch(() => undefined);
+        if (e instanceof ApiError) throw e;
         throw new ApiError(503, 'service_unavailable', 'database unreachable');
+      } finally {
+        clearTimeout(timer);
       }
     },
   });
@@ -250,7 +282,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/metrics',
     tag: 'ops',
     auth: 'public',
+    operationId: 'metrics',
     summary: 'Prometheus metrics (text exposition format)',
+    returns: respond.text(metrics.registry.contentType, 'the metrics'),
     handler: async ({ res }) => {
       const text = await metrics.registry.metrics();
       res.setHeader('Content-Type', metrics.registry.contentType);
@@ -263,7 +297,12 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/api/v1/openapi.json',
     tag: 'ops',
     auth: 'public',
+    operationId: 'openapi',
     summary: 'This OpenAPI document',
+    returns: respond.bare(
+      z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
+      'an OpenAPI 3.0 document',
+    ),
     handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
   });
 
@@ -293,24 +332,12 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   const hosting = hostingHandler({
     repos: services.repos,
     dir: directory(services),
-    em: () => orm.em,
     log,
     baseUrl: deps.baseUrl,
     throttle,
-    // the next read after a push starts with fresh reader processes and caches
-    onPushed: (_repoId, repoPath) => readerPool(services.repos).invalidate(repoPath),
-    onPushEvents: (tx, repoId, events, senderId) =>
-      services.pipelines.trigger(
-        tx,
-        repoId,
-        events.map((e) => ({
-          commit: e.commit,
-          event: e.type,
-          branch: e.branch,
-          tag: e.type === 'tag' ? String(e.payload.ref) : '',
-          senderId,
-        })),
-      ),
+    changes: services.changes,
+    spool: new Spool(config.transport.spoolDir),
+    limits: config.transport,
   });
   app.all('/:org/:repo', hosting);
   app.all('/:org/:repo/*rest', hosting);

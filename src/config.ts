@@ -1,8 +1,20 @@
+import { withSecrets } from './secrets.ts';
 import { isIP } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
-import bytes from 'bytes';
 import { z } from 'zod';
 import { webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
+import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
+import { parseDuration } from './pipelines/pipeline-file.ts';
+
+const stepTimeout = z.string().transform((v, ctx) => {
+  const seconds = parseDuration(v, true);
+  if (seconds === undefined || seconds < 1) {
+    ctx.addIssue({ code: 'custom', message: 'must be seconds or a duration such as 90s, 30m or 2h' });
+    return z.NEVER;
+  }
+  return seconds;
+});
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -12,13 +24,6 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
-/** A positive size: bytes, or with a unit (`kb`, `mb`, `gb`; 1kb = 1024 bytes). */
-const size = z
-  .string()
-  .refine((v) => /^\s*\d+(\.\d+)?\s*(b|kb|mb|gb|tb)?\s*$/i.test(v) && (bytes.parse(v) ?? 0) >= 1, {
-    message: 'must be a positive size such as 1048576, 512kb or 4mb',
-  })
-  .transform((v) => Math.floor(bytes.parse(v) ?? 0));
 /** `false`, `true`, a hop count, or a comma list of proxy addresses/CIDRs (or loopback, linklocal, uniquelocal). */
 const trustProxy = z.string().transform((v, ctx): boolean | number | string => {
   const t = v.trim().toLowerCase();
@@ -57,6 +62,9 @@ const envSchema = z.object({
   TRIAD_AGENT_TOKEN: optionalString,
   TRIAD_EMBEDDED_AGENT: z.enum(['local', 'off']).optional(),
   TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
+  TRIAD_STEP_TIMEOUT: stepTimeout.default(3600),
+  TRIAD_STEP_LOG_MAX_BYTES: size(4096).default(16 * 1024 * 1024),
+  ...sandboxEnvShape,
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
   TRIAD_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1000),
@@ -65,15 +73,18 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRIAD_LOG_REQUESTS: bool.default(true),
   TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
-  TRIAD_BLOB_MAX_BYTES: size.default(4 * 1024 * 1024),
-  TRIAD_DIFF_MAX_FILE_BYTES: size.default(1024 * 1024),
-  TRIAD_DIFF_MAX_BYTES: size.default(4 * 1024 * 1024),
+  TRIAD_BLOB_MAX_BYTES: size(1).default(4 * 1024 * 1024),
+  TRIAD_DIFF_MAX_FILE_BYTES: size(1).default(1024 * 1024),
+  TRIAD_DIFF_MAX_BYTES: size(1).default(4 * 1024 * 1024),
   TRIAD_MAX_TOKENS_PER_USER: z.coerce.number().int().min(1).default(100),
   TRIAD_MAX_ORGS_PER_USER: z.coerce.number().int().min(0).default(50),
   TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
   TRIAD_AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().positive().default(60),
   TRIAD_TRUST_PROXY: trustProxy.default(false),
   ...webhookEnv,
+  TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
+  TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
+  TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
 });
 
 export type Config = {
@@ -89,6 +100,12 @@ export type Config = {
   embeddedAgent: 'local' | 'off';
   /** A running pipeline whose agent is silent this long becomes `error`. */
   agentTimeoutMs: number;
+  /** Default and longest step run time; a pipeline file's `timeout` may only shorten it. */
+  stepTimeoutSeconds: number;
+  /** Most bytes one step log keeps (head and tail; the middle is cut). */
+  stepLogMaxBytes: number;
+  /** The embedded agent's sandbox (limits, user) and whether it runs unsandboxed (opt-out). */
+  sandbox: SandboxOptions & { unsandboxed: boolean };
   bodyLimit: string;
   shutdownTimeoutMs: number;
   /** Open HTTP connections at most; more are closed on arrival (`server.maxConnections`). */
@@ -111,14 +128,17 @@ export type Config = {
   trustProxy: boolean | number | string;
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
+  /** Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled. */
+  transport: { timeoutMs: number; maxBodyBytes: number; spoolDir: string };
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const all = withSecrets(env);
   // An empty variable (`PORT=` in an env file or a chart) means "unset", for every variable:
   // otherwise `PORT=` would coerce to 0 (a random port) and `LOG_LEVEL=` would be rejected.
   const present = Object.fromEntries(
-    Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''),
+    Object.entries(all).filter(([, v]) => v !== undefined && v.trim() !== ''),
   );
   const parsed = envSchema.safeParse(present);
   if (!parsed.success) {
@@ -146,6 +166,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     agentToken: e.TRIAD_AGENT_TOKEN,
     embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,
+    stepTimeoutSeconds: e.TRIAD_STEP_TIMEOUT,
+    stepLogMaxBytes: e.TRIAD_STEP_LOG_MAX_BYTES,
+    // steps never see the data directory, even when it lies under a mounted system directory
+    sandbox: sandboxOptions(e, [dataDir, path.resolve(e.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos'))]),
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     maxConnections: e.TRIAD_MAX_CONNECTIONS,
@@ -167,5 +191,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     trustProxy: e.TRIAD_TRUST_PROXY,
     webhooks: webhookSettings(e),
+    transport: {
+      timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
+      maxBodyBytes: e.TRIAD_TRANSPORT_MAX_BODY_BYTES,
+      spoolDir: path.resolve(e.TRIAD_TRANSPORT_SPOOL_DIR ?? os.tmpdir()),
+    },
   };
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
+import { trackConnections } from './http/connections.ts';
 import { createApp, createServices, type Services } from './app.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
@@ -80,13 +81,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     return abandon(e);
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
+  let embeddedAgent: EmbeddedAgentSetup | undefined;
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // A push upload may take as long as the transport allows (Node's default cuts it at 300 s).
+  server.requestTimeout = Math.max(300_000, config.transport.timeoutMs + 60_000);
   // Connections beyond the cap are closed as soon as they are accepted (counted as drops).
   server.maxConnections = config.maxConnections;
+  const connections = trackConnections(server);
   const dropped = deps.metrics.counter(
     'triad_http_connections_dropped_total',
     'Connections closed on arrival because TRIAD_MAX_CONNECTIONS were open',
@@ -104,6 +109,12 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }
     await services.pipelines.start();
     await services.webhookDispatcher.start();
+    // the sandbox is tried before listening, so the server is ready once it answers
+    if (config.embeddedAgent === 'local') {
+      embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
+    }
+    // pushes a killed process could not record get their events before traffic is taken
+    await inContext(orm, () => services.changes.reconcilePending());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
@@ -120,21 +131,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
 
   let agent: Agent | undefined;
-  if (config.embeddedAgent === 'local') {
-    const token = await embeddedAgentToken(config.dataDir);
-    await inContext(orm, () => services.agents.ensure(token, 'embedded'));
-    agent = new Agent({
-      server: `http://127.0.0.1:${port}`,
-      token,
-      instance: 'embedded',
-      capacity: 2,
-      executor: new LocalExecutor({ workDir: path.join(config.dataDir, 'work') }),
-      log: log.child({ component: 'agent' }),
-      drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
-    });
-    await agent.start();
-    log.info('embedded CI agent started (local executor)');
-  }
+  if (embeddedAgent !== undefined) agent = await startEmbeddedAgent(embeddedAgent, config, port, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -158,7 +155,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // Deliveries under way finish (each within its deadline); no new ones start.
       await services.webhookDispatcher.stop();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      connections.closeIdle();
       const hard = setTimeout(() => {
         log.warn('shutdown: drain deadline reached, closing the remaining connections');
         server.closeAllConnections();
@@ -200,4 +197,58 @@ async function embeddedAgentToken(dataDir: string): Promise<string> {
   await fs.mkdir(dataDir, { recursive: true });
   await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
   return token;
+}
+
+type EmbeddedAgentSetup = { executor: LocalExecutor; token: string; unsandboxed: boolean };
+
+/**
+ * The in-process agent with the `local` executor. Steps run sandboxed; when the sandbox cannot
+ * work here (no bwrap, user namespaces refused...), the agent stays off and the log says why,
+ * unless TRIAD_AGENT_LOCAL_UNSANDBOXED=true opts out of isolation.
+ */
+async function prepareEmbeddedAgent(
+  config: Config,
+  orm: Orm,
+  services: Services,
+  log: Logger,
+): Promise<EmbeddedAgentSetup | undefined> {
+  const { unsandboxed, ...sandbox } = config.sandbox;
+  const executor = new LocalExecutor({ workDir: path.join(config.dataDir, 'work'), sandbox, unsandboxed });
+  try {
+    await executor.probe();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    log.warn(
+      { reason },
+      `embedded CI agent not started: steps cannot run sandboxed here (${reason}); install bubblewrap, run a separate agent, or set TRIAD_AGENT_LOCAL_UNSANDBOXED=true (dangerous: steps could read every secret of the server)`,
+    );
+    return undefined;
+  }
+  const token = await embeddedAgentToken(config.dataDir);
+  await inContext(orm, () => services.agents.ensure(token, 'embedded'));
+  return { executor, token, unsandboxed };
+}
+
+async function startEmbeddedAgent(
+  { executor, token, unsandboxed }: EmbeddedAgentSetup,
+  config: Config,
+  port: number,
+  log: Logger,
+): Promise<Agent> {
+  const agent = new Agent({
+    server: `http://127.0.0.1:${port}`,
+    token,
+    instance: 'embedded',
+    capacity: 2,
+    executor,
+    log: log.child({ component: 'agent' }),
+    drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
+    stopGraceMs: 2_000,
+  });
+  await agent.start();
+  const workDir = await executor.root();
+  if (unsandboxed) {
+    log.warn({ workDir }, 'embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
+  } else log.info({ workDir }, 'embedded CI agent started (local executor, sandboxed)');
+  return agent;
 }

@@ -276,7 +276,11 @@ export function stepPod(
     },
     spec: {
       restartPolicy: 'Never',
-      activeDeadlineSeconds: opts.deadlineSeconds,
+      // the agent stops a step at its timeout; the deadline is the backstop should the agent be gone
+      activeDeadlineSeconds:
+        step.timeout_seconds === undefined
+          ? opts.deadlineSeconds
+          : Math.min(opts.deadlineSeconds, step.timeout_seconds + 60),
       enableServiceLinks: false,
       ...(opts.serviceAccountName === undefined
         ? { automountServiceAccountToken: false }

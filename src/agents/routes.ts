@@ -1,18 +1,45 @@
+import type { Request } from 'express';
 import { z } from 'zod';
-import { readRawBody, reply, type Api } from '../http/api.ts';
+import { parseWith, readRawBody, reply, respond, type Api } from '../http/api.ts';
+import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import { queryInt } from '../http/pagination.ts';
 import {
   LOG_APPEND_LIMIT,
+  heartbeatBody,
   pipelineStatusBody,
   stepStatusBody,
+  type AgentCaller,
   type PipelinesService,
 } from '../pipelines/service.ts';
+import {
+  heartbeatSchema,
+  jobSchema,
+  logAckSchema,
+  pipelineSchema,
+  queueSchema,
+  stepReportSchema,
+} from '../pipelines/schemas.ts';
 import { createAgentBody, type AgentsService } from './service.ts';
+import { newAgentSchema } from './schemas.ts';
 
-const pollQuery = z.object({ wait: z.coerce.number().int().min(0).max(30).optional() });
-const logQuery = z.object({ offset: z.coerce.number().int().min(0).optional() });
+const pollQuery = z.object({ wait: queryInt(z.int().min(0).max(30)).optional() });
+const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
 const id = (raw: string | undefined): number =>
   raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+
+/**
+ * The calling agent: its id, instance (`X-Svc-Agent-Instance`) and process nonce
+ * (`X-Svc-Agent-Nonce`, new in every agent process, so the server can tell a restart apart).
+ */
+function caller(access: Access, req: Request): AgentCaller & { agentId: number } {
+  const agent = access.agent();
+  const raw = req.headers['x-svc-agent-nonce'];
+  if (raw !== undefined && (typeof raw !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(raw))) {
+    throw ApiError.validation('X-Svc-Agent-Nonce must be 1 to 64 letters, digits, "-" or "_"');
+  }
+  return { agentId: agent.agentId, instance: agent.instance, nonce: raw };
+}
 
 export function agentRoutes(
   api: Api,
@@ -25,9 +52,10 @@ export function agentRoutes(
     path: '/api/v1/admin/agents',
     tag: 'admin',
     auth: 'admin',
+    operationId: 'createAgent',
     summary: 'Register a CI agent; the token is shown once (site admin)',
     body: createAgentBody,
-    status: 201,
+    returns: respond.created(newAgentSchema, 'the new agent with its token'),
     handler: async ({ access, body }) => {
       access.admin();
       return reply.created(await agents.create(body.name));
@@ -40,15 +68,21 @@ export function agentRoutes(
     auth: 'agent',
     summary:
       'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
+    operationId: 'pollJob',
     query: pollQuery,
-    handler: async ({ access, query, res }) => {
-      const agent = access.agent();
-      await agents.seen(agent.agentId, agent.instance);
+    returns: respond.bare(jobSchema, 'the claimed pipeline as a job', {
+      noContent: 'no pending pipeline (within `wait` seconds)',
+    }),
+    handler: async ({ access, query, req, res }) => {
+      const agent = caller(access, req);
+      await agents.seen(agent.agentId, agent.instance, agent.nonce);
       const gone = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      const job = await pipelines.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      const job = await pipelines.agentSide.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
+      if (pipelines.agentSide.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
     },
   });
@@ -57,11 +91,24 @@ export function agentRoutes(
     path: '/api/v1/ci/heartbeat',
     tag: 'ci',
     auth: 'agent',
-    summary: 'Record that the agent is alive; answers the ids of its pipelines that were cancelled',
-    handler: async ({ access }) => {
-      const agent = access.agent();
-      await agents.seen(agent.agentId, agent.instance);
-      return reply.bare({ cancelled_pipelines: await pipelines.cancelledFor(agent) });
+    operationId: 'heartbeat',
+    summary:
+      'Record that the agent process is alive and which pipelines it runs (`{running: [ids]}`); answers `cancelled_pipelines`, the ids it must stop',
+    returns: respond.bare(heartbeatSchema, 'pipelines of this agent process to stop'),
+    errors: { 400: 'a body that is not `{running: [ids]}` JSON, or a malformed `X-Svc-Agent-Nonce`' },
+    // The body is optional (older agents send none), so it is read here rather than required.
+    handler: async ({ access, req }) => {
+      const agent = caller(access, req);
+      const raw = (await readRawBody(req, 256 * 1024)).toString('utf8').trim();
+      let json: unknown = {};
+      try {
+        if (raw !== '') json = JSON.parse(raw);
+      } catch {
+        throw ApiError.badRequest('the heartbeat body must be JSON');
+      }
+      const body = parseWith(heartbeatBody, json, 'body');
+      await agents.seen(agent.agentId, agent.instance, agent.nonce);
+      return reply.bare({ cancelled_pipelines: await pipelines.agentSide.heartbeat(agent, body.running) });
     },
   });
   api.route({
@@ -69,11 +116,14 @@ export function agentRoutes(
     path: '/api/v1/ci/steps/:id/status',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'reportStepStatus',
     summary: 'Report a step status; the answer carries `pipeline_status` (cancelled means stop)',
     body: stepStatusBody,
+    returns: respond.bare(stepReportSchema, 'the step as stored and the status of its pipeline'),
+    errors: { 404: 'no step of a pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.bare(await pipelines.stepStatus(agent.agentId, id(params.id), body));
+      return reply.bare(await pipelines.agentSide.stepStatus(agent.agentId, id(params.id), body));
     },
   });
   api.route({
@@ -81,11 +131,14 @@ export function agentRoutes(
     path: '/api/v1/ci/pipelines/:id/status',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'reportPipelineStatus',
     summary: 'Report a pipeline status (sets finished_at and error_message)',
     body: pipelineStatusBody,
+    returns: respond.data(pipelineSchema, 'the pipeline with its steps'),
+    errors: { 404: 'no pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.ok(await pipelines.pipelineStatus(agent.agentId, id(params.id), body));
+      return reply.ok(await pipelines.agentSide.pipelineStatus(agent.agentId, id(params.id), body));
     },
   });
   api.route({
@@ -93,28 +146,38 @@ export function agentRoutes(
     path: '/api/v1/ci/steps/:id/log',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'appendStepLog',
     summary: 'Append raw text to a step log (<= 1 MiB per request; `offset` makes retries idempotent)',
     query: logQuery,
+    returns: respond.data(logAckSchema, 'the stored log size and how much of this chunk was new'),
+    errors: {
+      404: 'no step of a pipeline claimed by this agent has this id',
+      409: '`offset` is past the stored size, which `X-Svc-Log-Size` gives',
+      413: 'the chunk is larger than 1 MiB',
+    },
     body: z.string(),
     rawBody: true,
     handler: async ({ access, params, query, req }) => {
       const agent = access.agent();
       const data = await readRawBody(req, LOG_APPEND_LIMIT);
-      return reply.ok(await pipelines.appendLog(agent.agentId, id(params.id), query.offset, data));
+      return reply.ok(await pipelines.agentSide.appendLog(agent.agentId, id(params.id), query.offset, data));
     },
   });
   api.route({
     method: 'get',
     path: '/api/v1/ci/queue',
     tag: 'ci',
-    auth: 'agent',
+    auth: 'agent-or-admin',
+    operationId: 'getQueue',
     summary: 'Queue depth for autoscalers: `{pending, running, agents}` (agent token or site admin)',
+    returns: respond.bare(queueSchema, 'pending and running pipelines and live agent instances'),
+    errors: { 403: 'a user token of someone who is not a site administrator' },
     handler: async ({ access }) => {
       if (access.principal.kind !== 'agent') {
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
         access.admin();
       }
-      return reply.bare(await pipelines.queue(await agents.liveInstances(opts.agentTimeoutMs)));
+      return reply.bare(await pipelines.agentSide.queue(await agents.liveInstances(opts.agentTimeoutMs)));
     },
   });
 }

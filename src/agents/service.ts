@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { hashToken } from '../http/auth.ts';
+import { nonBlank } from '../http/input.ts';
 import { newTokenValue } from '../users/service.ts';
 
-export const createAgentBody = z.object({ name: z.string().trim().min(1).max(255) });
+export const createAgentBody = z.object({ name: z.string().trim().min(1).max(255).meta(nonBlank) });
 
 export type AgentRow = { id: number; name: string };
 
@@ -41,14 +42,21 @@ export class AgentsService {
     return rows[0];
   }
 
-  /** Records that an agent instance is alive (every poll and heartbeat). */
-  async seen(agentId: number, instance: string | undefined): Promise<void> {
+  /** Records that an agent instance (and its process, by nonce) is alive (every poll and heartbeat). */
+  async seen(agentId: number, instance: string | undefined, nonce?: string): Promise<void> {
     await this.em().execute(
       `with a as (update agents set last_seen_at = now() where id = ? returning id)
        insert into agent_instances (agent_id, instance, last_seen_at) select id, ?, now() from a
        on conflict (agent_id, instance) do update set last_seen_at = now()`,
       [agentId, instance ?? 'default'],
     );
+    if (nonce !== undefined) {
+      await this.em().execute(
+        `insert into agent_processes (agent_id, instance, nonce) values (?, ?, ?)
+         on conflict (agent_id, instance, nonce) do update set last_seen_at = now()`,
+        [agentId, instance ?? 'default', nonce],
+      );
+    }
   }
 
   /** Agent instances seen within `withinMs`. */

@@ -19,6 +19,37 @@ const when = z
   .strict();
 export type When = z.infer<typeof when>;
 
+/**
+ * A duration such as `30m`, `90s`, `1h30m` or `2h` (units h, m, s, in that order) in seconds;
+ * undefined when the text is not one. With `bareSeconds`, a plain number counts as seconds (the
+ * environment's convention); the pipeline file always names its unit.
+ */
+export function parseDuration(text: string, bareSeconds = false): number | undefined {
+  const t = text.trim();
+  if (bareSeconds && /^\d{1,9}$/.test(t)) return Number(t);
+  const m = /^(?:(\d{1,6})h)?(?:(\d{1,7})m)?(?:(\d{1,9})s)?$/.exec(t);
+  if (m === null || t === '') return undefined;
+  return Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+}
+
+/** Seconds as the shortest `1h30m`-style text. */
+export function formatDuration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  const text = `${h > 0 ? `${h}h` : ''}${m > 0 ? `${m}m` : ''}${s > 0 ? `${s}s` : ''}`;
+  return text === '' ? '0s' : text;
+}
+
+const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  const seconds = typeof v === 'string' ? parseDuration(v) : undefined;
+  if (seconds === undefined || seconds < 1) {
+    ctx.addIssue({ code: 'custom', message: 'must be a duration such as 90s, 30m or 1h30m' });
+    return z.NEVER;
+  }
+  return seconds;
+});
+
 const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 const step = z
   .object({
@@ -31,6 +62,8 @@ const step = z
       .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name'), envValue)
       .optional(),
     when: when.optional(),
+    /** Seconds (from `30m` etc.); the server's TRIAD_STEP_TIMEOUT caps it. */
+    timeout: duration.optional(),
   })
   .strict();
 

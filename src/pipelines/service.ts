@@ -1,188 +1,45 @@
-import { EventEmitter } from 'node:events';
 import type { Response } from 'express';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import pg from 'pg';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.ts';
-import { hashToken } from '../http/auth.ts';
 import { offsetOf } from '../http/pagination.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { newTokenValue } from '../users/service.ts';
 import { textArray } from '../db/sql.ts';
 import { PIPELINE_FILE, parsePipelineFile, whenMatches } from './pipeline-file.ts';
+import {
+  LOG_READ_CAP,
+  NOTIFY_CHANNEL,
+  NUMBER_LOCK,
+  PIPELINE_COLUMNS,
+  PIPELINE_FROM,
+  pipelineJson,
+  type listQuery,
+  type PipelineJson,
+  type PipelineRow,
+  type RepoInfo,
+  type StepRow,
+  type Trigger,
+} from './model.ts';
+import { QueueWaker } from './queue-waker.ts';
+import { AgentProtocol } from './agent-protocol.ts';
 
-export const PIPELINE_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled', 'error'] as const;
-export const STEP_STATUSES = ['pending', 'running', 'success', 'failure', 'skipped', 'cancelled'] as const;
-export type PipelineStatus = (typeof PIPELINE_STATUSES)[number];
-const FINAL: readonly string[] = ['success', 'failure', 'cancelled', 'error'];
-
-export const LOG_APPEND_LIMIT = 1024 * 1024;
-export const LOG_READ_CAP = 16 * 1024 * 1024;
-const NUMBER_LOCK = 0x70697065; // "pipe"
-const NOTIFY_CHANNEL = 'triad_pipelines';
-const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
-
-const timestamp = z.iso.datetime({ offset: true }).nullish();
-export const stepStatusBody = z.object({
-  status: z.enum(STEP_STATUSES),
-  exit_code: z.number().int().min(-2147483648).max(2147483647).nullish(),
-  started_at: timestamp,
-  finished_at: timestamp,
-});
-export const pipelineStatusBody = z.object({
-  status: z.enum(PIPELINE_STATUSES),
-  finished_at: timestamp,
-  started_at: timestamp,
-  error_message: z.string().max(10_000).nullish(),
-});
-export const listQuery = z.object({
-  status: z.enum(PIPELINE_STATUSES).optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(20)
-    .transform((n) => Math.min(n, 50)),
-});
-
-export type RepoInfo = { id: number; name: string; org: string; vcs: string; isPrivate: boolean };
-export type Trigger = {
-  commit: string;
-  event: string;
-  branch: string;
-  tag: string;
-  senderId: number | null;
-};
-
-type PipelineRow = {
-  id: number;
-  repo_id: number;
-  number: number;
-  commit_node: string;
-  branch: string;
-  tag: string;
-  event: string;
-  events: string[];
-  status: PipelineStatus;
-  trigger_by: number | null;
-  trigger_username: string | null;
-  error_message: string | null;
-  agent_id: number | null;
-  agent_instance: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-};
-type StepRow = {
-  id: number;
-  pipeline_id: number;
-  number: number;
-  name: string;
-  image: string;
-  commands: string[];
-  environment: Record<string, string>;
-  status: string;
-  exit_code: number | null;
-  started_at: Date | null;
-  finished_at: Date | null;
-  log_size: string;
-};
-
-const PIPELINE_COLUMNS = `p.id, p.repo_id, p.number, p.commit_node, p.branch, p.tag, p.event, p.events, p.status,
-  p.trigger_by, u.username as trigger_username, p.error_message, p.agent_id, p.agent_instance,
-  p.created_at, p.started_at, p.finished_at`;
-const PIPELINE_FROM = 'pipelines p left join users u on u.id = p.trigger_by';
-
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
-
-function pipelineJson(p: PipelineRow, steps?: StepRow[]) {
-  return {
-    id: p.id,
-    number: p.number,
-    commit_node: p.commit_node,
-    branch: p.branch,
-    tag: p.tag,
-    event: p.event,
-    events: p.events,
-    status: p.status,
-    trigger_by: p.trigger_by,
-    trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username: p.trigger_username },
-    created_at: iso(p.created_at),
-    started_at: iso(p.started_at),
-    finished_at: iso(p.finished_at),
-    ...(p.error_message === null ? {} : { error_message: p.error_message }),
-    ...(steps === undefined ? {} : { steps: steps.map(stepJson) }),
-  };
-}
-export type PipelineJson = ReturnType<typeof pipelineJson>;
-
-function stepJson(s: StepRow) {
-  return {
-    id: s.id,
-    number: s.number,
-    name: s.name,
-    image: s.image,
-    status: s.status,
-    exit_code: s.exit_code,
-    started_at: iso(s.started_at),
-    finished_at: iso(s.finished_at),
-  };
-}
-
-/** Wakes long-polling agents when a pipeline is queued, through PostgreSQL LISTEN/NOTIFY. */
-class QueueWaker {
-  private readonly bus = new EventEmitter();
-  private client: pg.Client | undefined;
-  private closed = false;
-  private readonly url: string;
-  private readonly log: Logger;
-
-  constructor(url: string, log: Logger) {
-    this.url = url;
-    this.log = log;
-    this.bus.setMaxListeners(0);
-  }
-
-  async start(): Promise<void> {
-    const c = new pg.Client({ connectionString: this.url });
-    c.on('notification', () => this.bus.emit('wake'));
-    c.on('error', (err) => {
-      this.log.warn({ err }, 'pipeline queue listener lost; reconnecting');
-      this.client = undefined;
-      if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 1000).unref();
-    });
-    await c.connect();
-    await c.query(`listen ${NOTIFY_CHANNEL}`);
-    this.client = c;
-  }
-
-  /** Resolves on the next notification, after `ms`, at shutdown, or when `signal` aborts. */
-  wait(ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        this.bus.off('wake', done);
-        this.bus.off('close', done);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const t = setTimeout(done, ms);
-      this.bus.on('wake', done);
-      this.bus.on('close', done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    this.bus.emit('close');
-    await this.client?.end().catch(() => undefined);
-  }
-}
+export {
+  LOG_APPEND_LIMIT,
+  LOG_READ_CAP,
+  PIPELINE_STATUSES,
+  STEP_STATUSES,
+  heartbeatBody,
+  listQuery,
+  pipelineStatusBody,
+  stepStatusBody,
+  type AgentCaller,
+  type PipelineJson,
+  type PipelineStatus,
+  type RepoInfo,
+  type Trigger,
+} from './model.ts';
 
 export type PipelinesDeps = {
   em: () => EntityManager;
@@ -191,18 +48,23 @@ export type PipelinesDeps = {
   metrics: Metrics;
   databaseUrl: string;
   agentTimeoutMs: number;
+  /** Longest a step may run (TRIAD_STEP_TIMEOUT); a pipeline file's `timeout` may only be shorter. */
+  stepTimeoutSeconds: number;
+  /** Most bytes a step log may hold (TRIAD_STEP_LOG_MAX_BYTES). */
+  logMaxBytes: number;
   baseUrl: () => string;
   /** The repository's file at a commit (undefined when absent). */
   readFile: (repoId: number, rev: string, path: string) => Promise<string | undefined>;
   repoInfo: (repoId: number) => Promise<RepoInfo>;
 };
 
+/** Pipelines: triggers from pushes, the user side, and (in `agentSide`) the agent protocol. */
 export class PipelinesService {
   private readonly d: PipelinesDeps;
   private readonly waker: QueueWaker;
-  private readonly claimed;
   private readonly finished;
   private reaper: NodeJS.Timeout | undefined;
+  readonly agentSide: AgentProtocol;
 
   constructor(deps: PipelinesDeps) {
     this.d = deps;
@@ -213,27 +75,42 @@ export class PipelinesService {
     deps.metrics.gauge('triad_ci_pipelines_running', 'Pipelines claimed by an agent', () =>
       this.count('running'),
     );
-    this.claimed = deps.metrics.counter(
+    const claimed = deps.metrics.counter(
       'triad_ci_pipelines_claimed_total',
       'Pipelines claimed by agents',
       [],
     );
-    this.finished = deps.metrics.counter(
+    const finished = deps.metrics.counter(
       'triad_ci_pipelines_finished_total',
       'Pipelines finished, by status',
       ['status'],
     );
+    this.finished = finished;
+    this.agentSide = new AgentProtocol({
+      em: deps.em,
+      blobs: deps.blobs,
+      log: deps.log,
+      waker: this.waker,
+      agentTimeoutMs: deps.agentTimeoutMs,
+      stepTimeoutSeconds: deps.stepTimeoutSeconds,
+      logMaxBytes: deps.logMaxBytes,
+      baseUrl: deps.baseUrl,
+      repoInfo: deps.repoInfo,
+      onClaimed: () => claimed.inc(),
+      onFinished: (status, n = 1) => finished.inc({ status }, n),
+    });
   }
 
   async start(): Promise<void> {
     await this.waker.start();
     const every = Math.max(250, Math.min(5000, Math.floor(this.d.agentTimeoutMs / 4)));
     this.reaper = setInterval(() => {
-      this.reapStale().catch((err: unknown) => this.d.log.warn({ err }, 'pipeline reaper failed'));
+      this.agentSide.reapStale().catch((err: unknown) => this.d.log.warn({ err }, 'pipeline reaper failed'));
     }, every);
     this.reaper.unref();
   }
 
+  /** Stops the reaper; long polls in flight answer 204 at once and new ones do not wait. */
   async stop(): Promise<void> {
     if (this.reaper !== undefined) clearInterval(this.reaper);
     await this.waker.close();
@@ -270,8 +147,11 @@ export class PipelinesService {
     }
     const created: number[] = [];
     for (const t of byCommit.values()) {
-      const active = await tx.execute<{ id: number; events: string[]; tag: string }[]>(
-        `select id, events, tag from pipelines where repo_id = ? and commit_node = ? and status in ('pending', 'running')
+      const active = await tx.execute<
+        { id: number; events: string[]; tag: string; branch: string; status: string }[]
+      >(
+        `select id, events, tag, branch, status from pipelines
+          where repo_id = ? and commit_node = ? and status in ('pending', 'running')
           order by id desc limit 1 for update`,
         [repoId, t.commit],
       );
@@ -283,12 +163,40 @@ export class PipelinesService {
           existing.tag === '' ? t.tag : existing.tag,
           existing.id,
         ]);
+        if (existing.status === 'pending' && events.length > existing.events.length) {
+          await this.reevaluateSteps(tx, repoId, existing.id, t.commit, events, existing.branch || t.branch);
+        }
         continue;
       }
       const id = await this.create(tx, repoId, t.commit, t.events, t.branch, t.tag, t.senderId);
       if (id !== undefined) created.push(id);
     }
     return created;
+  }
+
+  /**
+   * A new event joined a pipeline no agent has claimed yet: steps created `skipped` because their
+   * `when` did not match become pending when it matches now (e.g. a step for tags, when the tag
+   * arrives after the push).
+   */
+  private async reevaluateSteps(
+    tx: EntityManager,
+    repoId: number,
+    pipelineId: number,
+    commit: string,
+    events: string[],
+    branch: string,
+  ): Promise<void> {
+    const text = await this.d.readFile(repoId, commit, PIPELINE_FILE);
+    const parsed = text === undefined ? undefined : parsePipelineFile(text);
+    if (parsed?.ok !== true) return;
+    for (const [i, s] of parsed.file.steps.entries()) {
+      if (s.when === undefined || !whenMatches(s.when, events, branch)) continue;
+      await tx.execute(
+        `update pipeline_steps set status = 'pending' where pipeline_id = ? and number = ? and status = 'skipped'`,
+        [pipelineId, i + 1],
+      );
+    }
   }
 
   private async create(
@@ -332,8 +240,9 @@ export class PipelinesService {
     const pipelineId = row!.id;
     for (const [i, s] of steps.entries()) {
       await tx.execute(
-        `insert into pipeline_steps (pipeline_id, number, name, image, commands, environment, status)
-         values (?, ?, ?, ?, ?::text[], ?, ?)`,
+        `insert into pipeline_steps (pipeline_id, number, name, image, commands, environment, status,
+                                     timeout_seconds)
+         values (?, ?, ?, ?, ?::text[], ?, ?, ?)`,
         [
           pipelineId,
           i + 1,
@@ -342,6 +251,7 @@ export class PipelinesService {
           textArray(s.commands),
           JSON.stringify(s.environment ?? {}),
           runnable.includes(s) ? 'pending' : 'skipped',
+          s.timeout ?? null,
         ],
       );
     }
@@ -440,7 +350,10 @@ export class PipelinesService {
     return this.getById(id);
   }
 
-  /** Streams a step's log as text (capped at 16 MiB, flagged by X-Svc-Log-Truncated). */
+  /**
+   * Streams a step's log as text (capped at 16 MiB). X-Svc-Log-Truncated says when it is not the
+   * whole output: the read cap, or the step log limit (the agent or the server cut it).
+   */
   async streamLog(repoId: number, number: number, stepRef: string, res: Response): Promise<void> {
     const p = await this.find(repoId, number);
     const steps = await this.steps(p.id);
@@ -455,7 +368,7 @@ export class PipelinesService {
       [step.id],
     );
     const total = Number(step.log_size);
-    const truncated = total > LOG_READ_CAP;
+    const truncated = total > LOG_READ_CAP || step.log_truncated;
     res.status(200);
     res.setHeader('Content-Type', 'text/plain; charset=utf-8');
     res.setHeader('Content-Length', String(Math.min(total, LOG_READ_CAP)));
@@ -478,291 +391,5 @@ export class PipelinesService {
       }
     }
     res.end();
-  }
-
-  // ------------------------------------------------------------------ agent side
-
-  /**
-   * Claims the oldest pending pipeline (FOR UPDATE SKIP LOCKED), waiting up to `waitMs` for one.
-   * When the agent has gone away meanwhile (`gone` aborted), a claimed pipeline is put back.
-   */
-  async poll(agent: { agentId: number; instance: string | undefined }, waitMs: number, gone?: AbortSignal) {
-    const deadline = Date.now() + waitMs;
-    const isGone = () => gone?.aborted === true;
-    for (;;) {
-      if (isGone()) return undefined;
-      const job = await this.claim(agent);
-      if (job !== undefined) {
-        if (isGone()) {
-          await this.release(job.pipeline_id);
-          return undefined;
-        }
-        return job;
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) return undefined;
-      await this.waker.wait(Math.min(left, 5000), gone);
-    }
-  }
-
-  /** Undoes a claim whose poll response could not be delivered. */
-  private async release(pipelineId: number): Promise<void> {
-    await this.em()
-      .fork()
-      .transactional(async (tx) => {
-        await tx.execute(
-          `update pipelines set status = 'pending', agent_id = null, agent_instance = null, started_at = null
-            where id = ? and status = 'running'`,
-          [pipelineId],
-        );
-        await tx.execute('delete from api_tokens where pipeline_id = ?', [pipelineId]);
-        await tx.execute(`select pg_notify('${NOTIFY_CHANNEL}', '')`);
-      });
-    this.d.log.info({ pipeline: pipelineId }, 'agent went away during its poll: pipeline back in the queue');
-  }
-
-  private async claim(agent: { agentId: number; instance: string | undefined }) {
-    const em = this.em().fork();
-    const claimed = await em.transactional(async (tx) => {
-      const [p] = await tx.execute<{ id: number; trigger_by: number | null; repo_id: number }[]>(
-        `update pipelines set status = 'running', agent_id = ?, agent_instance = ?, started_at = now()
-          where id = (select id from pipelines where status = 'pending' order by id for update skip locked limit 1)
-          returning id, trigger_by, repo_id`,
-        [agent.agentId, agent.instance ?? 'default'],
-      );
-      if (p === undefined) return undefined;
-      let cloneToken: string | null = null;
-      if (p.trigger_by !== null) {
-        cloneToken = newTokenValue();
-        await tx.execute(
-          `insert into api_tokens (user_id, name, token_hash, scopes, level, target_org_id, target_repo_id,
-                                   expires_at, pipeline_id)
-           select ?, ?, ?, ?::text[], 'repo', r.org_id, r.id, ?, ? from repos r where r.id = ?`,
-          [
-            p.trigger_by,
-            `ci clone for pipeline ${p.id}`,
-            hashToken(cloneToken),
-            textArray(['repo:read']),
-            new Date(Date.now() + CLONE_TOKEN_TTL_MS),
-            p.id,
-            p.repo_id,
-          ],
-        );
-      }
-      return { id: p.id, cloneToken };
-    });
-    if (claimed === undefined) return undefined;
-    this.claimed.inc();
-    const [p] = await em.execute<PipelineRow[]>(
-      `select ${PIPELINE_COLUMNS} from ${PIPELINE_FROM} where p.id = ?`,
-      [claimed.id],
-    );
-    const steps = await em.execute<StepRow[]>(
-      'select * from pipeline_steps where pipeline_id = ? order by number',
-      [claimed.id],
-    );
-    const repo = await this.d.repoInfo(p!.repo_id);
-    return {
-      pipeline_id: p!.id,
-      number: p!.number,
-      commit_node: p!.commit_node,
-      branch: p!.branch,
-      tag: p!.tag,
-      event: p!.event,
-      events: p!.events,
-      clone_url: `${this.d.baseUrl()}/${repo.org}/${repo.name}`,
-      clone_token: claimed.cloneToken,
-      vcs: repo.vcs,
-      org: repo.org,
-      repo: repo.name,
-      steps: steps.map((s) => ({
-        id: s.id,
-        number: s.number,
-        name: s.name,
-        image: s.image,
-        commands: s.commands,
-        environment: s.environment,
-        status: s.status,
-      })),
-      ci_env: {
-        CI: 'true',
-        CI_PIPELINE_ID: String(p!.id),
-        CI_PIPELINE_NUMBER: String(p!.number),
-        CI_COMMIT: p!.commit_node,
-        CI_BRANCH: p!.branch,
-        CI_TAG: p!.tag,
-        CI_EVENT: p!.event,
-        CI_REPO: `${repo.org}/${repo.name}`,
-      },
-    };
-  }
-
-  /** Pipelines of this agent instance that were cancelled and not yet acknowledged. */
-  async cancelledFor(agent: { agentId: number; instance: string | undefined }): Promise<number[]> {
-    const rows = await this.em().execute<{ id: number }[]>(
-      `select id from pipelines where agent_id = ? and agent_instance = ? and status = 'cancelled' and not agent_done`,
-      [agent.agentId, agent.instance ?? 'default'],
-    );
-    return rows.map((r) => r.id);
-  }
-
-  private async agentStep(agentId: number, stepId: number) {
-    const rows = Number.isSafeInteger(stepId)
-      ? await this.em().execute<(StepRow & { pipeline_status: string })[]>(
-          `select s.*, p.status as pipeline_status from pipeline_steps s join pipelines p on p.id = s.pipeline_id
-            where s.id = ? and p.agent_id = ?`,
-          [stepId, agentId],
-        )
-      : [];
-    if (rows[0] === undefined) throw ApiError.notFound('step');
-    return rows[0];
-  }
-
-  /** An agent reports a step. A cancelled pipeline keeps its cancelled steps; the answer says so. */
-  async stepStatus(agentId: number, stepId: number, body: z.infer<typeof stepStatusBody>) {
-    const s = await this.agentStep(agentId, stepId);
-    if (s.pipeline_status === 'running' && s.status !== 'cancelled') {
-      await this.em().execute(
-        `update pipeline_steps set status = ?, exit_code = ?, started_at = coalesce(?, started_at,
-           case when ? = 'running' then now() end), finished_at = coalesce(?, finished_at,
-           case when ? in ('success', 'failure', 'skipped', 'cancelled') then now() end)
-          where id = ?`,
-        [
-          body.status,
-          body.exit_code ?? null,
-          body.started_at ?? null,
-          body.status,
-          body.finished_at ?? null,
-          body.status,
-          stepId,
-        ],
-      );
-    }
-    const [after] = await this.em().execute<StepRow[]>('select * from pipeline_steps where id = ?', [stepId]);
-    return { data: stepJson(after!), pipeline_status: s.pipeline_status };
-  }
-
-  async pipelineStatus(agentId: number, pipelineId: number, body: z.infer<typeof pipelineStatusBody>) {
-    const final = FINAL.includes(body.status);
-    const changed = await this.em().transactional(async (tx) => {
-      const [p] = Number.isSafeInteger(pipelineId)
-        ? await tx.execute<{ status: string }[]>(
-            'select status from pipelines where id = ? and agent_id = ? for update',
-            [pipelineId, agentId],
-          )
-        : [];
-      if (p === undefined) throw ApiError.notFound('pipeline');
-      if (FINAL.includes(p.status)) {
-        // Already decided (cancelled by a user, or errored by the reaper): acknowledge only.
-        await tx.execute('update pipelines set agent_done = true where id = ?', [pipelineId]);
-        return false;
-      }
-      await tx.execute(
-        `update pipelines set status = ?, error_message = coalesce(?, error_message),
-           started_at = coalesce(?, started_at), agent_done = ?,
-           finished_at = case when ? then coalesce(?, now()) else finished_at end
-         where id = ?`,
-        [
-          body.status,
-          body.error_message ?? null,
-          body.started_at ?? null,
-          final,
-          final,
-          body.finished_at ?? null,
-          pipelineId,
-        ],
-      );
-      if (final) await tx.execute('delete from api_tokens where pipeline_id = ?', [pipelineId]);
-      return final;
-    });
-    if (changed) this.finished.inc({ status: body.status });
-    return this.getById(pipelineId);
-  }
-
-  /**
-   * Appends a chunk to a step log. With `offset`, a chunk (or the part of it) already stored is
-   * acknowledged without being stored twice; a gap answers 409 with the size the server has.
-   */
-  async appendLog(agentId: number, stepId: number, offset: number | undefined, data: Buffer) {
-    if (data.length > LOG_APPEND_LIMIT)
-      throw ApiError.tooLarge(`a log chunk may be at most ${LOG_APPEND_LIMIT} bytes`);
-    await this.agentStep(agentId, stepId);
-    return this.em()
-      .fork()
-      .transactional(async (tx) => {
-        const [s] = await tx.execute<{ log_size: string; pipeline_id: number }[]>(
-          'select log_size, pipeline_id from pipeline_steps where id = ? for update',
-          [stepId],
-        );
-        const size = Number(s!.log_size);
-        const at = offset ?? size;
-        if (at > size) {
-          throw new ApiError(409, 'conflict', `log offset ${at} is past the stored size ${size}`, {
-            'X-Svc-Log-Size': String(size),
-          });
-        }
-        const fresh = data.subarray(size - at);
-        if (fresh.length === 0) return { size, stored: 0 };
-        const key = `logs/${s!.pipeline_id}/${stepId}/${String(size).padStart(14, '0')}`;
-        await this.d.blobs.put(key, fresh);
-        await tx.execute(
-          'insert into step_log_chunks (step_id, "offset", size, blob_key) values (?, ?, ?, ?)',
-          [stepId, size, fresh.length, key],
-        );
-        await tx.execute('update pipeline_steps set log_size = log_size + ? where id = ?', [
-          fresh.length,
-          stepId,
-        ]);
-        return { size: size + fresh.length, stored: fresh.length };
-      });
-  }
-
-  async queue(liveAgents: number) {
-    const [r] = await this.em().execute<{ pending: string; running: string }[]>(
-      `select count(*) filter (where status = 'pending') as pending,
-              count(*) filter (where status = 'running') as running from pipelines
-        where status in ('pending', 'running')`,
-    );
-    return { pending: Number(r?.pending ?? 0), running: Number(r?.running ?? 0), agents: liveAgents };
-  }
-
-  /**
-   * A running pipeline whose agent instance has not been seen for the agent timeout becomes
-   * `error` naming the agent; its running steps fail and its pending steps are skipped.
-   */
-  async reapStale(): Promise<number[]> {
-    const timeout = this.d.agentTimeoutMs;
-    const ids = await this.em()
-      .fork()
-      .transactional(async (tx) => {
-        const rows = await tx.execute<{ id: number }[]>(
-          `update pipelines p set status = 'error', finished_at = now(), agent_done = true,
-             error_message = format('agent %s (instance %s) missed heartbeats for %s s',
-               coalesce(a.name, 'deleted agent'), p.agent_instance, ? / 1000)
-            from pipelines q left join agents a on a.id = q.agent_id
-            left join agent_instances i on i.agent_id = q.agent_id and i.instance = q.agent_instance
-           where p.id = q.id and q.status = 'running' and p.status = 'running'
-             and greatest(i.last_seen_at, q.started_at) < now() - (? * interval '1 millisecond')
-          returning p.id`,
-          [timeout, timeout],
-        );
-        const list = rows.map((r) => r.id);
-        if (list.length > 0) {
-          await tx.execute(
-            `update pipeline_steps set status = case when status = 'running' then 'failure' else 'skipped' end,
-               finished_at = now() where pipeline_id in (${list.map(() => '?').join(',')})
-               and status in ('pending', 'running')`,
-            list,
-          );
-          await tx.execute(
-            `delete from api_tokens where pipeline_id in (${list.map(() => '?').join(',')})`,
-            list,
-          );
-        }
-        return list;
-      });
-    if (ids.length > 0) this.finished.inc({ status: 'error' }, ids.length);
-    if (ids.length > 0) this.d.log.warn({ pipelines: ids }, 'pipelines errored: agent missed heartbeats');
-    return ids;
   }
 }

@@ -1,35 +1,26 @@
 import type { Request, RequestHandler, Response } from 'express';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import { emitEvents } from '../events/outbox.ts';
 import { FOSSIL_READER, FOSSIL_WRITER, type VcsKind } from '../vcs/index.ts';
-import { pushEvents, snapshot, type PushEvent } from '../vcs/pushes.ts';
-import { classify, mutates, serveBackend } from '../vcs/transport.ts';
+import type { Spool } from '../vcs/spool.ts';
+import { cloneHint, wireRequest } from '../vcs/transport.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
+import type { RepoChanges } from './changes.ts';
+import { transfer } from './transfer.ts';
 import type { ReposService } from './service.ts';
-
-const PUSH_LOCK = 0x70757368; // "push"
 
 type Deps = {
   repos: ReposService;
   dir: Directory;
-  em: () => EntityManager;
   log: Logger;
   baseUrl: () => string;
+  changes: RepoChanges;
+  spool: Spool;
+  limits: { timeoutMs: number; maxBodyBytes: number };
   /** Failed-authentication throttle shared with the API (429 for a blocked client address). */
   throttle?: AuthThrottle;
-  /** Called after a push changed a repository (cache invalidation). */
-  onPushed?: (repoId: number, repoPath: string) => void;
-  /** Called inside the push transaction with the push's events (CI triggers). */
-  onPushEvents?: (
-    tx: EntityManager,
-    repoId: number,
-    events: PushEvent[],
-    senderId: number | null,
-  ) => Promise<unknown>;
 };
 
 class Challenge extends Error {}
@@ -68,10 +59,10 @@ async function credentialsOf(req: Request, dir: Directory): Promise<Principal> {
 
 /**
  * Clone and push at `{base_url}/:org/:repo` with the stock clients: git smart HTTP, the
- * Mercurial wire protocol and Fossil sync, each served by the VCS's own backend. Pull needs
- * repo:read (anonymous for public repositories); push needs repo:write and org membership.
- * Pushes to one repository are serialised by a PostgreSQL advisory lock held in the transaction
- * that records the push events, so several replicas can share the repository volume.
+ * Mercurial wire protocol and Fossil sync, each served by the VCS's own backend; nothing else is
+ * served there (see `wireRequest`). Pull needs repo:read (anonymous for public repositories);
+ * push needs repo:write and org membership. Pushes go through `RepoChanges` (push lock, events,
+ * recorded ref state); the transfer itself is bounded and cleaned up by `transfer`.
  */
 export function hostingHandler(deps: Deps): RequestHandler {
   return async (req, res, next) => {
@@ -83,8 +74,15 @@ export function hostingHandler(deps: Deps): RequestHandler {
       next();
       return;
     }
+    // Whatever a backend answers, a browser must never run it as a page of this origin.
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
     const rest = params.rest;
     const subpath = rest === undefined ? '' : `/${rest.join('/')}`;
+    if (`${orgName}/${urlRepo}${subpath}`.includes('\0')) {
+      deny(res, 400, 'invalid path');
+      return;
+    }
     try {
       const principal = await principalOf(req, deps.dir, deps.throttle);
       const access = new Access(principal, deps.dir);
@@ -103,7 +101,12 @@ export function hostingHandler(deps: Deps): RequestHandler {
       const repo = await deps.repos.get(ref!.id);
       const vcs = repo.vcs as VcsKind;
       const query = new URL(req.originalUrl, 'http://x').searchParams;
-      const op = classify(vcs, req.method, subpath, query);
+      const wire = wireRequest(vcs, req.method, subpath, query, req.headers['content-type']);
+      if (wire.kind === 'refuse') {
+        deny(res, wire.status, wire.message);
+        return;
+      }
+      const op = wire.kind === 'wire' ? wire.op : 'read';
       let remoteUser: string | undefined;
       if (op === 'write') {
         if (principal.kind === 'anonymous') throw new Challenge('authentication required to push');
@@ -114,6 +117,13 @@ export function hostingHandler(deps: Deps): RequestHandler {
         await access.repo(orgName, repoName, { scope: 'repo:read' });
         remoteUser = principal.kind === 'user' ? principal.user.username : undefined;
       }
+      if (wire.kind === 'hint') {
+        res
+          .status(200)
+          .type('text/plain; charset=utf-8')
+          .send(cloneHint(vcs, `${deps.baseUrl()}/${orgName}/${repo.name}`));
+        return;
+      }
       if (vcs === 'fossil') {
         const canWrite = await access
           .repo(orgName, repoName, { scope: 'repo:write', role: 'member' })
@@ -122,59 +132,40 @@ export function hostingHandler(deps: Deps): RequestHandler {
         remoteUser = canWrite ? FOSSIL_WRITER : FOSSIL_READER;
       }
       const repoPath = deps.repos.path(repo);
-      const scriptName = `/${orgName}/${urlRepo}`;
-      const backend = { vcs, repoPath, subpath, scriptName, remoteUser, write: op === 'write', req, res };
-      if (!mutates(vcs, req.method, op) || (vcs === 'fossil' && remoteUser !== FOSSIL_WRITER)) {
-        await serveBackend(backend);
-        res.end();
-        return;
-      }
-      const senderId = principal.kind === 'user' ? principal.user.id : null;
-      let served: Buffer | undefined;
-      let changed = false;
-      try {
-        changed = await deps
-          .em()
-          .fork()
-          .transactional(async (tx) => {
-            await tx.execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repo.id]);
-            const before = await snapshot(vcs, repoPath);
-            served = (await serveBackend({ ...backend, buffer: true })).body;
-            const after = await snapshot(vcs, repoPath);
-            const ctx = {
-              vcs,
-              dir: repoPath,
-              defaultBranch: repo.defaultBranch,
-              commitUrl: (id: string) =>
-                `${deps.baseUrl()}/api/v1/repos/${orgName}/${repo.name}/changeset/${id}`,
-            };
-            const events = await pushEvents(ctx, before, after);
-            await emitEvents(
-              tx,
-              events.map((e) => ({ type: e.type, repoId: repo.id, senderId, payload: e.payload })),
-            );
-            if (events.length > 0 && deps.onPushEvents !== undefined) {
-              // In a savepoint: a CI trigger that fails must not take the push's events with it.
-              const trigger = deps.onPushEvents;
-              try {
-                await tx.transactional((sp) => trigger(sp, repo.id, events, senderId));
-              } catch (err) {
-                deps.log.error({ err, repo: repo.id }, 'CI triggers failed; push events kept');
-              }
+      // Fossil sync carries clone and push alike: only a caller allowed to write takes the lock.
+      const writes = wire.mutates && (vcs !== 'fossil' || remoteUser === FOSSIL_WRITER);
+      await transfer(
+        {
+          vcs,
+          repoPath,
+          subpath,
+          scriptName: `/${orgName}/${urlRepo}`,
+          query: wire.query,
+          remoteUser,
+          write: op === 'write',
+          req,
+          res,
+        },
+        writes
+          ? {
+              changes: deps.changes,
+              senderId: principal.kind === 'user' ? principal.user.id : null,
+              repo: {
+                id: repo.id,
+                vcs,
+                path: repoPath,
+                defaultBranch: repo.defaultBranch,
+                org: orgName,
+                name: repo.name,
+              },
             }
-            return events.length > 0;
-          });
-      } catch (e) {
-        // The push itself went through: answer the client, and report the bookkeeping failure.
-        if (served === undefined) throw e;
-        deps.log.error({ err: e, repo: repo.id }, 'push served but its events could not be recorded');
-      }
-      if (!res.writableEnded) res.end(served);
-      if (changed) deps.onPushed?.(repo.id, repoPath);
+          : undefined,
+        { spool: deps.spool, log: deps.log, ...deps.limits },
+      );
     } catch (e) {
       if (res.headersSent) {
         deps.log.error({ err: e }, 'repository transport failed after the response started');
-        res.end();
+        res.destroy();
       } else if (e instanceof Challenge) deny(res, 401, e.message);
       else if (e instanceof ApiError) {
         for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v); // Retry-After of a 429

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Writable } from 'node:stream';
 
 export type CgiRequest = {
   command: string;
@@ -11,33 +14,58 @@ export type CgiRequest = {
   res: ServerResponse;
   pathInfo: string;
   scriptName: string;
+  /** QUERY_STRING as Triad understood it (re-encoded, so the backend cannot read it differently). */
+  queryString: string;
   remoteUser?: string;
+  /** The spooled request body (stdin), or none. */
+  input?: { file: string; size: number };
   /**
-   * Hold the response body in memory instead of streaming it; the caller sends it with
-   * `res.end(body)`. Used for pushes, so that no client sees its push complete (and, say,
-   * `hg push` exit) before Triad has recorded what the push changed.
+   * Write the response body to this file instead of streaming it to the client. Used for pushes:
+   * no client sees its push complete before Triad has recorded what the push changed.
    */
-  buffer?: boolean;
+  output?: string;
+  /** The backend's TMPDIR (a per-request directory Triad removes afterwards). */
+  tmpDir: string;
+  /** Aborts when the client leaves or the run's deadline passes: the process group is killed. */
+  signal: AbortSignal;
 };
 
-export type CgiResult = { code: number; body: Buffer };
+/**
+ * How a run ended: `ok` (the backend sent its header block and exited), `failed` (it exited
+ * without one), `aborted` (stopped through the signal).
+ */
+export type CgiResult = { outcome: 'ok' | 'failed' | 'aborted'; code: number | null; stderr: string };
 
-const HEADER_END = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n')];
+/** Seconds between SIGTERM and SIGKILL for a process group that is being stopped. */
+const GRACE_MS = 2000;
 
 /**
- * Runs a CGI program for one request: the request body streams to its stdin, its header block
- * becomes the response status and headers, and the rest of stdout streams to the client.
- * Resolves with the program's exit code when the program has exited. The response is left
- * open (unless the program failed before sending headers): the caller ends it, so it can first
- * record what the request changed.
+ * Every backend runs as the leader of its own process group, started through this shell line.
+ * It leaves a watcher in the group that reads fd 3, a socket whose other end only Triad holds,
+ * then execs the backend (without fd 3). Triad writes a line there when a run is over: the
+ * watcher kills whatever is left in the group. When Triad dies (even by SIGKILL), the socket
+ * closes: the watcher sends SIGTERM to the group, then SIGKILL. So no backend, hook or helper
+ * process outlives the request or the server.
  */
-export function runCgi(c: CgiRequest): Promise<CgiResult> {
-  const { req, res } = c;
-  const url = new URL(req.url ?? '/', 'http://localhost');
+const LIFELINE = `(trap '' TERM; read line <&3 && kill -KILL 0; kill -TERM 0; sleep ${GRACE_MS / 1000}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" 3<&-`;
+
+const HEADER_END = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n')];
+const SKIPPED_HEADERS = new Set([
+  'authorization',
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'proxy',
+]);
+
+function cgiEnv(c: CgiRequest): Record<string, string> {
+  const { req } = c;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/tmp',
     LANG: 'C.UTF-8',
+    TMPDIR: c.tmpDir,
+    SQLITE_TMPDIR: c.tmpDir,
     GATEWAY_INTERFACE: 'CGI/1.1',
     SERVER_PROTOCOL: `HTTP/${req.httpVersion}`,
     SERVER_SOFTWARE: 'triad',
@@ -45,42 +73,91 @@ export function runCgi(c: CgiRequest): Promise<CgiResult> {
     SERVER_PORT: String(req.socket.localPort ?? 80),
     REQUEST_METHOD: req.method ?? 'GET',
     REQUEST_URI: req.url ?? '/',
-    QUERY_STRING: url.search.replace(/^\?/, ''),
+    QUERY_STRING: c.queryString,
     SCRIPT_NAME: c.scriptName,
     PATH_INFO: c.pathInfo,
     REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
     CONTENT_TYPE: req.headers['content-type'] ?? '',
     ...c.env,
   };
-  if (req.headers['content-length'] !== undefined) env.CONTENT_LENGTH = req.headers['content-length'];
+  if (c.input !== undefined) env.CONTENT_LENGTH = String(c.input.size);
   if (c.remoteUser !== undefined) {
     env.REMOTE_USER = c.remoteUser;
     env.AUTH_TYPE = 'Basic';
   }
   for (const [k, v] of Object.entries(req.headers)) {
-    if (k === 'authorization' || k === 'content-type' || k === 'content-length' || v === undefined) continue;
+    if (SKIPPED_HEADERS.has(k) || v === undefined) continue;
     env[`HTTP_${k.toUpperCase().replace(/-/g, '_')}`] = Array.isArray(v) ? v.join(', ') : v;
   }
-  const child = spawn(c.command, c.args, { env, cwd: c.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
-  req.pipe(child.stdin);
-  child.stdin.on('error', () => undefined);
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => {
-    if (stderr.length < 8192) stderr += d.toString();
+  return env;
+}
+
+/**
+ * Runs a CGI program for one request: the spooled body is its stdin, its header block becomes the
+ * response status and headers, and the rest of stdout streams to the client (or to `output`).
+ * Resolves when the program has exited and its output is closed. The response is left open: the
+ * caller ends it (and answers errors), so it can first record what the request changed.
+ */
+export async function runCgi(c: CgiRequest): Promise<CgiResult> {
+  const { res } = c;
+  const stdin = c.input === undefined ? undefined : await fs.open(c.input.file, 'r');
+  let child;
+  try {
+    child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-backend', c.command, ...c.args], {
+      env: cgiEnv(c),
+      cwd: c.cwd,
+      stdio: [stdin === undefined ? 'ignore' : stdin.fd, 'pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+  } catch (e) {
+    await stdin?.close();
+    throw e;
+  }
+  // No await from here until every listener is attached: a fast backend could exit (and its
+  // 'exit' event be lost) while this function waited.
+  const closingStdin = stdin?.close().catch(() => undefined);
+  const { stdout, stderr } = child;
+  if (stdout === null || stderr === null) throw new Error('backend started without output pipes');
+  const lifeline = child.stdio[3] as Writable;
+  lifeline.on('error', () => undefined);
+  const sink: Writable = c.output === undefined ? res : createWriteStream(c.output, { mode: 0o600 });
+  sink.on('error', () => undefined);
+
+  let errText = '';
+  stderr.on('data', (d: Buffer) => {
+    if (errText.length < 8192) errText += d.toString();
   });
 
-  return new Promise((resolve, reject) => {
+  const group = (signal: NodeJS.Signals) => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // the group is gone
+    }
+  };
+  let aborted = false;
+  let garbled = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  const abort = () => {
+    if (aborted) return;
+    aborted = true;
+    stdout.destroy();
+    stderr.destroy();
+    group('SIGTERM');
+    killTimer = setTimeout(() => {
+      group('SIGKILL');
+      lifeline.destroy();
+    }, GRACE_MS);
+  };
+
+  const run = new Promise<CgiResult>((resolve, reject) => {
     let head = Buffer.alloc(0);
     let headersDone = false;
-    const held: Buffer[] = [];
     const write = (chunk: Buffer) => {
-      if (c.buffer === true) {
-        held.push(chunk);
-        return;
-      }
-      if (!res.write(chunk)) {
-        child.stdout.pause();
-        res.once('drain', () => child.stdout.resume());
+      if (!sink.write(chunk)) {
+        stdout.pause();
+        sink.once('drain', () => stdout.resume());
       }
     };
     const finishHeaders = (block: string) => {
@@ -96,7 +173,7 @@ export function runCgi(c: CgiRequest): Promise<CgiResult> {
       res.statusCode = status;
       headersDone = true;
     };
-    child.stdout.on('data', (chunk: Buffer) => {
+    stdout.on('data', (chunk: Buffer) => {
       if (headersDone) {
         write(chunk);
         return;
@@ -112,21 +189,44 @@ export function runCgi(c: CgiRequest): Promise<CgiResult> {
           return;
         }
       }
-    });
-    // A client that goes away must not leave the backend blocked on a full pipe.
-    res.on('close', () => {
-      if (!res.writableFinished && child.exitCode === null) child.kill('SIGKILL');
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (!headersDone) {
-        if (!res.headersSent) {
-          res.statusCode = 502;
-          res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-        }
-        res.end(`repository backend failed${stderr === '' ? '' : `: ${stderr.trim().slice(0, 500)}`}\n`);
+      if (head.length > 64 * 1024) {
+        garbled = true; // no header block: not a CGI answer
+        abort();
       }
-      resolve({ code: code ?? 1, body: Buffer.concat(held) });
     });
+    if (c.signal.aborted) abort();
+    else c.signal.addEventListener('abort', abort, { once: true });
+    child.on('error', (e) => {
+      c.signal.removeEventListener('abort', abort);
+      reject(e);
+    });
+    // Done when the leader has exited and its output is closed (not on 'close', which would
+    // also wait for the lifeline socket, and that closes only once the run is declared over).
+    let code: number | null = null;
+    let waiting = 3;
+    const settle = () => {
+      waiting -= 1;
+      if (waiting > 0) return;
+      c.signal.removeEventListener('abort', abort);
+      clearTimeout(killTimer);
+      // the run is over: the watcher ends anything still in the group, then itself
+      lifeline.end('done\n');
+      const result: CgiResult = {
+        outcome: garbled ? 'failed' : aborted ? 'aborted' : headersDone ? 'ok' : 'failed',
+        code,
+        stderr: errText.trim(),
+      };
+      if (sink === res) resolve(result);
+      else sink.end(() => resolve(result));
+    };
+    child.on('exit', (exitCode) => {
+      code = exitCode;
+      settle();
+    });
+    stdout.on('close', settle);
+    stderr.on('close', settle);
   });
+  const result = await run;
+  await closingStdin;
+  return result;
 }

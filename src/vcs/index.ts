@@ -16,6 +16,14 @@ export type VcsKind = (typeof VCS_KINDS)[number];
 export const FOSSIL_READER = 'triad-reader';
 export const FOSSIL_WRITER = 'triad-writer';
 
+/**
+ * Fossil's "backoffice" (e-mail alerts and the like; Triad uses none) would run after web
+ * requests in a child that leaves the request's process group (setsid) and can linger for a
+ * minute: every repository Triad serves has it off (set at creation, and before serving a
+ * repository created earlier).
+ */
+export const FOSSIL_BACKOFFICE_OFF = `REPLACE INTO config(name, value, mtime) VALUES ('backoffice-disable', '1', now()), ('backoffice-nodelay', '1', now())`;
+
 export const DEFAULT_BRANCH: Record<VcsKind, string> = { hg: 'default', git: 'main', fossil: 'trunk' };
 
 /** Storage is keyed by the repository id, so renames and org renames never move files. */
@@ -48,6 +56,7 @@ export async function initRepository(vcs: VcsKind, dest: string): Promise<void> 
         `UPDATE user SET cap = '' WHERE login IN ('nobody', 'anonymous', 'reader', 'developer')`,
         `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_READER}', lower(hex(randomblob(20))), 'goz', 'Triad pull access')`,
         `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_WRITER}', lower(hex(randomblob(20))), 'giozh', 'Triad push access')`,
+        FOSSIL_BACKOFFICE_OFF,
       ].join('; ');
       await run('fossil', ['sql', '-R', dest, sql], { env });
       return;

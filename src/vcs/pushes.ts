@@ -391,7 +391,10 @@ export async function pushEvents(ctx: PushContext, before: Snapshot, after: Snap
         if (old === node) continue;
         const revset = `reverse(ancestors(${node}) and ${fresh})`;
         covered.push(`ancestors(${node})`);
-        const commits = await hgCommits(ctx.dir, revset, MAX_COMMITS);
+        // A bookmark moved onto changesets the repository already had: no new commits (and
+        // `N:` past the tip would be an unknown revision).
+        const gainedAny = after.mark > before.mark;
+        const commits = gainedAny ? await hgCommits(ctx.dir, revset, MAX_COMMITS) : [];
         const total = commits.length < MAX_COMMITS ? commits.length : await hgCount(ctx.dir, revset);
         events.push({
           type: 'push',

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { textArray } from '../db/sql.ts';
-import { DISABLED_ENTRY, type DeliveryDetailRow, type DeliveryRow, type WebhookRow } from './schemas.ts';
+import { DISABLED_ENTRY } from './schemas.ts';
+import type { DeliveryDetailRow, DeliveryRow, WebhookRow } from './records.ts';
 
 /** Whose webhooks: a repository's (`repoId`) or an organization's (`repoId` null). */
 export type Owner = { orgId: number; repoId: number | null };

@@ -1,7 +1,18 @@
-import { reply, type Api } from '../http/api.ts';
+import { z } from 'zod';
+import { reply, respond, type Api } from '../http/api.ts';
 import type { Access } from '../http/auth.ts';
 import { pageQuery } from '../http/pagination.ts';
-import { bulkRedeliverBody, createWebhookBody, updateWebhookBody } from './schemas.ts';
+import { apiPath } from '../http/responses.ts';
+import {
+  bulkQueuedSchema,
+  bulkRedeliverBody,
+  createWebhookBody,
+  deliveryDetailSchema,
+  deliverySchema,
+  queuedSchema,
+  updateWebhookBody,
+  webhookSchema,
+} from './schemas.ts';
 import type { Owner, WebhooksService } from './service.ts';
 
 /** A path number: digits only (anything else names nothing: 404 in the service). */
@@ -11,28 +22,45 @@ const num = (raw: string | undefined): number =>
 type Group = {
   base: string;
   what: string;
+  /** Operation names: `listRepoWebhooks`, `listOrgWebhooks`, … */
+  op: 'Repo' | 'Org';
   /** Authorizes the caller (admin scope and org owner) and names the webhooks' owner. */
   owner: (access: Access, params: Record<string, string>) => Promise<Owner>;
+  /** Path of one webhook below the base URL (`Location`). */
+  one: (params: Record<string, string>, id: number) => string;
+  notFound: string;
 };
 
 const GROUPS: Group[] = [
   {
     base: '/api/v1/repos/:org/:repo/webhooks',
     what: 'repository',
+    op: 'Repo',
     owner: async (access, p) => {
       const t = await access.repo(p.org ?? '', p.repo ?? '', { scope: 'admin', role: 'owner' });
       return { orgId: t.org.id, repoId: t.repo.id };
     },
+    one: (p, id) => apiPath('repos', p.org ?? '', p.repo ?? '', 'webhooks', id),
+    notFound: 'no such repository or webhook, or the repository is private and out of reach',
   },
   {
     base: '/api/v1/orgs/:org/webhooks',
     what: 'organization (every repository of the organization)',
+    op: 'Org',
     owner: async (access, p) => {
       const org = await access.org(p.org ?? '', { scope: 'admin', role: 'owner' });
       return { orgId: org.id, repoId: null };
     },
+    one: (p, id) => apiPath('orgs', p.org ?? '', 'webhooks', id),
+    notFound: 'no such organization or webhook',
   },
 ];
+
+const FORBIDDEN = 'the token lacks the admin scope or does not reach here, or the caller is not an org owner';
+const BAD_BODY =
+  'invalid body (`validation_failed`): unknown event type, malformed URL, or a target address the server refuses (the message names the reason)';
+const webhookId = z.int().min(1).meta({ description: 'the webhook `id`' });
+const deliveryParam = z.int().min(1).meta({ description: 'the delivery record `id`' });
 
 /** Repository and organization webhooks: the same routes under two bases (admin scope + org owner). */
 export function webhookRoutes(api: Api, hooks: WebhooksService): void {
@@ -40,13 +68,19 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
     const one = `${g.base}/:webhook_id`;
     const id = (p: Record<string, string>) => num(p.webhook_id);
     const actor = (access: Access) => ({ userId: access.user().id });
+    const errors = { 403: FORBIDDEN, 404: g.notFound };
+    const params = { webhook_id: webhookId };
+    const toHook = { webhook_id: '$response.body#/data/id' };
     api.route({
       method: 'get',
       path: g.base,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `list${g.op}Webhooks`,
       summary: `Webhooks of a ${g.what} (paged)`,
       query: pageQuery(),
+      returns: respond.list(webhookSchema, 'webhooks (never their secrets)'),
+      errors,
       handler: async ({ access, params, query }) =>
         reply.list(await hooks.list(await g.owner(access, params), query)),
     });
@@ -55,9 +89,18 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: g.base,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `create${g.op}Webhook`,
       summary: `Create a webhook of a ${g.what}: {url, secret?, events[], is_active?}; the secret is write-only`,
       body: createWebhookBody,
-      status: 201,
+      returns: respond.created(webhookSchema, 'the webhook', (w, p) => g.one(p, w.id)),
+      errors: {
+        ...errors,
+        400: BAD_BODY,
+        409: 'the repository or organization has 50 webhooks already (`limit_exceeded`)',
+      },
+      links: Object.fromEntries(
+        [`get${g.op}Webhook`, `update${g.op}Webhook`, `ping${g.op}Webhook`].map((op) => [op, toHook]),
+      ),
       handler: async ({ access, params, body }) => {
         const owner = await g.owner(access, params);
         return reply.created(await hooks.create(owner, actor(access), body));
@@ -68,7 +111,11 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: one,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `get${g.op}Webhook`,
       summary: 'A webhook',
+      params,
+      returns: respond.data(webhookSchema, 'the webhook'),
+      errors,
       handler: async ({ access, params }) =>
         reply.ok(await hooks.get(await g.owner(access, params), id(params))),
     });
@@ -77,9 +124,13 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: one,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `update${g.op}Webhook`,
       summary:
         'Change a webhook (url, secret, events, is_active; `is_active: true` re-enables a disabled one)',
+      params,
       body: updateWebhookBody,
+      returns: respond.data(webhookSchema, 'the changed webhook'),
+      errors: { ...errors, 400: BAD_BODY },
       handler: async ({ access, params, body }) =>
         reply.ok(await hooks.update(await g.owner(access, params), id(params), body)),
     });
@@ -88,8 +139,11 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: one,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `delete${g.op}Webhook`,
       summary: 'Delete a webhook with its queued deliveries and history',
-      status: 204,
+      params,
+      returns: respond.empty('deleted'),
+      errors,
       handler: async ({ access, params }) => {
         await hooks.remove(await g.owner(access, params), id(params));
         return reply.noContent();
@@ -100,7 +154,11 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: `${one}/deliveries`,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `list${g.op}WebhookDeliveries`,
       summary: 'The 20 most recent delivery attempts, newest first',
+      params,
+      returns: respond.data(z.array(deliverySchema), 'delivery attempts and `webhook.disabled` entries'),
+      errors,
       handler: async ({ access, params }) =>
         reply.ok(await hooks.deliveries(await g.owner(access, params), id(params))),
     });
@@ -109,8 +167,12 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: `${one}/deliveries/:delivery`,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `get${g.op}WebhookDelivery`,
       summary:
         'One delivery attempt with its request and response (first 64 KiB; secret-bearing headers masked)',
+      params: { ...params, delivery: deliveryParam },
+      returns: respond.data(deliveryDetailSchema, 'the attempt'),
+      errors: { ...errors, 404: `${g.notFound}, or no such delivery record of this webhook` },
       handler: async ({ access, params }) =>
         reply.ok(await hooks.delivery(await g.owner(access, params), id(params), num(params.delivery))),
     });
@@ -119,11 +181,18 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: `${one}/deliveries/:delivery/redeliver`,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `redeliver${g.op}WebhookDelivery`,
       summary: 'Queue one more attempt of this delivery (same delivery id and body)',
-      status: 202,
+      params: { ...params, delivery: deliveryParam },
+      returns: respond.accepted(queuedSchema, 'the attempt is queued'),
+      errors: {
+        ...errors,
+        404: `${g.notFound}, or no such delivery record of this webhook`,
+        409: 'an attempt of this delivery is already pending, or the record is a `webhook.disabled` entry',
+      },
       handler: async ({ access, params }) => {
         const owner = await g.owner(access, params);
-        return reply.bare({ data: await hooks.redeliver(owner, id(params), num(params.delivery)) }, 202);
+        return reply.accepted(await hooks.redeliver(owner, id(params), num(params.delivery)));
       },
     });
     api.route({
@@ -131,12 +200,15 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: `${one}/redeliver`,
       tag: 'webhooks',
       auth: 'token',
+      operationId: `redeliverFailed${g.op}WebhookDeliveries`,
       summary: 'Queue a redelivery of every delivery that failed since a time: {since, status: "failed"}',
+      params,
       body: bulkRedeliverBody,
-      status: 202,
+      returns: respond.accepted(bulkQueuedSchema, 'the deliveries queued (at most 1,000)'),
+      errors,
       handler: async ({ access, params, body }) => {
         const owner = await g.owner(access, params);
-        return reply.bare({ data: await hooks.redeliverFailed(owner, id(params), body) }, 202);
+        return reply.accepted(await hooks.redeliverFailed(owner, id(params), body));
       },
     });
     api.route({
@@ -144,11 +216,14 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       path: `${one}/ping`,
       tag: 'webhooks',
       auth: 'token',
-      summary: 'Queue a `ping` delivery to test the receiver',
-      status: 202,
+      operationId: `ping${g.op}Webhook`,
+      summary: 'Queue a `ping` delivery to test the receiver (also for an inactive webhook)',
+      params,
+      returns: respond.accepted(queuedSchema, 'the ping is queued'),
+      errors,
       handler: async ({ access, params }) => {
         const owner = await g.owner(access, params);
-        return reply.bare({ data: await hooks.ping(owner, actor(access), id(params)) }, 202);
+        return reply.accepted(await hooks.ping(owner, actor(access), id(params)));
       },
     });
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { timestamp } from '../http/responses.ts';
 
 /** Event types a webhook may subscribe to (the spec's current variant). */
 export const WEBHOOK_EVENT_TYPES = [
@@ -19,6 +20,10 @@ const KNOWN = new Set<string>(WEBHOOK_EVENT_TYPES);
 /** The event of a ping and the history entry written when the service disables a webhook. */
 export const PING_EVENT = 'ping';
 export const DISABLED_ENTRY = 'webhook.disabled';
+
+// ---------------------------------------------------------------------------------------------
+// Request bodies
+// ---------------------------------------------------------------------------------------------
 
 const urlSchema = z
   .string()
@@ -46,7 +51,8 @@ const urlSchema = z
     }
     u.hash = '';
     return u.toString();
-  });
+  })
+  .meta({ description: 'http(s) URL the deliveries are POSTed to; must be an allowed target' });
 
 const eventsSchema = z
   .array(z.string().max(64))
@@ -63,14 +69,16 @@ const eventsSchema = z
       }
     });
   })
-  .transform((events) => [...new Set(events)]);
+  .transform((events) => [...new Set(events)] as WebhookEventType[])
+  .meta({ description: `subscribed event types: ${WEBHOOK_EVENT_TYPES.join(', ')}` });
 
 /** A secret: "" or null means none. */
 const secretSchema = z
   .string()
   .max(256)
   .nullable()
-  .transform((s) => (s === null || s === '' ? null : s));
+  .transform((s) => (s === null || s === '' ? null : s))
+  .meta({ description: 'signing secret (write-only); "" or null removes it' });
 
 export const createWebhookBody = z
   .object({
@@ -87,7 +95,7 @@ export const updateWebhookBody = z
     url: urlSchema.optional(),
     secret: secretSchema.optional(),
     events: eventsSchema.optional(),
-    is_active: z.boolean().optional(),
+    is_active: z.boolean().optional().meta({ description: '`true` re-enables a disabled webhook' }),
   })
   .strict();
 export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
@@ -101,117 +109,80 @@ export const bulkRedeliverBody = z
 export type BulkRedeliverBody = z.infer<typeof bulkRedeliverBody>;
 
 // ---------------------------------------------------------------------------------------------
-// Rows (declared once, read by the repository) and their JSON
+// Responses (the JSON mappers in records.ts return these types)
 // ---------------------------------------------------------------------------------------------
 
-export type WebhookRow = {
-  id: number;
-  org_id: number;
-  repo_id: number | null;
-  url: string;
-  secret: string | null;
-  events: string[];
-  is_active: boolean;
-  disabled_reason: string | null;
-  consecutive_failures: number;
-  created_at: Date;
-  updated_at: Date;
-  last_id: string | null;
-  last_success: boolean | null;
-  last_response_code: number | null;
-  last_delivered_at: Date | null;
-};
+export const webhookSchema = z
+  .object({
+    id: z.int(),
+    url: z.string(),
+    events: z.array(z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEventType' })),
+    is_active: z.boolean(),
+    has_secret: z.boolean().meta({ description: 'whether a secret is set (the secret is never returned)' }),
+    disabled_reason: z
+      .string()
+      .nullable()
+      .meta({ description: 'why the service disabled the webhook; null when it did not' }),
+    created_at: timestamp,
+    updated_at: timestamp,
+    last_delivery: z
+      .object({
+        id: z.int(),
+        success: z.boolean(),
+        response_code: z.int(),
+        delivered_at: timestamp,
+      })
+      .nullable()
+      .meta({ id: 'WebhookLastDelivery', description: 'the latest attempt; null before the first' }),
+  })
+  .meta({ id: 'Webhook' });
+export type WebhookJson = z.infer<typeof webhookSchema>;
 
-export type DeliveryRow = {
-  id: string;
-  webhook_id: number;
-  delivery_id: string;
-  event_id: string | null;
-  event_type: string;
-  attempt: number;
-  redelivery: boolean;
-  success: boolean;
-  response_code: number;
-  duration_ms: number;
-  error: string | null;
-  delivered_at: Date;
-};
+export const deliverySchema = z
+  .object({
+    id: z.int().meta({ description: 'this record (one attempt); used in paths' }),
+    event_type: z.string().meta({ description: 'the event type, `ping`, or `webhook.disabled`' }),
+    response_code: z.int().meta({ description: '0 when no response arrived' }),
+    duration_ms: z.int(),
+    success: z.boolean(),
+    delivered_at: timestamp,
+    delivery_id: z.uuid().meta({ description: '`X-Svc-Delivery`: the same for every attempt' }),
+    attempt: z.int().meta({ description: '1, 2, …; 0 for a `webhook.disabled` entry' }),
+    event_id: z.int().nullable().meta({ description: 'the recorded event; null for a ping' }),
+    redelivery: z.boolean(),
+    error: z.string().nullable().meta({ description: 'timeout, refused, blocked address, HTTP status, …' }),
+  })
+  .meta({ id: 'WebhookDelivery' });
+export type DeliveryJson = z.infer<typeof deliverySchema>;
 
-export type RequestRecord = { url: string; headers: Record<string, string>; body: string };
-export type ResponseRecord = { headers: Record<string, string>; body: string };
-export type DeliveryDetailRow = DeliveryRow & {
-  request: RequestRecord | null;
-  response: ResponseRecord | null;
-};
+const headersSchema = z.record(z.string(), z.string());
+export const deliveryDetailSchema = z
+  .object({
+    ...deliverySchema.shape,
+    request: z
+      .object({ url: z.string(), headers: headersSchema, body: z.string() })
+      .nullable()
+      .meta({ id: 'WebhookRequest', description: 'secret-bearing headers masked; null for an entry' }),
+    response: z
+      .object({
+        headers: headersSchema,
+        body: z.string().meta({ description: 'the first 64 KiB' }),
+      })
+      .nullable()
+      .meta({ id: 'WebhookResponse', description: 'null when no response arrived' }),
+  })
+  .meta({ id: 'WebhookDeliveryDetail' });
+export type DeliveryDetailJson = z.infer<typeof deliveryDetailSchema>;
 
-const iso = (d: Date | string): string => new Date(d).toISOString();
-const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
+export const queuedSchema = z
+  .object({
+    delivery_id: z.uuid(),
+    event_id: z.int().nullable(),
+    attempt: z.int().meta({ description: 'the number the queued attempt will carry' }),
+  })
+  .meta({ id: 'WebhookQueuedDelivery' });
+export type QueuedJson = z.infer<typeof queuedSchema>;
 
-export function webhookJson(w: WebhookRow) {
-  return {
-    id: w.id,
-    url: w.url,
-    events: w.events,
-    is_active: w.is_active,
-    has_secret: w.secret !== null,
-    disabled_reason: w.disabled_reason,
-    created_at: iso(w.created_at),
-    updated_at: iso(w.updated_at),
-    last_delivery:
-      w.last_id === null
-        ? null
-        : {
-            id: Number(w.last_id),
-            success: w.last_success,
-            response_code: w.last_response_code,
-            delivered_at: w.last_delivered_at === null ? null : iso(w.last_delivered_at),
-          },
-  };
-}
-export type WebhookJson = ReturnType<typeof webhookJson>;
-
-export function deliveryJson(d: DeliveryRow) {
-  return {
-    id: Number(d.id),
-    event_type: d.event_type,
-    response_code: d.response_code,
-    duration_ms: d.duration_ms,
-    success: d.success,
-    delivered_at: iso(d.delivered_at),
-    delivery_id: d.delivery_id,
-    attempt: d.attempt,
-    event_id: num(d.event_id),
-    redelivery: d.redelivery,
-    error: d.error,
-  };
-}
-
-export function deliveryDetailJson(d: DeliveryDetailRow) {
-  return { ...deliveryJson(d), request: d.request, response: d.response };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The envelope every delivery carries
-// ---------------------------------------------------------------------------------------------
-
-export type RepositoryInfo = { id: number; name: string; org: string; url: string };
-export type SenderInfo = { id: number; display_name: string };
-
-/** The spec's envelope as the exact bytes sent (the same for every attempt of a delivery). */
-export function envelope(e: {
-  event: string;
-  deliveryId: string;
-  repository: RepositoryInfo | null;
-  sender: SenderInfo | null;
-  timestamp: Date;
-  payload: unknown;
-}): string {
-  return JSON.stringify({
-    event: e.event,
-    delivery_id: e.deliveryId,
-    repository: e.repository,
-    sender: e.sender,
-    timestamp: e.timestamp.toISOString(),
-    payload: e.payload,
-  });
-}
+export const bulkQueuedSchema = z
+  .object({ queued: z.int(), delivery_ids: z.array(z.uuid()) })
+  .meta({ id: 'WebhookBulkRedelivery' });

@@ -3,17 +3,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { isUniqueViolation } from '../users/service.ts';
-import type { RepoFacts, WebhookLookups } from './delivery/dispatcher.ts';
+import { envelope, repositoryInfo, type WebhookLookups } from './envelope.ts';
+import { deliveryDetailJson, deliveryJson, queuedJson, webhookJson } from './records.ts';
 import { webhooksRepository as repo, type Owner } from './repository.ts';
 import {
   DISABLED_ENTRY,
   PING_EVENT,
-  deliveryDetailJson,
-  deliveryJson,
-  envelope,
-  webhookJson,
   type BulkRedeliverBody,
   type CreateWebhookBody,
+  type DeliveryDetailJson,
+  type DeliveryJson,
+  type QueuedJson,
   type UpdateWebhookBody,
   type WebhookJson,
 } from './schemas.ts';
@@ -107,12 +107,12 @@ export class WebhooksService {
     }
   }
 
-  async deliveries(owner: Owner, id: number) {
+  async deliveries(owner: Owner, id: number): Promise<DeliveryJson[]> {
     const hook = await this.row(owner, id);
     return (await repo.recent(this.em(), hook.id, RECENT_DELIVERIES)).map(deliveryJson);
   }
 
-  async delivery(owner: Owner, id: number, recordId: number) {
+  async delivery(owner: Owner, id: number, recordId: number): Promise<DeliveryDetailJson> {
     const hook = await this.row(owner, id);
     const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
     if (d === undefined) throw ApiError.notFound('delivery');
@@ -120,7 +120,7 @@ export class WebhooksService {
   }
 
   /** Queues one more attempt of the delivery a history record belongs to (same delivery id and body). */
-  async redeliver(owner: Owner, id: number, recordId: number) {
+  async redeliver(owner: Owner, id: number, recordId: number): Promise<QueuedJson> {
     const hook = await this.row(owner, id);
     const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
     if (d === undefined) throw ApiError.notFound('delivery');
@@ -145,11 +145,7 @@ export class WebhooksService {
       throw e;
     }
     this.d.wake();
-    return {
-      delivery_id: d.delivery_id,
-      event_id: d.event_id === null ? null : Number(d.event_id),
-      attempt: attempt + 1,
-    };
+    return queuedJson(d.delivery_id, d.event_id, attempt + 1);
   }
 
   /** Queues a redelivery of every delivery whose latest attempt failed at or after `since`. */
@@ -161,12 +157,10 @@ export class WebhooksService {
   }
 
   /** Queues a `ping` delivery (sent even when the webhook is inactive; never retried). */
-  async ping(owner: Owner, actor: Actor, id: number) {
+  async ping(owner: Owner, actor: Actor, id: number): Promise<QueuedJson> {
     const hook = await this.row(owner, id);
     const [repos, senders] = await Promise.all([
-      owner.repoId === null
-        ? Promise.resolve(new Map<number, RepoFacts>())
-        : this.d.lookups.repositories([owner.repoId]),
+      this.d.lookups.repositories(owner.repoId === null ? [] : [owner.repoId]),
       this.d.lookups.senders([actor.userId]),
     ]);
     const r = owner.repoId === null ? undefined : repos.get(owner.repoId);
@@ -174,7 +168,7 @@ export class WebhooksService {
     const body = envelope({
       event: PING_EVENT,
       deliveryId,
-      repository: r === undefined ? null : { id: r.id, name: r.name, org: r.org, url: r.url },
+      repository: r === undefined ? null : repositoryInfo(r),
       sender: senders.get(actor.userId) ?? null,
       timestamp: new Date(),
       payload: { webhook: { id: hook.id, url: hook.url, events: hook.events, is_active: hook.is_active } },
@@ -191,7 +185,7 @@ export class WebhooksService {
       },
     ]);
     this.d.wake();
-    return { delivery_id: deliveryId, event_id: null, attempt: 1 };
+    return queuedJson(deliveryId, null, 1);
   }
 
   private async checkTarget(url: string): Promise<void> {

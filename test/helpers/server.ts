@@ -109,6 +109,8 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     TRIAD_EMBEDDED_AGENT: 'off',
     LOG_LEVEL: 'silent',
     TRIAD_LOG_REQUESTS: 'false',
+    // spooled bodies and CGI scripts go with the data directory, which close() removes
+    TRIAD_TRANSPORT_SPOOL_DIR: path.join(dataDir, 'spool'),
     ...env,
   });
   const running = await startServer(config);

@@ -7,6 +7,7 @@ import { Agent } from '../../agent/agent.ts';
 import { LocalExecutor } from '../../agent/executors/local.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
 import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
+import { processesWith } from '../helpers/serve.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -46,13 +47,20 @@ function startAgent(
   return agent;
 }
 
-function pipelineFile(steps: { name: string; commands: string[] }[]): string {
+function pipelineFile(steps: { name: string; commands: string[]; timeout?: string }[]): string {
   return `steps:\n${steps
-    .map((st) => `  - name: ${st.name}\n    image: alpine\n    commands: ${JSON.stringify(st.commands)}\n`)
+    .map(
+      (st) =>
+        `  - name: ${st.name}\n    image: alpine\n    commands: ${JSON.stringify(st.commands)}\n${
+          st.timeout === undefined ? '' : `    timeout: ${st.timeout}\n`
+        }`,
+    )
     .join('')}`;
 }
 
-async function pipelineWith(steps: { name: string; commands: string[] }[]): Promise<GitRepo> {
+async function pipelineWith(
+  steps: { name: string; commands: string[]; timeout?: string }[],
+): Promise<GitRepo> {
   const repo = await gitRepo(s, owner, org);
   await commitFiles(repo, { '.pipeline.yml': pipelineFile(steps) });
   await repo.push();
@@ -180,6 +188,88 @@ describe('the agent with the local executor', () => {
       await agent.stop();
     }
   });
+  test('when a step leaves a background process behind, then it ends with the step', async () => {
+    const agent = startAgent(await agentToken());
+    await agent.start();
+    const marker = `9${Date.now() % 100000}.${process.pid}`;
+    try {
+      const repo = await pipelineWith([
+        { name: 'bg', commands: [`sleep ${marker} &`, 'echo left it running'] },
+      ]);
+      const p = await waitFor(repo, finished, 20_000);
+      expect(p.status).toBe('success');
+      expect(await stepLog(repo, 1)).toBe('left it running\n');
+      expect(await processesWith(marker)).toEqual([]);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test('when a step runs past its `timeout`, then it is stopped, fails, and the log says so', async () => {
+    const agent = startAgent(await agentToken());
+    await agent.start();
+    try {
+      const repo = await pipelineWith([
+        { name: 'slow', commands: ['echo begin', 'sleep 60'], timeout: '2s' },
+        { name: 'after', commands: ['echo never'] },
+      ]);
+      const t = Date.now();
+      const p = await waitFor(repo, finished, 30_000);
+      expect(Date.now() - t).toBeLessThan(20_000);
+      expect(p.status).toBe('failure');
+      expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
+      expect(await stepLog(repo, 1)).toBe('begin\n\n[triad] step timed out after 2 s: stopped\n');
+    } finally {
+      await agent.stop();
+    }
+  });
+});
+
+describe('step log limit (TRIAD_STEP_LOG_MAX_BYTES)', () => {
+  test('when a step prints more than the limit, then its log keeps the head and the tail, says what was cut, and reads as truncated', async () => {
+    const small = await startTestServer({ TRIAD_STEP_LOG_MAX_BYTES: '65536' });
+    const u = await small.newUser();
+    const o = await small.newOrg(u);
+    const r = await small.admin.post('/api/v1/admin/agents', { name: 'limited' });
+    const agent = startAgent(r.body.data.token, small.url);
+    await agent.start();
+    try {
+      const repo = await gitRepo(small, u, o);
+      await commitFiles(repo, {
+        '.pipeline.yml': pipelineFile([
+          { name: 'loud', commands: ['seq 1 100000'] },
+          { name: 'quiet', commands: ['echo ok'] },
+        ]),
+      });
+      await repo.push();
+      let p: any;
+      for (let i = 0; i < 150 && !finished(p ?? {}); i++) {
+        await new Promise((res) => setTimeout(res, 200));
+        p = (await u.client.get(`/api/v1/repos/${o}/${repo.name}/pipelines/1`)).body;
+      }
+      expect(p.status).toBe('success');
+      const log = await u.client.get(`/api/v1/repos/${o}/${repo.name}/pipelines/1/steps/1/log`);
+      const full = Array.from({ length: 100000 }, (_, i) => `${i + 1}\n`).join('');
+      expect(log.headers.get('x-svc-log-truncated')).toBe('true');
+      expect(log.text.length).toBeLessThanOrEqual(65536);
+      expect(log.text.length).toBeGreaterThan(60000);
+      const m = /\n\[triad\] log truncated: (\d+) bytes omitted here \(step log limit 65536 bytes\)\n/.exec(
+        log.text,
+      );
+      expect(m).not.toBeNull();
+      const [head, tail] = [log.text.slice(0, m!.index), log.text.slice(m!.index + m![0].length)];
+      expect(full.startsWith(head)).toBe(true);
+      expect(full.endsWith(tail)).toBe(true);
+      expect(tail.endsWith('99999\n100000\n')).toBe(true);
+      expect(head.length + Number(m![1]) + tail.length).toBe(full.length);
+      // a log under the limit is whole and not flagged
+      const quiet = await u.client.get(`/api/v1/repos/${o}/${repo.name}/pipelines/1/steps/2/log`);
+      expect([quiet.text, quiet.headers.get('x-svc-log-truncated')]).toEqual(['ok\n', null]);
+    } finally {
+      await agent.stop();
+      await small.close();
+    }
+  });
 });
 
 /** A TCP proxy in front of the server that can refuse connections for a while. */
@@ -264,6 +354,27 @@ describe('agent resilience', () => {
       proxy.close();
     }
   }, 90_000);
+
+  test('when the server is gone while the agent stops, then the agent gives up on its reports and stops quickly', async () => {
+    const proxy = await flakyProxy(Number(new URL(s.url).port));
+    const agent = startAgent(await agentToken(), proxy.url, { drainMs: 500, stopGraceMs: 1000 });
+    await agent.start();
+    try {
+      const repo = await pipelineWith([{ name: 'long', commands: ['echo begin', 'sleep 60'] }]);
+      await waitFor(repo, (p) => p.steps[0]?.status === 'running');
+      proxy.down();
+      const t = Date.now();
+      const stopped = await Promise.race([
+        agent.stop().then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 15_000)),
+      ]);
+      expect(stopped).toBe(true);
+      expect(Date.now() - t).toBeLessThan(8000);
+      expect(agent.runningCount).toBe(0);
+    } finally {
+      proxy.close();
+    }
+  });
 
   test('when the agent process gets SIGTERM, then it finishes the running pipeline and exits 0', async () => {
     const token = await agentToken();

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
+import pg from 'pg';
+import { ServerClient } from '../../agent/client.ts';
+import { LogShipper } from '../../agent/log-shipper.ts';
 import { startTestServer, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 
@@ -72,6 +75,7 @@ describe('agent protocol', () => {
         commands: ['echo building', 'echo done'],
         environment: { MODE: 'test' },
         status: 'pending',
+        timeout_seconds: 3600,
       },
       {
         id: expect.any(Number),
@@ -81,8 +85,10 @@ describe('agent protocol', () => {
         commands: ['echo testing'],
         environment: {},
         status: 'pending',
+        timeout_seconds: 3600,
       },
     ]);
+    expect(job.log_max_bytes).toBe(16 * 1024 * 1024);
     expect(typeof job.clone_token).toBe('string');
     // the clone credential reads its repository but cannot manage the user's tokens
     const clone = s.anon.as(job.clone_token);
@@ -366,5 +372,207 @@ describe('agent protocol', () => {
     expect(m.text).toMatch(/^triad_ci_pipelines_pending 1$/m);
     expect(m.text).toMatch(new RegExp(`^triad_ci_pipelines_running ${q.body.running}$`, 'm'));
     expect(m.text).toMatch(/^triad_ci_pipelines_claimed_total [1-9]/m);
+  });
+});
+
+describe('the agent protocol, more', () => {
+  test('when a pipeline is cancelled, then its clone token stops working', async () => {
+    const repo = await gitRepo(s, owner, org, true);
+    await commitFiles(repo, { '.pipeline.yml': TWO_STEPS });
+    await repo.push();
+    const job = await claim();
+    const basic = { authorization: `Basic ${Buffer.from(`ci:${job.clone_token}`).toString('base64')}` };
+    const refs = () => fetch(`${job.clone_url}/info/refs?service=git-upload-pack`, { headers: basic });
+    expect((await refs()).status).toBe(200);
+    expect((await owner.client.post(path(repo, '/1/cancel'))).status).toBe(200);
+    expect((await refs()).status).toBe(401);
+  });
+
+  test("the job carries each step's timeout: the file's when shorter than the server's, else the server's", async () => {
+    const repo = await pushedPipeline(
+      `steps:\n  - name: a\n    image: alpine\n    commands: [make]\n    timeout: 30m\n  - name: b\n    image: alpine\n    commands: [make]\n    timeout: 5h\n  - name: c\n    image: alpine\n    commands: [make]\n`,
+    );
+    const job = await claim();
+    expect(job.repo).toBe(repo.name);
+    expect(job.steps.map((x: any) => x.timeout_seconds)).toEqual([1800, 3600, 3600]);
+  });
+
+  test('when a step report races a cancel, then what the cancel answered stays true', async () => {
+    const repo = await pushedPipeline();
+    for (let i = 0; i < 12; i++) {
+      if (i > 0) expect((await owner.client.post(path(repo, '/1/rerun'))).status).toBe(201);
+      const job = await claim();
+      await agent.put(`/api/v1/ci/steps/${job.steps[0].id}/status`, { status: 'running' });
+      const [cancel, report] = await Promise.all([
+        owner.client.post(path(repo, `/${job.number}/cancel`)),
+        agent.put(`/api/v1/ci/steps/${job.steps[0].id}/status`, { status: 'success', exit_code: 0 }),
+      ]);
+      const p = (await s.anon.get(path(repo, `/${job.number}`))).body;
+      expect(p.status).toBe('cancelled');
+      // either the report came first (the step succeeded, then the rest was cancelled) or the
+      // cancel did (the report is ignored): never a step revived after the cancel
+      const first = report.body.pipeline_status === 'running' ? 'success' : 'cancelled';
+      expect(p.steps.map((x: any) => x.status)).toEqual([first, 'cancelled']);
+      expect(cancel.body.steps.map((x: any) => x.status)).toEqual([first, 'cancelled']);
+    }
+  });
+
+  test('when the server loses the end of a log (409), then the shipper sends it again from the size the server has', async () => {
+    await pushedPipeline();
+    const r = await s.admin.post('/api/v1/admin/agents', { name: 'shipper' });
+    const api = new ServerClient(s.url, r.body.data.token, 'jest', 'shipper-nonce');
+    const a = s.anon.as(r.body.data.token);
+    const job = (await a.post('/api/v1/ci/poll')).body;
+    const step = job.steps[0].id;
+    const shipper = new LogShipper((offset, chunk) => api.appendLog(step, offset, chunk), {
+      flushIntervalMs: 20,
+    });
+    shipper.write(Buffer.from('first line\n'));
+    for (let i = 0; i < 100 && shipper.shippedBytes < 11; i++)
+      await new Promise((res) => setTimeout(res, 20));
+    expect(shipper.shippedBytes).toBe(11);
+    // the server's copy of the log is lost (restored storage, say)
+    const c = new pg.Client({ connectionString: s.dbUrl });
+    await c.connect();
+    await c.query('delete from step_log_chunks where step_id = $1', [step]);
+    await c.query('update pipeline_steps set log_size = 0 where id = $1', [step]);
+    await c.end();
+    shipper.write(Buffer.from('second line\n'));
+    await shipper.close();
+    await a.put(`/api/v1/ci/steps/${step}/status`, { status: 'success', exit_code: 0 });
+    const log = await owner.client.get(
+      `/api/v1/repos/${job.org}/${job.repo}/pipelines/${job.number}/steps/1/log`,
+    );
+    expect(log.text).toBe('first line\nsecond line\n');
+  });
+});
+
+describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=2)', () => {
+  let s2: TestServer;
+  let owner2: TestUser;
+  let org2: string;
+  let bot: Client;
+  beforeAll(async () => {
+    s2 = await startTestServer({ TRIAD_AGENT_TIMEOUT: '2', TRIAD_STEP_LOG_MAX_BYTES: '4096' });
+    owner2 = await s2.newUser();
+    org2 = await s2.newOrg(owner2);
+    const r = await s2.admin.post('/api/v1/admin/agents', { name: 'pool-bot' });
+    bot = s2.anon.as(r.body.data.token);
+  });
+  afterAll(async () => {
+    await s2.close();
+  });
+
+  const as = (instance: string, nonce: string) => ({
+    'x-svc-agent-instance': instance,
+    'x-svc-agent-nonce': nonce,
+  });
+  const poll = (instance: string, nonce: string) =>
+    bot.request('POST', '/api/v1/ci/poll', undefined, as(instance, nonce));
+  const beat = (instance: string, nonce: string, running: number[]) =>
+    bot.request('POST', '/api/v1/ci/heartbeat', { running }, as(instance, nonce));
+  async function queued(): Promise<GitRepo> {
+    const repo = await gitRepo(s2, owner2, org2);
+    await commitFiles(repo, { '.pipeline.yml': TWO_STEPS });
+    await repo.push();
+    return repo;
+  }
+  const get = async (repo: GitRepo) =>
+    (await s2.anon.get(`/api/v1/repos/${org2}/${repo.name}/pipelines/1`)).body;
+
+  test('when an instance restarts, then what its old process claimed becomes error; a live twin of the same name changes nothing', async () => {
+    const repo = await queued();
+    const job = (await poll('pod-0', 'old')).body;
+    await bot.put(`/api/v1/ci/steps/${job.steps[0].id}/status`, { status: 'running' });
+    // a second live process under the same instance name
+    expect((await poll('pod-0', 'twin')).status).toBe(204);
+    expect((await beat('pod-0', 'old', [job.pipeline_id])).body.cancelled_pipelines).toEqual([]);
+    expect((await beat('pod-0', 'twin', [])).body.cancelled_pipelines).toEqual([]);
+    expect((await get(repo)).status).toBe('running');
+    // the old process is gone; a new one starts under the same name
+    await new Promise((res) => setTimeout(res, 50));
+    expect((await beat('pod-0', 'new', [])).status).toBe(200);
+    const p = await get(repo);
+    expect(p.status).toBe('error');
+    expect(p.error_message).toBe(
+      'agent pool-bot (instance pod-0) restarted: the process that claimed this pipeline is gone',
+    );
+    expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
+    // were the old process still there, its heartbeat would tell it to stop; its reports change nothing
+    expect((await beat('pod-0', 'old', [job.pipeline_id])).body.cancelled_pipelines).toEqual([
+      job.pipeline_id,
+    ]);
+    const late = await bot.put(`/api/v1/ci/steps/${job.steps[0].id}/status`, { status: 'success' });
+    expect([late.body.data.status, late.body.pipeline_status]).toEqual(['failure', 'error']);
+    await bot.put(`/api/v1/ci/pipelines/${job.pipeline_id}/status`, { status: 'success' });
+    expect((await get(repo)).status).toBe('error');
+  });
+
+  test('when a process stops listing a pipeline it claimed, then after a short grace it becomes error', async () => {
+    const repo = await queued();
+    const job = (await poll('pod-1', 'n1')).body;
+    // just claimed: the poll answer may still be on its way
+    await beat('pod-1', 'n1', []);
+    expect((await get(repo)).status).toBe('running');
+    await new Promise((res) => setTimeout(res, 1200));
+    expect((await beat('pod-1', 'n1', [])).status).toBe(200);
+    const p = await get(repo);
+    expect(p.status).toBe('error');
+    expect(p.error_message).toBe('agent pool-bot (instance pod-1) is no longer running this pipeline');
+    expect((await beat('pod-1', 'n1', [job.pipeline_id])).body.cancelled_pipelines).toEqual([
+      job.pipeline_id,
+    ]);
+  });
+
+  test('when a listed pipeline is cancelled, then the heartbeat says to stop it; a bad nonce is a 400', async () => {
+    const repo = await queued();
+    const job = (await poll('pod-2', 'n2')).body;
+    expect((await beat('pod-2', 'n2', [job.pipeline_id])).body.cancelled_pipelines).toEqual([]);
+    expect((await owner2.client.post(`/api/v1/repos/${org2}/${repo.name}/pipelines/1/cancel`)).status).toBe(
+      200,
+    );
+    expect((await beat('pod-2', 'n2', [job.pipeline_id])).body.cancelled_pipelines).toEqual([
+      job.pipeline_id,
+    ]);
+    const bad = await bot.request('POST', '/api/v1/ci/heartbeat', {}, as('pod-2', 'not a nonce!'));
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'validation_failed']);
+    const badBody = await bot.request('POST', '/api/v1/ci/heartbeat', { running: ['x'] }, as('pod-2', 'n2'));
+    expect(badBody.status).toBe(400);
+  });
+
+  test('when an agent sends more log than the server keeps, then the rest is acknowledged but not stored, and the log reads truncated', async () => {
+    const repo = await queued();
+    const job = (await poll('pod-3', 'n3')).body;
+    const step = job.steps[0].id;
+    await bot.put(`/api/v1/ci/steps/${step}/status`, { status: 'running' });
+    const append = (offset: number, body: string) =>
+      bot.post(`/api/v1/ci/steps/${step}/log?offset=${offset}`, body);
+    expect((await append(0, 'a'.repeat(3000))).body.data).toEqual({ size: 3000, stored: 3000 });
+    expect((await append(3000, 'b'.repeat(3000))).body.data).toEqual({
+      size: 4096,
+      stored: 1096,
+      truncated: true,
+    });
+    const more = await append(6000, 'c'.repeat(100));
+    expect([more.status, more.body.data]).toEqual([200, { size: 4096, stored: 0, truncated: true }]);
+    const log = await owner2.client.get(`/api/v1/repos/${org2}/${repo.name}/pipelines/1/steps/1/log`);
+    expect(log.text).toBe('a'.repeat(3000) + 'b'.repeat(1096));
+    expect(log.headers.get('x-svc-log-truncated')).toBe('true');
+  });
+});
+
+describe('server shutdown', () => {
+  test('when the server closes, then a waiting long poll answers 204 at once and the close is prompt', async () => {
+    const s3 = await startTestServer();
+    const a = await newAgent(s3);
+    const waiting = a.post('/api/v1/ci/poll?wait=30');
+    await new Promise((res) => setTimeout(res, 300));
+    const t = Date.now();
+    const closed = s3.close();
+    const r = await waiting;
+    expect(r.status).toBe(204);
+    expect(Date.now() - t).toBeLessThan(3000);
+    await closed;
+    expect(Date.now() - t).toBeLessThan(5000);
   });
 });

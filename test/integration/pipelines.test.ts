@@ -119,6 +119,21 @@ describe('pipeline triggers', () => {
     });
   });
 
+  test('when a tag joins a pending pipeline, then its steps for tags are no longer skipped', async () => {
+    const repo = await gitRepo(s, owner, org);
+    const file = `steps:\n  - name: always\n    image: alpine\n    commands: [echo a]\n  - name: on-tag\n    image: alpine\n    commands: [echo b]\n    when: {event: [tag]}\n  - name: on-pr\n    image: alpine\n    commands: [echo c]\n    when: {event: [pull_request]}\n`;
+    await commitFiles(repo, { '.pipeline.yml': file });
+    await repo.push();
+    const before = await s.anon.get(path(repo, '/1'));
+    expect(before.body.steps.map((x: any) => x.status)).toEqual(['pending', 'skipped', 'skipped']);
+    await ok('git', ['tag', 'v1'], repo.work);
+    await repo.push('v1');
+    const after = await s.anon.get(path(repo, '/1'));
+    expect(after.body).toMatchObject({ status: 'pending', events: ['push', 'tag'], tag: 'v1' });
+    expect(after.body.steps.map((x: any) => x.status)).toEqual(['pending', 'pending', 'skipped']);
+    expect((await s.anon.get(path(repo))).body.total).toBe(1);
+  });
+
   test('when a commit has no pipeline file, then no pipeline is created', async () => {
     const repo = await gitRepo(s, owner, org);
     await commitFiles(repo, { README: 'x' });

@@ -142,6 +142,33 @@ describe('git over HTTP', () => {
   });
 });
 
+describe('recorded ref state', () => {
+  test('when refs moved on disk without being recorded, then the next push records that change first (sender unknown) and then its own', async () => {
+    const repo = await newRepo();
+    const work = await tempDir();
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'c1'], work);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    const c1 = (await ok('git', ['rev-parse', 'HEAD'], work)).trim();
+    // a change that bypasses Triad (like a push whose server died before recording it)
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'c2'], work);
+    await ok('git', ['push', '-q', `${s.dataDir}/repos/${repo.id}.git`, 'main'], work);
+    const c2 = (await ok('git', ['rev-parse', 'HEAD'], work)).trim();
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'c3'], work);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    const c3 = (await ok('git', ['rev-parse', 'HEAD'], work)).trim();
+
+    const events = await outboxEvents(s, repo.id);
+    expect(
+      events.map((e) => [e.sender_id, e.payload.before, e.payload.after, e.payload.commits.length]),
+    ).toEqual([
+      [owner.id, '', c1, 1],
+      [null, c1, c2, 1],
+      [owner.id, c2, c3, 1],
+    ]);
+  });
+});
+
 describe('pushes from two server replicas', () => {
   test('when two replicas take pushes to one repository at once, then both land and each is recorded once', async () => {
     // a second server on the same database and repository volume, like a second replica

@@ -105,6 +105,32 @@ describe('Mercurial over HTTP', () => {
     expect(again.payload).toMatchObject({ ref: 'feature', created: false, before: tip, total_commits: 1 });
   });
 
+  test('when only a bookmark is pushed (no new changesets), then a bookmark push event with no commits is recorded', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    await writeFile(w, 'a', 'a\n');
+    await ok('hg', ['commit', '-q', '-A', '-m', 'base'], w);
+    await ok('hg', ['push', '-q'], w);
+    const tip = (await ok('hg', ['log', '-r', 'tip', '-T', '{node}'], w)).trim();
+    await ok('hg', ['bookmark', '-r', tip, 'release-1'], w);
+    // hg exits 1 ("no changes found") although it exports the bookmark
+    const pushed = await sh('hg', ['push', '-B', 'release-1'], w);
+    expect(pushed.stdout).toContain('exporting bookmark release-1');
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => [e.event_type, e.payload.ref, e.payload.ref_type])).toEqual([
+      ['push', 'default', 'branch'],
+      ['push', 'release-1', 'bookmark'],
+    ]);
+    expect(events[1]!.payload).toMatchObject({
+      created: true,
+      after: tip,
+      commits: [],
+      head_commit: null,
+      total_commits: 0,
+      truncated: false,
+    });
+  });
+
   test('when a tag is applied and pushed, then a tag event names the tagged changeset', async () => {
     const repo = await newRepo();
     const w = await workingCopy(repo.clone);

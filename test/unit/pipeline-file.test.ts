@@ -34,3 +34,30 @@ describe('pipeline file parsing never throws', () => {
     expect(nul).toEqual({ ok: false, error: '.pipeline.yml: NUL characters are not allowed' });
   });
 });
+
+describe('step timeout', () => {
+  const file = (timeout: string) =>
+    `steps:\n  - name: a\n    image: alpine\n    commands: [make]\n    timeout: ${timeout}\n`;
+
+  test.each([
+    ['30m', 1800],
+    ['90s', 90],
+    ['1h30m', 5400],
+    ['2h', 7200],
+    ['1m30s', 90],
+  ])('%s is %d seconds', (text, seconds) => {
+    const r = parsePipelineFile(file(text));
+    expect(r.ok && r.file.steps[0]!.timeout).toBe(seconds);
+  });
+
+  test.each([['10'], ['0s'], ['abc'], ['30 minutes'], ['-5m'], ['1.5h']])(
+    '%s is an error naming the field',
+    (text) => {
+      const r = parsePipelineFile(file(text));
+      expect(r).toEqual({
+        ok: false,
+        error: '.pipeline.yml line 5 (steps[0].timeout): must be a duration such as 90s, 30m or 1h30m',
+      });
+    },
+  );
+});

@@ -186,6 +186,13 @@ describe('step pod', () => {
     expect(pod.spec!.activeDeadlineSeconds).toBe(3600);
     const p = stepPod(job(), step(), defaultPodSpecOptions({ deadlineSeconds: 90 }), 'abc');
     expect(p.spec!.activeDeadlineSeconds).toBe(90);
+    // a step timeout shorter than the deadline brings it forward (a minute after the timeout)
+    const timed = { ...step(), timeout_seconds: 120 };
+    expect(stepPod(job(), timed, defaultPodSpecOptions(), 'abc').spec!.activeDeadlineSeconds).toBe(180);
+    expect(
+      stepPod(job(), timed, defaultPodSpecOptions({ deadlineSeconds: 90 }), 'abc').spec!
+        .activeDeadlineSeconds,
+    ).toBe(90);
   });
 
   test('when no resources are configured, then containers have none; when set, both containers get them', () => {

@@ -2,6 +2,8 @@ import { Migration0001Foundation } from './0001-foundation.ts';
 import { Migration0002Outbox } from './0002-outbox.ts';
 import { Migration0003Issues } from './0003-issues.ts';
 import { Migration0004Pipelines } from './0004-pipelines.ts';
+import { Migration0005CiIsolation } from './0005-ci-isolation.ts';
+import { Migration0006RepoRefStates } from './0006-repo-ref-states.ts';
 import { Migration0008Webhooks } from './0008-webhooks.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
@@ -10,5 +12,7 @@ export const migrations = [
   { name: '0002-outbox', class: Migration0002Outbox },
   { name: '0003-issues', class: Migration0003Issues },
   { name: '0004-pipelines', class: Migration0004Pipelines },
+  { name: '0005-ci-isolation', class: Migration0005CiIsolation },
+  { name: '0006-repo-ref-states', class: Migration0006RepoRefStates },
   { name: '0008-webhooks', class: Migration0008Webhooks },
 ];

@@ -7,18 +7,17 @@ import { claimUndispatched, markDispatched, type OutboxEvent } from '../../event
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { webhooksRepository, type NewJob } from '../repository.ts';
 import { deliveryRepository as repo, type ClaimedJob } from './repository.ts';
-import { envelope, type RepositoryInfo, type SenderInfo } from '../schemas.ts';
+import {
+  envelope,
+  repositoryInfo,
+  type RepoFacts,
+  type SenderInfo,
+  type WebhookLookups,
+} from '../envelope.ts';
 import { Sender } from './sender.ts';
 import type { WebhookSettings } from '../settings.ts';
 import { deliveryHeaders } from '../signing.ts';
 import { Recorder, attemptRecord } from './recorder.ts';
-
-/** Facts the envelope needs, looked up through the services that own them. */
-export type RepoFacts = RepositoryInfo & { orgId: number };
-export type WebhookLookups = {
-  repositories(ids: readonly number[]): Promise<Map<number, RepoFacts>>;
-  senders(ids: readonly number[]): Promise<Map<number, SenderInfo>>;
-};
 
 export type DispatcherDeps = {
   em: () => EntityManager;
@@ -280,7 +279,7 @@ export class Dispatcher {
       const body = envelope({
         event: e.event_type,
         deliveryId,
-        repository: { id: r.id, name: r.name, org: r.org, url: r.url },
+        repository: repositoryInfo(r),
         sender: (e.sender_id === null ? undefined : senders.get(e.sender_id)) ?? null,
         timestamp: new Date(e.created_at),
         payload: e.payload,

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DISABLED_ENTRY, type RequestRecord, type ResponseRecord } from '../schemas.ts';
+import { DISABLED_ENTRY } from '../schemas.ts';
+import type { RequestRecord, ResponseRecord } from '../records.ts';
 import { webhooksRepository, type JobKind } from '../repository.ts';
 
 /** A job as a dispatcher claimed it, with what it needs of its webhook. */

@@ -1,0 +1,296 @@
+import { execFile } from 'node:child_process';
+import { constants as fsc } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+/** The program's own files (sources, dependencies): never visible to steps. */
+const APP_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * The isolation of the `local` executor: every step runs under bubblewrap (`bwrap`) as an
+ * unprivileged user, with its own PID, IPC, UTS and mount namespaces, a clean environment, only
+ * its workspace writable, system directories read-only, a private /tmp, and process, memory and
+ * file-size limits. The data directory, the server's files and every other path not listed here
+ * are simply not mounted. The network is shared (steps fetch dependencies).
+ */
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** `512m`, `4g`, `65536`: bytes (k, m, g, t are powers of 1024). */
+export function parseSize(text: string): number | undefined {
+  const m = /^(\d{1,15})\s*([kmgt])?i?b?$/i.exec(text.trim());
+  if (m === null) return undefined;
+  const power = m[2] === undefined ? 0 : 'kmgt'.indexOf(m[2].toLowerCase()) + 1;
+  const n = Number(m[1]) * 1024 ** power;
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+export const size = (min: number) =>
+  z.string().transform((v, ctx) => {
+    const n = parseSize(v);
+    if (n === undefined || n < min) {
+      ctx.addIssue({ code: 'custom', message: `must be a size of at least ${min} bytes, e.g. 512m or 4g` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+/** The sandbox variables; read by `triad agent` and by the server for its embedded agent. */
+export const sandboxEnvShape = {
+  TRIAD_AGENT_SANDBOX_USER: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'must be a user name')
+    .default('triad-ci'),
+  TRIAD_AGENT_SANDBOX_NPROC: z.coerce.number().int().min(8).max(1_000_000).default(512),
+  TRIAD_AGENT_SANDBOX_MEMORY: size(64 * 1024 * 1024).default(4 * 1024 ** 3),
+  TRIAD_AGENT_SANDBOX_FILE_SIZE: size(1024 * 1024).default(2 * 1024 ** 3),
+  TRIAD_AGENT_LOCAL_UNSANDBOXED: bool.default(false),
+};
+const sandboxEnv = z.object(sandboxEnvShape);
+
+export type SandboxOptions = {
+  /** The user steps run as when the agent runs as root (created once with useradd). */
+  user: string;
+  /** RLIMIT_NPROC: processes and threads of the step. */
+  nproc: number;
+  /** RLIMIT_AS: address space of each process, in bytes. */
+  memoryBytes: number;
+  /** RLIMIT_FSIZE: largest file a step may write, in bytes; also the size of its private /tmp. */
+  fileSizeBytes: number;
+  /** Extra paths never visible to steps even when they lie under a mounted system directory. */
+  hide: string[];
+};
+
+export function sandboxOptions(
+  e: z.output<typeof sandboxEnv>,
+  hide: string[] = [],
+): SandboxOptions & { unsandboxed: boolean } {
+  return {
+    user: e.TRIAD_AGENT_SANDBOX_USER,
+    nproc: e.TRIAD_AGENT_SANDBOX_NPROC,
+    memoryBytes: e.TRIAD_AGENT_SANDBOX_MEMORY,
+    fileSizeBytes: e.TRIAD_AGENT_SANDBOX_FILE_SIZE,
+    unsandboxed: e.TRIAD_AGENT_LOCAL_UNSANDBOXED,
+    hide,
+  };
+}
+
+export const DEFAULT_SANDBOX: SandboxOptions = {
+  ...sandboxOptions(sandboxEnv.parse({})),
+  hide: [],
+};
+
+/** Where the workspace is mounted inside the sandbox; steps start in `<WORKSPACE>/src`. */
+export const WORKSPACE = '/workspace';
+export const MIN_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+
+export type Identity = { uid: number; gid: number; name: string };
+
+function run(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 127;
+      resolve({ code, stdout, stderr: stderr || (err?.message ?? '') });
+    });
+  });
+}
+
+async function findExecutable(name: string): Promise<string | undefined> {
+  for (const dir of (process.env.PATH ?? MIN_PATH).split(':')) {
+    if (dir === '') continue;
+    const file = path.join(dir, name);
+    try {
+      await fs.access(file, fsc.X_OK);
+      return file;
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+async function lookupUser(name: string): Promise<Identity | undefined> {
+  const r = await run('getent', ['passwd', name]);
+  if (r.code !== 0) return undefined;
+  const f = r.stdout.trim().split(':');
+  const uid = Number(f[2]);
+  const gid = Number(f[3]);
+  return Number.isInteger(uid) && Number.isInteger(gid) ? { uid, gid, name } : undefined;
+}
+
+/** The system user steps run as when the agent is root: looked up, or created once. */
+async function ensureUser(name: string): Promise<Identity> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const found = await lookupUser(name);
+    if (found !== undefined) {
+      if (found.uid === 0) throw new Error(`the sandbox user ${name} is uid 0; steps never run as root`);
+      return found;
+    }
+    const r = await run('useradd', [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--home-dir',
+      '/nonexistent',
+      '--shell',
+      '/usr/sbin/nologin',
+      '--comment',
+      'Triad CI steps',
+      name,
+    ]);
+    // 9: created meanwhile by another agent; 10: /etc/passwd is locked by another useradd
+    if (r.code === 0 || r.code === 9) continue;
+    if (r.code === 10) {
+      await new Promise((res) => setTimeout(res, 100 + Math.random() * 200));
+      continue;
+    }
+    throw new Error(
+      `could not create the sandbox user ${name} with useradd (exit ${r.code}): ${r.stderr.trim()}`,
+    );
+  }
+  throw new Error(`could not create the sandbox user ${name}: /etc/passwd stayed locked`);
+}
+
+async function kind(p: string): Promise<'dir' | 'file' | 'link' | undefined> {
+  const st = await fs.lstat(p).catch(() => undefined);
+  if (st === undefined) return undefined;
+  return st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : 'file';
+}
+
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc'];
+/** Files of /etc that hold secrets: replaced by an empty file inside the sandbox. */
+const ETC_SECRETS = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/security/opasswd'];
+const ETC_SECRET_DIRS = ['/etc/ssl/private'];
+
+const under = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
+
+/**
+ * Runs commands under bubblewrap. `ready()` resolves the user and checks that bwrap and
+ * prlimit exist; `probe()` runs a real sandboxed command; `spawnSpec()` gives what to spawn.
+ */
+export class Sandbox {
+  readonly o: SandboxOptions;
+  private prepared: Promise<{ id: Identity; bwrap: string; prlimit: string; fixed: string[] }> | undefined;
+
+  constructor(opts: Partial<SandboxOptions> = {}) {
+    this.o = { ...DEFAULT_SANDBOX, ...opts };
+    this.o.hide = [...this.o.hide, APP_ROOT];
+  }
+
+  /** The user the steps run as (and the owner their workspaces must have). */
+  async identity(): Promise<Identity> {
+    return (await this.setup()).id;
+  }
+
+  /** Whether the agent must hand workspaces over to another user (it runs as root). */
+  get changesUser(): boolean {
+    return process.getuid?.() === 0;
+  }
+
+  private setup() {
+    this.prepared ??= (async () => {
+      const bwrap = await findExecutable('bwrap');
+      if (bwrap === undefined) {
+        throw new Error(
+          'bubblewrap (bwrap) is not installed; on Debian or Ubuntu: apt-get install bubblewrap',
+        );
+      }
+      const prlimit = await findExecutable('prlimit');
+      if (prlimit === undefined || !prlimit.startsWith('/usr/')) {
+        throw new Error('prlimit (util-linux) was not found under /usr');
+      }
+      const id = this.changesUser
+        ? await ensureUser(this.o.user)
+        : { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0, name: os.userInfo().username };
+      return { id, bwrap, prlimit, fixed: await this.fixedArgs() };
+    })();
+    // a failed setup is tried again next time (a package may have been installed meanwhile)
+    this.prepared.catch(() => (this.prepared = undefined));
+    return this.prepared;
+  }
+
+  /** The mounts and namespaces every step gets. */
+  private async fixedArgs(): Promise<string[]> {
+    const a = [
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      '--hostname',
+      'triad-ci',
+      '--die-with-parent',
+      '--new-session',
+    ];
+    for (const d of SYSTEM_DIRS) {
+      const k = await kind(d);
+      if (k === 'dir') a.push('--ro-bind', d, d);
+      else if (k === 'link') a.push('--symlink', await fs.readlink(d), d);
+    }
+    for (const f of ETC_SECRETS) if ((await kind(f)) === 'file') a.push('--ro-bind', '/dev/null', f);
+    for (const d of ETC_SECRET_DIRS) if ((await kind(d)) === 'dir') a.push('--tmpfs', d);
+    for (const key of await fs.readdir('/etc/ssh').catch(() => [] as string[])) {
+      if (/^ssh_host_.*_key$/.test(key)) a.push('--ro-bind', '/dev/null', `/etc/ssh/${key}`);
+    }
+    // name resolution may point into /run (systemd-resolved): mount just those files
+    for (const f of ['/etc/resolv.conf', '/etc/hosts']) {
+      if ((await kind(f)) !== 'link') continue;
+      const target = await fs.realpath(f).catch(() => undefined);
+      if (target !== undefined && !SYSTEM_DIRS.some((d) => under(target, d)))
+        a.push('--ro-bind', target, target);
+    }
+    // the server's own files and data must not show through a mounted system directory
+    for (const h of this.o.hide.map((p) => path.resolve(p))) {
+      if (SYSTEM_DIRS.some((d) => under(h, d)) && (await kind(h)) === 'dir') a.push('--tmpfs', h);
+    }
+    a.push('--proc', '/proc', '--dev', '/dev', '--size', String(this.o.fileSizeBytes), '--tmpfs', '/tmp');
+    a.push('--symlink', '/tmp', '/var/tmp');
+    return a;
+  }
+
+  /**
+   * How to run `script` with `sh -c` in the sandbox, `workspace` mounted writable at
+   * /workspace and the commands starting in /workspace/src. bwrap runs as the sandbox user, so
+   * that user must be able to reach `workspace`.
+   */
+  async spawnSpec(
+    workspace: string,
+    script: string,
+    env: Record<string, string>,
+  ): Promise<{ file: string; args: string[]; env: Record<string, string>; uid?: number; gid?: number }> {
+    const s = await this.setup();
+    const args = [...s.fixed, '--bind', workspace, WORKSPACE];
+    args.push('--remount-ro', '/', '--chdir', `${WORKSPACE}/src`, '--');
+    args.push(
+      s.prlimit,
+      `--nproc=${this.o.nproc}`,
+      `--as=${this.o.memoryBytes}`,
+      `--fsize=${this.o.fileSizeBytes}`,
+      '--core=0',
+      '--',
+      '/bin/sh',
+      '-c',
+      script,
+    );
+    // bwrap hands its own environment to the command: exactly the step's, nothing inherited
+    const clean = {
+      PATH: MIN_PATH,
+      HOME: `${WORKSPACE}/home`,
+      LANG: 'C.UTF-8',
+      USER: s.id.name,
+      LOGNAME: s.id.name,
+      TMPDIR: '/tmp',
+      ...env,
+    };
+    return {
+      file: s.bwrap,
+      args,
+      env: clean,
+      ...(this.changesUser ? { uid: s.id.uid, gid: s.id.gid } : {}),
+    };
+  }
+}

@@ -1,0 +1,130 @@
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from 'pino';
+import type { CgiResult } from '../vcs/cgi.ts';
+import { BodyTooLarge, hasBody, receiveBody, type Spool } from '../vcs/spool.ts';
+import { serveBackend, type BackendRequest } from '../vcs/transport.ts';
+import { PushLockTimeout, type ChangedRepo, type RepoChanges } from './changes.ts';
+
+/** The transfer ran past its time limit. */
+class TransferTimeout extends Error {}
+/** The client closed the connection before the response was complete. */
+class ClientGone extends Error {}
+
+export type Push = { changes: RepoChanges; repo: ChangedRepo; senderId: number | null };
+export type TransferLimits = { spool: Spool; log: Logger; timeoutMs: number; maxBodyBytes: number };
+
+type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' | 'signal'>;
+
+/**
+ * One request at a clone URL, from the body to the last byte of the answer, bounded by the
+ * transport timeout and stopped as soon as the client leaves:
+ * 1. the body is spooled to a per-request directory (size-capped: 413 beyond), before any lock or
+ *    database connection is taken, so a slow or vanishing client holds nothing but a file;
+ * 2. a read runs the backend with its output streamed to the client; a push runs it from the
+ *    spool under the repository's push lock (`RepoChanges`) with its output held in a file, sent
+ *    once the push is recorded;
+ * 3. the backend's whole process group is killed when the client leaves or time runs out, and the
+ *    per-request directory (spooled body, held answer, the backend's TMPDIR) is removed always.
+ */
+export async function transfer(r: Request, push: Push | undefined, limits: TransferLimits): Promise<void> {
+  const { res, req } = r;
+  const reqId = String(res.getHeader('x-request-id') ?? '');
+  const log = limits.log.child({ reqId });
+  const ac = new AbortController();
+  const deadline = Date.now() + limits.timeoutMs;
+  const timer = setTimeout(() => ac.abort(new TransferTimeout('transfer timed out')), limits.timeoutMs);
+  const onClose = () => {
+    if (!res.writableFinished) ac.abort(new ClientGone('client closed the connection'));
+  };
+  res.on('close', onClose);
+  if (req.socket.destroyed) onClose(); // it left while the request was being authorised
+  const ws = await limits.spool.workspace();
+  try {
+    let input: BackendRequest['input'];
+    if (hasBody(req)) {
+      const file = path.join(ws.dir, 'body');
+      input = { file, size: await receiveBody(req, file, limits.maxBodyBytes, ac.signal) };
+    }
+    const tmpDir = path.join(ws.dir, 'tmp');
+    await fs.mkdir(tmpDir);
+    const scriptDir = await limits.spool.scriptDir();
+    const backend: BackendRequest = { ...r, input, tmpDir, scriptDir, signal: ac.signal };
+    if (push === undefined) {
+      answer(res, await serveBackend(backend), ac.signal, log);
+      return;
+    }
+    const output = path.join(ws.dir, 'response');
+    const result = await push.changes.change(
+      push.repo,
+      push.senderId,
+      () => serveBackend({ ...backend, output }),
+      { signal: ac.signal, deadline },
+    );
+    if (result.outcome === 'ok') {
+      // The push is recorded: its answer gets a time limit of its own, not what is left of the
+      // transfer's (the client should learn that its push went through).
+      clearTimeout(timer);
+      const sendLimit = AbortSignal.timeout(limits.timeoutMs);
+      await pipeline(createReadStream(output), res, { signal: sendLimit }).catch(() => res.destroy());
+      logFailure(result, log);
+    } else answer(res, result, ac.signal, log);
+  } catch (e) {
+    if (e instanceof BodyTooLarge) {
+      res.setHeader('Connection', 'close');
+      plain(res, 413, `request body larger than ${limits.maxBodyBytes} bytes`);
+    } else if (e instanceof PushLockTimeout || e instanceof TransferTimeout) {
+      timedOut(res, reqId);
+    } else if (e instanceof ClientGone || ac.signal.aborted) {
+      if (ac.signal.reason instanceof TransferTimeout) timedOut(res, reqId);
+      else res.destroy();
+    } else throw e;
+  } finally {
+    clearTimeout(timer);
+    res.off('close', onClose);
+    await ws.remove();
+  }
+}
+
+/** Ends the response after a backend run; failures are logged, never sent (no paths, no tracebacks). */
+function answer(res: ServerResponse, result: CgiResult, signal: AbortSignal, log: Logger): void {
+  logFailure(result, log);
+  const reqId = String(res.getHeader('x-request-id') ?? '');
+  switch (result.outcome) {
+    case 'ok':
+      res.end();
+      return;
+    case 'failed':
+      if (res.headersSent) res.destroy();
+      else plain(res, 502, `repository backend failed (request id ${reqId})`);
+      return;
+    case 'aborted':
+      if (signal.reason instanceof TransferTimeout) timedOut(res, reqId);
+      else res.destroy();
+  }
+}
+
+function logFailure(result: CgiResult, log: Logger): void {
+  if (result.outcome === 'ok' && result.code === 0) return;
+  const fields = { outcome: result.outcome, code: result.code, stderr: result.stderr };
+  if (result.outcome === 'failed') log.error(fields, 'repository backend failed');
+  else log.warn(fields, 'repository backend ended abnormally');
+}
+
+function timedOut(res: ServerResponse, reqId: string): void {
+  if (res.headersSent) res.destroy();
+  else plain(res, 504, `repository transfer timed out (request id ${reqId})`);
+}
+
+/** A short plain-text answer, replacing whatever headers a backend had set. */
+function plain(res: ServerResponse, status: number, message: string): void {
+  if (res.destroyed || res.writableEnded) return;
+  const keep = new Set(['x-request-id', 'x-content-type-options', 'content-security-policy', 'connection']);
+  for (const name of res.getHeaderNames()) if (!keep.has(name)) res.removeHeader(name);
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  res.end(`${message}\n`);
+}

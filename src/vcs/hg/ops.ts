@@ -1,0 +1,247 @@
+/**
+ * Mercurial operations through one persistent `hg serve --cmdserver pipe` per repository with the
+ * `triadops` extension (triadops.py next to this file). Each operation is one command-server
+ * request (JSON in, one JSON line out): no Python start-up per call, and merges happen in memory
+ * (no working directory, nothing to clean up). Processes are kept per repository (at most
+ * `MAX_SERVERS`, least recently used first out, idle ones closed after a minute).
+ */
+import { fileURLToPath } from 'node:url';
+import {
+  cleanAuthor,
+  defaultMergeMessage,
+  InvalidRefName,
+  plausibleRefName,
+  RefNotFound,
+  type DeleteOutcome,
+  type MergeCheck,
+  type MergeInput,
+  type MergeOutcome,
+  type TagInput,
+  type TagOutcome,
+  type VcsOps,
+} from '../ops.ts';
+import { PersistentProcess, ProcessDied, type Parser } from '../reader.ts';
+import { VcsTimeout } from '../run.ts';
+
+const HG = '/usr/bin/hg';
+const EXTENSION = fileURLToPath(new URL('./triadops.py', import.meta.url));
+const ENV = { ...process.env, HGPLAIN: '1', HGENCODING: 'UTF-8', HGRCPATH: '', LANG: 'C.UTF-8' };
+const MAX_SERVERS = 16;
+const IDLE_MS = 60_000;
+
+type Answer = Record<string, unknown> & { kind?: string; message?: string };
+
+/** Command-server frames (channel byte, 4-byte length, data) up to the result frame ('r'). */
+const resultParser: Parser<Buffer> = (buf) => {
+  const out: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    if (buf.length < at + 5) return undefined;
+    const ch = String.fromCharCode(buf[at] ?? 0);
+    const len = buf.readUInt32BE(at + 1);
+    if (ch === 'I' || ch === 'L') throw new Error('hg command server asked for input');
+    if (buf.length < at + 5 + len) return undefined;
+    const data = buf.subarray(at + 5, at + 5 + len);
+    at += 5 + len;
+    if (ch === 'r') return { value: Buffer.concat([...out, data]), used: at };
+    if (ch !== 'o' && ch !== 'e' && ch !== 'd' && ch.toUpperCase() === ch) {
+      throw new Error(`hg command server: channel ${ch}`);
+    }
+  }
+};
+
+/** The hello frame: the server's capabilities. */
+const helloParser: Parser<string> = (buf) => {
+  if (buf.length < 5) return undefined;
+  const len = buf.readUInt32BE(1);
+  if (buf.length < 5 + len) return undefined;
+  return { value: buf.toString('utf8', 5, 5 + len), used: 5 + len };
+};
+
+type Slot = { proc: PersistentProcess; ready: Promise<void>; lastUsed: number };
+
+export class HgOps implements VcsOps {
+  readonly kind = 'hg' as const;
+  private readonly timeoutMs: number;
+  private readonly servers = new Map<string, Slot>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(opts: { tmpDir: string; timeoutMs: number }) {
+    this.timeoutMs = opts.timeoutMs;
+  }
+
+  close(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    for (const dir of [...this.servers.keys()]) this.drop(dir);
+  }
+
+  /** Number of live command servers (for tests and metrics). */
+  size(): number {
+    return this.servers.size;
+  }
+
+  private drop(dir: string): void {
+    const slot = this.servers.get(dir);
+    if (slot === undefined) return;
+    this.servers.delete(dir);
+    slot.proc.close();
+  }
+
+  private server(dir: string): Slot {
+    const now = Date.now();
+    let slot = this.servers.get(dir);
+    if (slot !== undefined && !slot.proc.dead) {
+      this.servers.delete(dir);
+      slot.lastUsed = now;
+      this.servers.set(dir, slot);
+      return slot;
+    }
+    if (slot !== undefined) this.drop(dir);
+    const proc = new PersistentProcess(
+      HG,
+      ['serve', '--cmdserver', 'pipe', '-R', dir, '--config', `extensions.triadops=${EXTENSION}`],
+      { env: ENV, cwd: dir },
+    );
+    const ready = proc.request('', helloParser).then((hello) => {
+      if (!/^capabilities:.*\btriadops\b/m.test(hello)) {
+        proc.kill();
+        throw new Error(`hg command server without the triadops extension: ${proc.takeStderr().trim()}`);
+      }
+    });
+    ready.catch(() => undefined);
+    slot = { proc, ready, lastUsed: now };
+    this.servers.set(dir, slot);
+    for (const key of this.servers.keys()) {
+      if (this.servers.size <= MAX_SERVERS) break;
+      if (key !== dir) this.drop(key);
+    }
+    if (this.timer === undefined) {
+      this.timer = setInterval(() => this.evictIdle(), IDLE_MS / 2);
+      this.timer.unref();
+    }
+    return slot;
+  }
+
+  private evictIdle(): void {
+    const now = Date.now();
+    for (const [dir, slot] of this.servers) {
+      if (now - slot.lastUsed >= IDLE_MS && !slot.proc.busy()) this.drop(dir);
+    }
+  }
+
+  /** One `triadops` request with the time limit; the server is killed when it runs over. */
+  private async once(dir: string, req: Record<string, unknown>): Promise<Answer> {
+    const slot = this.server(dir);
+    const body = Buffer.from(JSON.stringify(req), 'utf8');
+    const head = Buffer.alloc(4);
+    head.writeUInt32BE(body.length);
+    const frame = Buffer.concat([Buffer.from('triadops\n'), head, body]);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (this.servers.get(dir) === slot) this.servers.delete(dir);
+        slot.proc.kill();
+        reject(new VcsTimeout(`hg ${String(req.op)}: timed out after ${this.timeoutMs} ms`, null, ''));
+      }, this.timeoutMs);
+    });
+    try {
+      const out = await Promise.race([
+        slot.ready.then(() => slot.proc.request(frame, resultParser)),
+        timeout,
+      ]);
+      const nl = out.indexOf(10);
+      return JSON.parse(out.toString('utf8', 0, nl < 0 ? out.length : nl)) as Answer;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Runs one operation; a read is retried once on a fresh server when the server died under it
+   * (a mutation is not: it may have been applied).
+   */
+  private async call(dir: string, req: Record<string, unknown>, mutates = false): Promise<Answer> {
+    let answer: Answer;
+    try {
+      answer = await this.once(dir, req);
+    } catch (e) {
+      if (mutates || !(e instanceof ProcessDied)) throw e;
+      answer = await this.once(dir, req);
+    }
+    if (answer.kind === 'error') throw new Error(`hg ${String(req.op)}: ${answer.message ?? 'failed'}`);
+    if (answer.kind === 'ref_not_found') {
+      const role = answer.role === 'source' ? 'source' : 'target';
+      throw new RefNotFound(role, String(req[role]));
+    }
+    return answer;
+  }
+
+  async resolveRef(dir: string, name: string): Promise<string | undefined> {
+    if (!plausibleRefName(name)) return undefined;
+    const a = await this.call(dir, { op: 'resolve', name });
+    return typeof a.id === 'string' ? a.id : undefined;
+  }
+
+  async resolveCommit(dir: string, rev: string): Promise<string | undefined> {
+    if (!plausibleRefName(rev)) return undefined;
+    const a = await this.call(dir, { op: 'commit', rev });
+    return typeof a.id === 'string' ? a.id : undefined;
+  }
+
+  async checkMerge(dir: string, source: string, target: string): Promise<MergeCheck> {
+    if (!plausibleRefName(source)) throw new RefNotFound('source', source);
+    if (!plausibleRefName(target)) throw new RefNotFound('target', target);
+    return (await this.call(dir, { op: 'check', source, target })) as unknown as MergeCheck;
+  }
+
+  async merge(dir: string, input: MergeInput): Promise<MergeOutcome> {
+    if (!plausibleRefName(input.source)) throw new RefNotFound('source', input.source);
+    if (!plausibleRefName(input.target)) throw new RefNotFound('target', input.target);
+    const req = {
+      op: 'merge',
+      source: input.source,
+      target: input.target,
+      style: input.style,
+      message: input.message?.trim() || defaultMergeMessage(input.source, input.target, input.style),
+      author: cleanAuthor(input.author),
+      expectedHead: input.expectedHead?.toLowerCase(),
+      expectedTargetHead: input.expectedTargetHead?.toLowerCase(),
+    };
+    return (await this.call(dir, req, true)) as unknown as MergeOutcome;
+  }
+
+  async deleteRef(dir: string, name: string, expectedHead?: string): Promise<DeleteOutcome> {
+    if (!plausibleRefName(name)) return 'not_found';
+    const a = await this.call(dir, { op: 'delete', name, expectedHead: expectedHead?.toLowerCase() }, true);
+    return a.kind as DeleteOutcome;
+  }
+
+  async createTag(dir: string, input: TagInput): Promise<TagOutcome> {
+    if (!plausibleRefName(input.name)) throw new InvalidRefName(`invalid tag name: ${input.name}`);
+    if (!plausibleRefName(input.target)) return { kind: 'not_found' };
+    const a = await this.call(
+      dir,
+      {
+        op: 'tag',
+        name: input.name,
+        target: input.target,
+        message: input.message?.trim() || undefined,
+        author: cleanAuthor(input.author),
+      },
+      true,
+    );
+    if (a.kind === 'invalid_name') throw new InvalidRefName(a.message ?? `invalid tag name: ${input.name}`);
+    return a as unknown as TagOutcome;
+  }
+
+  async isAncestor(dir: string, ancestor: string, descendant: string): Promise<boolean> {
+    if (!/^[0-9a-f]{40}$/i.test(ancestor) || !/^[0-9a-f]{40}$/i.test(descendant)) return false;
+    const a = await this.call(dir, {
+      op: 'isancestor',
+      ancestor: ancestor.toLowerCase(),
+      descendant: descendant.toLowerCase(),
+    });
+    return a.result === true;
+  }
+}

@@ -1,0 +1,133 @@
+import { createWriteStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import type { IncomingMessage } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+
+/** The request body is larger than the configured cap. */
+export class BodyTooLarge extends Error {}
+
+/** A per-request scratch directory: the spooled body, the buffered response, the backend's TMPDIR. */
+export type Workspace = { dir: string; remove: () => Promise<void> };
+
+const PREFIX = 'triad-spool-';
+
+/**
+ * Where request bodies and backend temporary files go. Each process works in its own directory
+ * `triad-spool-<host>-<pid>-*` under the root; directories left by dead processes of the same host
+ * (a server killed with SIGKILL) are removed when the first workspace is made.
+ */
+export class Spool {
+  private readonly root: string;
+  private own: Promise<string> | undefined;
+
+  constructor(root: string) {
+    this.root = root;
+  }
+
+  private processDir(): Promise<string> {
+    this.own ??= (async () => {
+      await fs.mkdir(this.root, { recursive: true });
+      const host = os.hostname().replace(/[^A-Za-z0-9]/g, '_'); // no '-': names parse unambiguously
+      await removeStale(this.root, host);
+      return fs.mkdtemp(path.join(this.root, `${PREFIX}${host}-${process.pid}-`));
+    })();
+    this.own.catch(() => (this.own = undefined));
+    return this.own;
+  }
+
+  async workspace(): Promise<Workspace> {
+    const dir = await fs.mkdtemp(path.join(await this.processDir(), 'r'));
+    return { dir, remove: () => fs.rm(dir, { recursive: true, force: true }) };
+  }
+
+  /** A directory for this process's CGI scripts (removed with the process's directory). */
+  async scriptDir(): Promise<string> {
+    return path.join(await this.processDir(), 'scripts');
+  }
+}
+
+async function removeStale(root: string, host: string): Promise<void> {
+  const mine = `${PREFIX}${host}-`;
+  for (const name of await fs.readdir(root).catch(() => [] as string[])) {
+    if (!name.startsWith(mine)) continue;
+    const pid = Number(/^(\d+)-/.exec(name.slice(mine.length))?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
+    await fs.rm(path.join(root, name), { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Does the request carry a body (a length above zero, or chunked)? */
+export function hasBody(req: IncomingMessage): boolean {
+  const len = req.headers['content-length'];
+  if (len !== undefined) return Number(len) > 0;
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Writes the request body to `file`, refusing it (BodyTooLarge) as soon as it is known to be
+ * larger than `maxBytes`: from Content-Length before reading, or while counting a chunked body.
+ * On refusal the request is left paused (not destroyed), so a 413 can still be answered.
+ * Rejects when `signal` aborts (the client left or the deadline passed). Returns the size.
+ */
+export function receiveBody(
+  req: IncomingMessage,
+  file: string,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<number> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > maxBytes) return Promise.reject(new BodyTooLarge());
+  return new Promise((resolve, reject) => {
+    const out = createWriteStream(file, { mode: 0o600 });
+    let size = 0;
+    let settled = false;
+    const settle = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', settle);
+      req.off('close', onClose);
+      signal.removeEventListener('abort', onAbort);
+      if (err === undefined) {
+        out.once('error', reject);
+        out.end(() => resolve(size));
+        return;
+      }
+      req.pause();
+      out.destroy();
+      reject(err instanceof Error ? err : new Error('request body not received'));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) settle(new BodyTooLarge());
+      else if (!out.write(chunk)) {
+        req.pause();
+        out.once('drain', () => req.resume());
+      }
+    };
+    const onEnd = () => settle(undefined);
+    const onClose = () => {
+      if (!req.complete) settle(new Error('client closed the connection during the request body'));
+    };
+    const onAbort = () => settle(signal.reason ?? new Error('aborted'));
+    out.on('error', settle);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', settle);
+    req.on('close', onClose);
+    if (req.destroyed) onClose();
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort);
+  });
+}
