@@ -38,6 +38,7 @@ describe('webhook records', () => {
     });
     expect(c.status).toBe(201);
     const id = c.body.data.id;
+    expect(c.headers.get('location')).toBe(`${s.url}${base}/${id}`);
     expect(c.body.data).toEqual({
       id: expect.any(Number),
       url: URL_OK,
@@ -123,6 +124,9 @@ describe('webhook records', () => {
       events: ['push'],
     });
     expect(orgHook.status).toBe(201);
+    expect(orgHook.headers.get('location')).toBe(
+      `${s.url}/api/v1/orgs/${org}/webhooks/${orgHook.body.data.id}`,
+    );
     for (const id of [c.body.data.id, orgHook.body.data.id, 'abc', '0', '99999999999']) {
       const r = await owner.client.get(`${base}/${id}`);
       expect(r.status).toBe(404);

@@ -110,8 +110,23 @@ describe('acceptance', () => {
     expect(p!.body).toEqual({
       event: 'push',
       delivery_id: p!.delivery,
-      repository: { id: repo.id, name: repo.name, org, url: `${s.url}/${org}/${repo.name}` },
-      sender: { id: owner.id, display_name: `${owner.username} Display` },
+      repository: {
+        id: repo.id,
+        name: repo.name,
+        org,
+        full_name: `${org}/${repo.name}`,
+        url: `${s.url}/${org}/${repo.name}`,
+        clone_url: `${s.url}/${org}/${repo.name}`,
+        vcs: 'git',
+        default_branch: 'main',
+        is_private: false,
+      },
+      sender: {
+        id: owner.id,
+        username: owner.username,
+        display_name: `${owner.username} Display`,
+        avatar_url: '',
+      },
       timestamp: expect.stringMatching(/Z$/),
       payload: expect.objectContaining({ ref: 'main', ref_type: 'branch', after: head, created: true }),
     });
@@ -184,6 +199,14 @@ describe('event types', () => {
       expect(Number(r.headers['webhook-timestamp'])).toBeGreaterThan(Date.now() / 1000 - 60);
       expect(r.body.event).toBe(r.event);
       expect(r.body.delivery_id).toBe(r.delivery);
+      // Push and tag too: who and where are in the envelope of every event.
+      expect(r.body.repository).toMatchObject({ id: repo.id, full_name: `${org}/${repo.name}`, vcs: 'git' });
+      expect(r.body.sender).toEqual({
+        id: owner.id,
+        username: owner.username,
+        display_name: `${owner.username} Display`,
+        avatar_url: '',
+      });
     }
     const by = (e: string) => got.find((r) => r.event === e)!.body.payload;
     expect(by('push')).toMatchObject({ ref: 'main', after: head, total_commits: 1 });
@@ -211,6 +234,12 @@ describe('event types', () => {
     expect(got.every((x) => x.svcValid === true && x.standardValid === true)).toBe(true);
     const list = await until(`/api/v1/orgs/${org}/webhooks`, r.body.data.id, (d) => d.length === 2);
     expect(list.every((d) => d.success)).toBe(true);
+
+    // A ping of an organization webhook names no repository.
+    const ping = await owner.client.post(`/api/v1/orgs/${org}/webhooks/${r.body.data.id}/ping`);
+    expect(ping.status).toBe(202);
+    const [p] = await rx.waitFor(1, (x) => x.event === 'ping');
+    expect(p!.body).toMatchObject({ event: 'ping', repository: null, sender: { id: owner.id } });
   });
 });
 
@@ -317,34 +346,47 @@ describe('disabling', () => {
     expect(got[1]!.attempt).toBe(1);
   });
 
-  test('when deliveries fail the configured number of times in a row, then the webhook disables itself with a webhook.disabled entry, stays quiet, and re-enabling resumes delivery', async () => {
+  test('when deliveries fail for good the configured number of times in a row, then the webhook disables itself with a webhook.disabled entry, stays quiet, and re-enabling resumes paused retries and new events', async () => {
     const repo = await gitRepo();
     const rx = await receiver();
+    const title = (r: any) => r.body.payload.issue.title as string;
     rx.answer = () => ({ status: 500 });
     const id = await hook(repo.hooks, { url: rx.url(), events: ['issue.opened'] });
     const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
-    await owner.client.post(issues, { title: 'one' }); // 3 failed attempts
-    await rx.waitFor(3);
-    await owner.client.post(issues, { title: 'two' }); // the 4th failure disables
+    // Three deliveries fail for good (three attempts each): nine failed attempts, three failed deliveries.
+    for (const t of ['one', 'two', 'three']) await owner.client.post(issues, { title: t });
+    await rx.waitFor(9);
+    await until(repo.hooks, id, (d) => d.filter((x) => x.attempt === 3).length === 3);
+    expect((await owner.client.get(`${repo.hooks}/${id}`)).body.data).toMatchObject({ is_active: true });
+
+    // "five" waits a minute before its retry; "four" fails for good: the fourth failed delivery.
+    rx.answer = (r) =>
+      title(r) === 'five' ? { status: 503, headers: { 'Retry-After': '60' } } : { status: 500 };
+    await owner.client.post(issues, { title: 'five' });
+    await rx.waitFor(1, (r) => title(r) === 'five');
+    await owner.client.post(issues, { title: 'four' });
+    await rx.waitFor(3, (r) => title(r) === 'four');
     const list = await until(repo.hooks, id, (d) => d.some((x) => x.event_type === 'webhook.disabled'));
+    expect(list[0]).toMatchObject({ event_type: 'webhook.disabled', attempt: 0, success: false });
     expect(list[0].error).toBe('4 consecutive failed deliveries (last: HTTP 500)');
     const h = await owner.client.get(`${repo.hooks}/${id}`);
     expect(h.body.data).toMatchObject({
       is_active: false,
       disabled_reason: '4 consecutive failed deliveries (last: HTTP 500)',
     });
-    expect(rx.requests).toHaveLength(4);
-    await owner.client.post(issues, { title: 'three' });
+    expect(rx.requests).toHaveLength(13);
+    await owner.client.post(issues, { title: 'six' });
     expect(await rx.quiet(1200)).toBe(0);
 
     rx.answer = () => ({});
-    expect((await owner.client.patch(`${repo.hooks}/${id}`, { is_active: true })).status).toBe(200);
-    // The paused retry of "two" resumes, and new events flow.
-    await owner.client.post(issues, { title: 'four' });
-    const title = (r: any) => r.body.payload.issue.title as string;
-    await rx.waitFor(1, (r) => title(r) === 'four');
-    await rx.waitFor(1, (r) => title(r) === 'two' && r.attempt === 2);
-    expect(rx.requests.some((r) => r.body.payload.issue.title === 'three')).toBe(false);
+    const on = await owner.client.patch(`${repo.hooks}/${id}`, { is_active: true });
+    expect(on.body.data).toMatchObject({ is_active: true, disabled_reason: null });
+    // The paused retry of "five" is due at once (not after its minute), and new events flow.
+    const [five] = await rx.waitFor(1, (r) => title(r) === 'five' && r.attempt === 2);
+    expect(five!.at - Date.now()).toBeLessThan(30_000);
+    await owner.client.post(issues, { title: 'seven' });
+    await rx.waitFor(1, (r) => title(r) === 'seven');
+    expect(rx.requests.some((r) => title(r) === 'six')).toBe(false);
   });
 });
 

@@ -64,9 +64,11 @@ export class Recorder {
   }
 
   /**
-   * A failed attempt, in one transaction: its history record; a failure counted against the
-   * webhook (disabled at the threshold, or by 410 Gone); and the job's next attempt or its end.
-   * Without an outcome only the record is written (an interrupted attempt; the job goes on).
+   * A failed attempt, in one transaction: its history record; the job's next attempt or its end;
+   * and, when an event's delivery has failed for good (no automatic attempt left), one failure
+   * counted against the webhook, which disables it at the threshold. 410 Gone disables it at once.
+   * Pings and redeliveries are the user's own tries: they do not count. Without an outcome only
+   * the record is written (an interrupted attempt; the job goes on).
    */
   async failure(record: AttemptRecord, outcome?: Outcome): Promise<void> {
     const { job } = record;
@@ -75,14 +77,16 @@ export class Recorder {
     await this.em().transactional(async (tx) => {
       await repo.insertAttempt(tx, record);
       if (outcome === undefined) return;
-      const failures = await repo.countFailure(tx, job.webhook_id);
+      const delay = this.retryDelay(job, outcome);
       let reason: string | undefined;
       if (outcome.status === 410) reason = 'the receiver answered 410 Gone';
-      else if (failures !== undefined && s.disableAfter > 0 && failures >= s.disableAfter) {
-        reason = `${failures} consecutive failed deliveries (last: ${outcome.error ?? 'failed'})`;
+      else if (delay === undefined && job.kind === 'event') {
+        const failures = await repo.countFailure(tx, job.webhook_id);
+        if (failures !== undefined && s.disableAfter > 0 && failures >= s.disableAfter) {
+          reason = `${failures} consecutive failed deliveries (last: ${outcome.error ?? 'failed'})`;
+        }
       }
       if (reason !== undefined) await repo.disable(tx, job.webhook_id, reason, randomUUID());
-      const delay = this.retryDelay(job, outcome);
       if (delay === undefined) await repo.finish(tx, job);
       else {
         await repo.retryLater(tx, job, delay);

@@ -144,7 +144,7 @@ export const deliveryRepository = {
     await tx.execute(INSERT_ATTEMPT, attemptParams(r));
   },
 
-  /** Counts a failure against an active webhook; returns the new consecutive count (undefined: inactive). */
+  /** Counts a failed delivery against an active webhook; returns the new consecutive count (undefined: inactive). */
   async countFailure(tx: EntityManager, webhookId: number): Promise<number | undefined> {
     const [r] = await tx.execute<{ n: number }[]>(
       `update webhooks set consecutive_failures = consecutive_failures + 1 where id = ? and is_active
