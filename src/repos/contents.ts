@@ -11,9 +11,9 @@ import {
   plausibleRev,
   ReadNotFound,
   type ContentLimits,
-  type ReaderPool,
   type RepoReader,
 } from '../vcs/reader.ts';
+import { type ReaderPool } from '../vcs/pool.ts';
 import type { ReposService } from './service.ts';
 
 const revQuery = z.object({ rev: z.string().min(1).max(256).default('tip') });

@@ -1,24 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import {
   blobContent,
-  cappedDiff,
   DEFAULT_LIMITS,
   isoUtc,
   Lru,
-  PersistentProcess,
   ReadNotFound,
-  Respawning,
   sortEntries,
   splitMessage,
   type BlobContent,
   type Changeset,
   type LogEntry,
   type LogPage,
-  type Parser,
   type RepoReader,
-  type SizedChange,
   type TreeEntry,
 } from './reader.ts';
+import { PersistentProcess, Respawning, type Parser } from './process.ts';
+import { cappedDiff, type SizedChange } from './diff.ts';
 
 export const FOSSIL_SHORT = 10;
 const ENV = { ...process.env, USER: 'triad', LANG: 'C.UTF-8' };

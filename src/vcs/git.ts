@@ -4,13 +4,10 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import {
   blobContent,
-  cappedDiff,
   DEFAULT_LIMITS,
   isoUtc,
   Lru,
-  PersistentProcess,
   ReadNotFound,
-  Respawning,
   sortEntries,
   splitMessage,
   type BlobContent,
@@ -19,12 +16,12 @@ import {
   type DiffResult,
   type LogEntry,
   type LogPage,
-  type Parser,
   type RepoReader,
-  type SizedChange,
   type TreeEntry,
   readPrefix,
 } from './reader.ts';
+import { PersistentProcess, Respawning, type Parser } from './process.ts';
+import { cappedDiff, type SizedChange } from './diff.ts';
 
 const exec = promisify(execFile);
 const ENV = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', LANG: 'C.UTF-8' };

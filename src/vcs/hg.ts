@@ -6,9 +6,7 @@ import {
   blobContent,
   DEFAULT_LIMITS,
   isoUtc,
-  PersistentProcess,
   ReadNotFound,
-  Respawning,
   sortEntries,
   splitMessage,
   type BlobContent,
@@ -17,10 +15,10 @@ import {
   type LogEntry,
   type LogPage,
   type NotFoundKind,
-  type Parser,
   type RepoReader,
   type TreeEntry,
 } from './reader.ts';
+import { PersistentProcess, Respawning, type Parser } from './process.ts';
 
 export const HG_BIN = '/usr/bin/hg';
 export const HG_SHORT = 12;

@@ -5,7 +5,8 @@ import { promisify } from 'node:util';
 import { FossilReader } from './fossil.ts';
 import { GitReader } from './git.ts';
 import { HgReader } from './hg.ts';
-import { ReaderPool, type RepoReader } from './reader.ts';
+import { ReaderPool } from './pool.ts';
+import type { RepoReader } from './reader.ts';
 
 const run = promisify(execFile);
 

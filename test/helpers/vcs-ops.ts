@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { initRepository, type VcsKind } from '../../src/vcs/index.ts';
 import { snapshot } from '../../src/vcs/pushes.ts';
-import { PersistentProcess, type Parser } from '../../src/vcs/reader.ts';
+import { PersistentProcess, type Parser } from '../../src/vcs/process.ts';
 import { ok, tempDir, vcsEnv, writeFile } from './vcs.ts';
 
 export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };

@@ -20,7 +20,7 @@ import {
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
-import { PersistentProcess, ProcessDied, type Parser } from '../reader.ts';
+import { PersistentProcess, ProcessDied, type Parser } from '../process.ts';
 import { VcsTimeout } from '../run.ts';
 
 const HG = '/usr/bin/hg';
