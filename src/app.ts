@@ -21,7 +21,8 @@ import { hostingHandler } from './repos/hosting.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
-import { readerPool } from './vcs/index.ts';
+import { openReader } from './vcs/index.ts';
+import { ReaderPool } from './vcs/pool.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -43,6 +44,8 @@ export type Services = {
   pipelines: PipelinesService;
   issues: IssuesService;
   changes: RepoChanges;
+  /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
+  readers: ReaderPool;
 };
 
 export type AppDeps = {
@@ -115,6 +118,7 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
+  const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
   const changes = new RepoChanges({
     em,
     log: deps.log,
@@ -138,7 +142,7 @@ export function createServices(deps: AppDeps): Services {
       };
     },
     // the next read after a push starts with fresh reader processes and caches
-    onChanged: (repo) => readerPool(repos).invalidate(repo.path),
+    onChanged: (repo) => readers.invalidate(repo.path),
     onPushEvents: (tx, repoId, events, senderId) =>
       pipelines.trigger(
         tx,
@@ -152,7 +156,7 @@ export function createServices(deps: AppDeps): Services {
         })),
       ),
   });
-  return { users, orgs, repos, agents, pipelines, issues, changes };
+  return { users, orgs, repos, agents, pipelines, issues, changes, readers };
 }
 
 export function directory(s: Services): Directory {
@@ -274,7 +278,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, readerPool(services.repos), config.limits);
+  contentRoutes(api, services.repos, services.readers, config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });

@@ -5,7 +5,6 @@ import { promisify } from 'node:util';
 import { FossilReader } from './fossil.ts';
 import { GitReader } from './git.ts';
 import { HgReader } from './hg.ts';
-import { ReaderPool } from './pool.ts';
 import type { RepoReader } from './reader.ts';
 
 const run = promisify(execFile);
@@ -69,7 +68,7 @@ export async function removeRepository(dest: string): Promise<void> {
   await fs.rm(dest, { recursive: true, force: true });
 }
 
-/** A read driver for one repository (see reader.ts); persistent processes are pooled by ReaderPool. */
+/** A read driver for one repository (see reader.ts); the server pools them in a `ReaderPool`. */
 export function openReader(vcs: VcsKind, dir: string): RepoReader {
   switch (vcs) {
     case 'git':
@@ -79,25 +78,4 @@ export function openReader(vcs: VcsKind, dir: string): RepoReader {
     case 'fossil':
       return new FossilReader(dir);
   }
-}
-
-const pools = new WeakMap<object, ReaderPool>();
-
-/**
- * The reader pool of one server instance, keyed by an object of that instance (its ReposService).
- * The push handler calls `readerPool(repos).invalidate(repos.path(repo))` after a push.
- */
-export function readerPool(owner: object): ReaderPool {
-  let pool = pools.get(owner);
-  if (pool === undefined) {
-    pool = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
-    pools.set(owner, pool);
-  }
-  return pool;
-}
-
-/** Ends every pooled reader process of a server instance (at shutdown). */
-export function closeReaderPool(owner: object): void {
-  pools.get(owner)?.close();
-  pools.delete(owner);
 }
