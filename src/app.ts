@@ -21,7 +21,7 @@ import { hostingHandler } from './repos/hosting.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
-import { openReader } from './vcs/index.ts';
+import { driverFor, openReader, type VcsKind } from './vcs/index.ts';
 import { ReaderPool } from './vcs/pool.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
@@ -30,8 +30,6 @@ import { pipelineRoutes } from './pipelines/routes.ts';
 import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
-import { fileAt } from './vcs/pushes.ts';
-import type { VcsKind } from './vcs/index.ts';
 import path from 'node:path';
 
 export const VERSION = '0.1.0';
@@ -109,7 +107,7 @@ export function createServices(deps: AppDeps): Services {
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);
-      return fileAt(repo.vcs as VcsKind, repos.path(repo), rev, file);
+      return driverFor(repo.vcs as VcsKind).fileAt(repos.path(repo), rev, file);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);

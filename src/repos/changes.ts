@@ -4,9 +4,9 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { emitEvents } from '../events/outbox.ts';
-import type { VcsKind } from '../vcs/index.ts';
-import { pushEvents, snapshot, type PushContext, type PushEvent, type Snapshot } from '../vcs/pushes.ts';
-import { recoverRepository } from '../vcs/recovery.ts';
+import type { Snapshot } from '../vcs/driver.ts';
+import { driverFor, type VcsKind } from '../vcs/index.ts';
+import { MAX_COMMITS, pushEvents, type PushContext, type PushEvent } from '../vcs/pushes.ts';
 
 const PUSH_LOCK = 0x70757368; // "push"
 /** Pushes (to different repositories) holding a database connection at once, per process. */
@@ -152,12 +152,14 @@ export class RepoChanges {
     let seen: Marker[] = [];
     let outcome: { value: T } | { error: unknown } | undefined;
     let changed = false;
+    const driver = driverFor(repo.vcs);
     const ctx: PushContext = {
       vcs: repo.vcs,
-      dir: repo.path,
-      defaultBranch: repo.defaultBranch,
       commitUrl: (id) => `${this.deps.baseUrl()}/api/v1/repos/${repo.org}/${repo.name}/changeset/${id}`,
     };
+    const moveOpts = { defaultBranch: repo.defaultBranch, maxCommits: MAX_COMMITS };
+    const events = async (from: Snapshot, to: Snapshot) =>
+      pushEvents(ctx, await driver.moves(repo.path, from, to, moveOpts));
     let locked = false;
     try {
       await this.deps
@@ -183,13 +185,13 @@ export class RepoChanges {
             await tx.execute('set local lock_timeout = 0');
           }
           locked = true;
-          const repaired = await recoverRepository(repo.vcs, repo.path);
+          const repaired = await driver.recover(repo.path);
           if (repaired.length > 0)
             log.warn({ repo: repo.id, repaired }, 'repaired leftovers of an interrupted write');
-          const before = await snapshot(repo.vcs, repo.path);
+          const before = await driver.snapshot(repo.path);
           seen = await this.markers(repo.id);
           const recorded = (await loadState(tx, repo.id)) ?? seen[0]?.base ?? before;
-          const missed = await pushEvents(ctx, recorded, before);
+          const missed = await events(recorded, before);
           if (missed.length > 0)
             log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
           await this.record(tx, repo.id, missed, null);
@@ -202,8 +204,8 @@ export class RepoChanges {
             } catch (error) {
               outcome = { error };
             }
-            final = await snapshot(repo.vcs, repo.path);
-            await this.record(tx, repo.id, await pushEvents(ctx, before, final), senderId);
+            final = await driver.snapshot(repo.path);
+            await this.record(tx, repo.id, await events(before, final), senderId);
           }
           await saveState(tx, repo.id, final);
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));

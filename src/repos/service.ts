@@ -3,14 +3,7 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { Access, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import {
-  DEFAULT_BRANCH,
-  VCS_KINDS,
-  initRepository,
-  removeRepository,
-  repoPath,
-  type VcsKind,
-} from '../vcs/index.ts';
+import { driverFor, removeRepository, repoPath, VCS_KINDS, type VcsKind } from '../vcs/index.ts';
 import { Repo } from './entities.ts';
 
 export const repoNameSchema = z
@@ -129,12 +122,12 @@ export class ReposService {
           description: body.description ?? '',
           isPrivate: body.is_private ?? false,
           vcs,
-          defaultBranch: DEFAULT_BRANCH[vcs],
+          defaultBranch: driverFor(vcs).constants.defaultBranch,
         });
         await tx.flush();
         created = this.path(repo);
         await removeRepository(created);
-        await initRepository(vcs, created);
+        await driverFor(vcs).init(created);
         return repo;
       });
     } catch (e) {

@@ -1,4 +1,4 @@
-import type { VcsKind } from './index.ts';
+import type { VcsKind } from './constants.ts';
 import type { RepoReader } from './reader.ts';
 
 export type ReaderFactory = (vcs: VcsKind, repoPath: string) => RepoReader;
