@@ -141,17 +141,15 @@ export function createServices(deps: AppDeps): Services {
     },
     // the next read after a push starts with fresh reader processes and caches
     onChanged: (repo) => readers.invalidate(repo.path),
-    onPushEvents: (tx, repoId, events, senderId) =>
+    onRefMoves: (tx, repoId, moves, senderId) =>
       pipelines.trigger(
         tx,
         repoId,
-        events.map((e) => ({
-          commit: e.commit,
-          event: e.type,
-          branch: e.branch,
-          tag: e.type === 'tag' ? String(e.payload.ref) : '',
-          senderId,
-        })),
+        moves.map((m) =>
+          m.type === 'tag'
+            ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
+            : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
+        ),
       ),
   });
   return { users, orgs, repos, agents, pipelines, issues, changes, readers };

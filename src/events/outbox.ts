@@ -1,16 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-
-export type DomainEvent = {
-  type: string;
-  repoId: number | null;
-  senderId: number | null;
-  payload: Record<string, unknown>;
-};
+import type { DomainEvent } from './catalog.ts';
 
 /**
  * Transactional outbox: call with the transaction's entity manager, so the event row commits
- * (or rolls back) together with the change that caused it. Dispatchers consume the rows with
- * `FOR UPDATE SKIP LOCKED`.
+ * (or rolls back) together with the change that caused it. Only events of the catalog
+ * (catalog.ts) are accepted. Dispatchers consume the rows with `FOR UPDATE SKIP LOCKED`.
  */
 export async function emitEvents(tx: EntityManager, events: readonly DomainEvent[]): Promise<void> {
   for (const e of events) {

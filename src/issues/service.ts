@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { Access, AuthUser, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, pageQuery, type Page } from '../http/pagination.ts';
-import { emitEvents, type DomainEvent } from '../events/outbox.ts';
+import type { IssueEventType, IssuePayload } from '../events/catalog.ts';
+import { emitEvents } from '../events/outbox.ts';
 import { isUniqueViolation, userRefJson } from '../users/service.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -715,22 +716,23 @@ export class IssuesService {
     tx: EntityManager,
     t: Target,
     sender: AuthUser,
-    type: 'issue.opened' | 'issue.closed' | 'issue.reopened' | 'issue.commented',
-    payload: { action: string; issue: IssueJson; comment?: CommentJson },
+    type: IssueEventType,
+    payload: { action: IssuePayload['action']; issue: IssueJson; comment?: CommentJson },
   ): Promise<void> {
     const senders = await this.usersById(tx, [sender.id]);
     const s = senders.get(sender.id);
-    const event: DomainEvent = {
-      type,
-      repoId: t.repo.id,
-      senderId: sender.id,
-      payload: {
-        ...payload,
-        sender: s === undefined ? { id: sender.id, username: sender.username } : userRef(s),
-        repository: { id: t.repo.id, name: t.repo.name, org: t.org.name },
+    await emitEvents(tx, [
+      {
+        type,
+        repoId: t.repo.id,
+        senderId: sender.id,
+        payload: {
+          ...payload,
+          sender: s === undefined ? { id: sender.id, username: sender.username } : userRef(s),
+          repository: { id: t.repo.id, name: t.repo.name, org: t.org.name },
+        },
       },
-    };
-    await emitEvents(tx, [event]);
+    ]);
   }
 }
 

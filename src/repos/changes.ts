@@ -4,9 +4,9 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { emitEvents } from '../events/outbox.ts';
-import type { Snapshot } from '../vcs/driver.ts';
+import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
+import type { RefMove, Snapshot } from '../vcs/driver.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
-import { MAX_COMMITS, pushEvents, type PushContext, type PushEvent } from '../vcs/pushes.ts';
 
 const PUSH_LOCK = 0x70757368; // "push"
 /** Pushes (to different repositories) holding a database connection at once, per process. */
@@ -28,11 +28,11 @@ type Deps = {
   /** Where in-flight push markers live (on the repository volume, shared by replicas). */
   markerDir: string;
   repoById: (id: number) => Promise<ChangedRepo | undefined>;
-  /** Called inside the push transaction with the push's events (CI triggers). */
-  onPushEvents?: (
+  /** Called inside the change's transaction (in a savepoint) with the refs that moved (CI triggers). */
+  onRefMoves?: (
     tx: EntityManager,
     repoId: number,
-    events: PushEvent[],
+    moves: RefMove[],
     senderId: number | null,
   ) => Promise<unknown>;
   /** Called after a repository's refs changed (cache invalidation). */
@@ -153,13 +153,12 @@ export class RepoChanges {
     let outcome: { value: T } | { error: unknown } | undefined;
     let changed = false;
     const driver = driverFor(repo.vcs);
-    const ctx: PushContext = {
-      vcs: repo.vcs,
+    const links: CommitLinks = {
+      shortId: driver.constants.shortId,
       commitUrl: (id) => `${this.deps.baseUrl()}/api/v1/repos/${repo.org}/${repo.name}/changeset/${id}`,
     };
-    const moveOpts = { defaultBranch: repo.defaultBranch, maxCommits: MAX_COMMITS };
-    const events = async (from: Snapshot, to: Snapshot) =>
-      pushEvents(ctx, await driver.moves(repo.path, from, to, moveOpts));
+    const moveOpts = { defaultBranch: repo.defaultBranch, maxCommits: MAX_PUSH_COMMITS };
+    const moves = (from: Snapshot, to: Snapshot) => driver.moves(repo.path, from, to, moveOpts);
     let locked = false;
     try {
       await this.deps
@@ -191,10 +190,10 @@ export class RepoChanges {
           const before = await driver.snapshot(repo.path);
           seen = await this.markers(repo.id);
           const recorded = (await loadState(tx, repo.id)) ?? seen[0]?.base ?? before;
-          const missed = await events(recorded, before);
+          const missed = await moves(recorded, before);
           if (missed.length > 0)
             log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
-          await this.record(tx, repo.id, missed, null);
+          await this.record(tx, repo.id, links, missed, null);
           let final = before;
           if (mutate !== undefined) {
             await fs.mkdir(this.deps.markerDir, { recursive: true });
@@ -205,7 +204,7 @@ export class RepoChanges {
               outcome = { error };
             }
             final = await driver.snapshot(repo.path);
-            await this.record(tx, repo.id, await events(before, final), senderId);
+            await this.record(tx, repo.id, links, await moves(before, final), senderId);
           }
           await saveState(tx, repo.id, final);
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
@@ -241,17 +240,23 @@ export class RepoChanges {
     return out.sort((a, b) => a.at - b.at);
   }
 
-  /** Outbox rows and CI triggers for events; a CI trigger failure keeps the events. */
-  private async record(tx: EntityManager, repoId: number, events: PushEvent[], senderId: number | null) {
-    if (events.length === 0) return;
+  /** Outbox rows and CI triggers for ref moves; a CI trigger failure keeps the events. */
+  private async record(
+    tx: EntityManager,
+    repoId: number,
+    links: CommitLinks,
+    moves: RefMove[],
+    senderId: number | null,
+  ) {
+    if (moves.length === 0) return;
     await emitEvents(
       tx,
-      events.map((e) => ({ type: e.type, repoId, senderId, payload: e.payload })),
+      moves.map((m) => refEvent(m, links, repoId, senderId)),
     );
-    const trigger = this.deps.onPushEvents;
+    const trigger = this.deps.onRefMoves;
     if (trigger === undefined) return;
     try {
-      await tx.transactional((sp) => trigger(sp, repoId, events, senderId));
+      await tx.transactional((sp) => trigger(sp, repoId, moves, senderId));
     } catch (err) {
       this.deps.log.error({ err, repo: repoId }, 'CI triggers failed; push events kept');
     }
