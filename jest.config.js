@@ -10,6 +10,8 @@ export default {
   // Tests that need the Go-built tools (a Kubernetes control plane, MinIO): jest.k8s.config.js.
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/k8s/', '<rootDir>/test/tools/'],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  // Checks every response from a Triad server against its OpenAPI document (fails the test).
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/validate-responses.ts'],
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   testTimeout: 60000,
   maxWorkers: 2,

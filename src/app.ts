@@ -5,7 +5,8 @@ import { trace, SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Orm } from './db/database.ts';
-import { Api, reply } from './http/api.ts';
+import { z } from 'zod';
+import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
@@ -219,15 +220,20 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/healthz',
     tag: 'ops',
     auth: 'public',
+    operationId: 'healthz',
     summary: 'Process is up',
-    handler: () => Promise.resolve(reply.bare({ status: 'ok' })),
+    returns: respond.bare(z.object({ status: z.literal('ok') }), 'the process is up'),
+    handler: () => Promise.resolve(reply.bare({ status: 'ok' as const })),
   });
   api.route({
     method: 'get',
     path: '/readyz',
     tag: 'ops',
     auth: 'public',
+    operationId: 'readyz',
     summary: 'Database reachable with a free pool connection (503 otherwise)',
+    returns: respond.bare(z.object({ status: z.literal('ready') }), 'the database answers'),
+    errors: { 503: 'the database is unreachable or no pool connection is free (`service_unavailable`)' },
     handler: async () => {
       // A pool with no free connection is as unready as an unreachable database: give up quickly.
       let timer: NodeJS.Timeout | undefined;
@@ -239,7 +245,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
       try {
         const r = await Promise.race([probe, gaveUp]);
         if (r === 'busy') throw new ApiError(503, 'service_unavailable', 'no free database connection');
-        return reply.bare({ status: 'ready' });
+        return reply.bare({ status: 'ready' as const });
       } catch (e) {
         probe.catch(() => undefined);
         if (e instanceof ApiError) throw e;
@@ -254,7 +260,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/metrics',
     tag: 'ops',
     auth: 'public',
+    operationId: 'metrics',
     summary: 'Prometheus metrics (text exposition format)',
+    returns: respond.text(metrics.registry.contentType, 'the metrics'),
     handler: async ({ res }) => {
       const text = await metrics.registry.metrics();
       res.setHeader('Content-Type', metrics.registry.contentType);
@@ -267,7 +275,12 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     path: '/api/v1/openapi.json',
     tag: 'ops',
     auth: 'public',
+    operationId: 'openapi',
     summary: 'This OpenAPI document',
+    returns: respond.bare(
+      z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
+      'an OpenAPI 3.0 document',
+    ),
     handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
   });
 

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
+import { trackConnections } from './http/connections.ts';
 import { createApp, createServices, type Services } from './app.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
@@ -88,6 +89,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   server.requestTimeout = Math.max(300_000, config.transport.timeoutMs + 60_000);
   // Connections beyond the cap are closed as soon as they are accepted (counted as drops).
   server.maxConnections = config.maxConnections;
+  const connections = trackConnections(server);
   const dropped = deps.metrics.counter(
     'triad_http_connections_dropped_total',
     'Connections closed on arrival because TRIAD_MAX_CONNECTIONS were open',
@@ -148,7 +150,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await services.pipelines.stop();
       log.debug('shutdown: long polls ended');
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      connections.closeIdle();
       const hard = setTimeout(() => {
         log.warn('shutdown: drain deadline reached, closing the remaining connections');
         server.closeAllConnections();

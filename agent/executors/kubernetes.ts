@@ -191,10 +191,21 @@ export class KubernetesExecutor implements Executor {
     const opts = await this.podOptions();
     const body = stepPod(job, step, opts, randomBytes(3).toString('hex'), run.env);
     const name = body.metadata?.name ?? '';
+    const creating = this.core.createNamespacedPod({ namespace: this.namespace, body });
     try {
-      await abortable(this.core.createNamespacedPod({ namespace: this.namespace, body }), signal);
+      await abortable(creating, signal);
     } catch (err) {
-      if (err instanceof Cancelled) return { exitCode: EXIT_CANCELLED, reason: 'cancelled' };
+      if (err instanceof Cancelled) {
+        // The request may still create the pod after the cancellation: delete it once it exists.
+        await withTimeout(
+          creating.then(
+            () => this.deletePod(name, 0),
+            () => undefined,
+          ),
+          3000,
+        ).catch(() => undefined);
+        return { exitCode: EXIT_CANCELLED, reason: 'cancelled' };
+      }
       throw new Error(`creating pod ${name} failed: ${describe(err)}`, { cause: err });
     }
     try {

@@ -1,8 +1,9 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { parseWith, readRawBody, reply, type Api } from '../http/api.ts';
+import { parseWith, readRawBody, reply, respond, type Api } from '../http/api.ts';
 import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import { queryInt } from '../http/pagination.ts';
 import {
   LOG_APPEND_LIMIT,
   heartbeatBody,
@@ -11,10 +12,19 @@ import {
   type AgentCaller,
   type PipelinesService,
 } from '../pipelines/service.ts';
+import {
+  heartbeatSchema,
+  jobSchema,
+  logAckSchema,
+  pipelineSchema,
+  queueSchema,
+  stepReportSchema,
+} from '../pipelines/schemas.ts';
 import { createAgentBody, type AgentsService } from './service.ts';
+import { newAgentSchema } from './schemas.ts';
 
-const pollQuery = z.object({ wait: z.coerce.number().int().min(0).max(30).optional() });
-const logQuery = z.object({ offset: z.coerce.number().int().min(0).optional() });
+const pollQuery = z.object({ wait: queryInt(z.int().min(0).max(30)).optional() });
+const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
 const id = (raw: string | undefined): number =>
   raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
 
@@ -42,9 +52,10 @@ export function agentRoutes(
     path: '/api/v1/admin/agents',
     tag: 'admin',
     auth: 'admin',
+    operationId: 'createAgent',
     summary: 'Register a CI agent; the token is shown once (site admin)',
     body: createAgentBody,
-    status: 201,
+    returns: respond.created(newAgentSchema, 'the new agent with its token'),
     handler: async ({ access, body }) => {
       access.admin();
       return reply.created(await agents.create(body.name));
@@ -57,7 +68,11 @@ export function agentRoutes(
     auth: 'agent',
     summary:
       'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
+    operationId: 'pollJob',
     query: pollQuery,
+    returns: respond.bare(jobSchema, 'the claimed pipeline as a job', {
+      noContent: 'no pending pipeline (within `wait` seconds)',
+    }),
     handler: async ({ access, query, req, res }) => {
       const agent = caller(access, req);
       await agents.seen(agent.agentId, agent.instance, agent.nonce);
@@ -76,8 +91,11 @@ export function agentRoutes(
     path: '/api/v1/ci/heartbeat',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'heartbeat',
     summary:
       'Record that the agent process is alive and which pipelines it runs (`{running: [ids]}`); answers `cancelled_pipelines`, the ids it must stop',
+    returns: respond.bare(heartbeatSchema, 'pipelines of this agent process to stop'),
+    errors: { 400: 'a body that is not `{running: [ids]}` JSON, or a malformed `X-Svc-Agent-Nonce`' },
     // The body is optional (older agents send none), so it is read here rather than required.
     handler: async ({ access, req }) => {
       const agent = caller(access, req);
@@ -98,8 +116,11 @@ export function agentRoutes(
     path: '/api/v1/ci/steps/:id/status',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'reportStepStatus',
     summary: 'Report a step status; the answer carries `pipeline_status` (cancelled means stop)',
     body: stepStatusBody,
+    returns: respond.bare(stepReportSchema, 'the step as stored and the status of its pipeline'),
+    errors: { 404: 'no step of a pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
       return reply.bare(await pipelines.agentSide.stepStatus(agent.agentId, id(params.id), body));
@@ -110,8 +131,11 @@ export function agentRoutes(
     path: '/api/v1/ci/pipelines/:id/status',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'reportPipelineStatus',
     summary: 'Report a pipeline status (sets finished_at and error_message)',
     body: pipelineStatusBody,
+    returns: respond.data(pipelineSchema, 'the pipeline with its steps'),
+    errors: { 404: 'no pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
       return reply.ok(await pipelines.agentSide.pipelineStatus(agent.agentId, id(params.id), body));
@@ -122,8 +146,15 @@ export function agentRoutes(
     path: '/api/v1/ci/steps/:id/log',
     tag: 'ci',
     auth: 'agent',
+    operationId: 'appendStepLog',
     summary: 'Append raw text to a step log (<= 1 MiB per request; `offset` makes retries idempotent)',
     query: logQuery,
+    returns: respond.data(logAckSchema, 'the stored log size and how much of this chunk was new'),
+    errors: {
+      404: 'no step of a pipeline claimed by this agent has this id',
+      409: '`offset` is past the stored size, which `X-Svc-Log-Size` gives',
+      413: 'the chunk is larger than 1 MiB',
+    },
     body: z.string(),
     rawBody: true,
     handler: async ({ access, params, query, req }) => {
@@ -136,8 +167,11 @@ export function agentRoutes(
     method: 'get',
     path: '/api/v1/ci/queue',
     tag: 'ci',
-    auth: 'agent',
+    auth: 'agent-or-admin',
+    operationId: 'getQueue',
     summary: 'Queue depth for autoscalers: `{pending, running, agents}` (agent token or site admin)',
+    returns: respond.bare(queueSchema, 'pending and running pipelines and live agent instances'),
+    errors: { 403: 'a user token of someone who is not a site administrator' },
     handler: async ({ access }) => {
       if (access.principal.kind !== 'agent') {
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');

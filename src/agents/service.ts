@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { hashToken } from '../http/auth.ts';
+import { nonBlank } from '../http/input.ts';
 import { newTokenValue } from '../users/service.ts';
 
-export const createAgentBody = z.object({ name: z.string().trim().min(1).max(255) });
+export const createAgentBody = z.object({ name: z.string().trim().min(1).max(255).meta(nonBlank) });
 
 export type AgentRow = { id: number; name: string };
 

@@ -5,3 +5,23 @@
 export function textArray(values: readonly string[]): string {
   return `{${values.map((v) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}}`;
 }
+
+const PG_TIMESTAMP =
+  /^(\d{4,})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(\.\d+)?(?:([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?|Z)?( BC)?$/;
+
+/**
+ * A `timestamptz` as read through MikroORM (PostgreSQL's text form, e.g.
+ * `0020-02-29 00:00:00+00`) or a Date, as an ISO 8601 UTC string. JavaScript's own date parser
+ * does not read that text form for years before 100 or with second offsets, so it is parsed here.
+ */
+export function isoTime(v: Date | string): string {
+  if (v instanceof Date) return v.toISOString();
+  const m = PG_TIMESTAMP.exec(v);
+  if (m === null) return new Date(v).toISOString();
+  const [, y, mo, d, h, mi, s, frac, sign, oh, om, os, bc] = m;
+  const t = new Date(0);
+  t.setUTCFullYear(bc === undefined ? Number(y) : 1 - Number(y), Number(mo) - 1, Number(d));
+  t.setUTCHours(Number(h), Number(mi), Number(s), Math.floor(Number(frac ?? 0) * 1000));
+  const offset = (Number(oh ?? 0) * 3600 + Number(om ?? 0) * 60 + Number(os ?? 0)) * 1000;
+  return new Date(t.getTime() - (sign === '-' ? -offset : offset)).toISOString();
+}

@@ -1,29 +1,35 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
-import { setPageHeaders, type Page } from './pagination.ts';
+import { setPageHeaders, type Page, type PageInfo } from './pagination.ts';
 import type { Access } from './auth.ts';
+import { respond, type ErrorStatus, type Success } from './responses.ts';
 
+export { respond };
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** Who may call a route, as documented in the OpenAPI document. Enforcement is `ctx.access`. */
-export type AuthKind = 'public' | 'token' | 'admin' | 'agent';
+export type AuthKind = 'public' | 'token' | 'admin' | 'agent' | 'agent-or-admin';
 
-/** What a handler returns; `send` turns it into the response. */
-export type Reply =
-  | { kind: 'json'; status: number; body: unknown }
-  | { kind: 'list'; page: Page<unknown> }
-  | { kind: 'empty'; status: number }
+/**
+ * What a handler returns; `send` turns it into the response. `T` is the type of the route's
+ * declared response schema, so a handler cannot return something its document does not describe.
+ */
+export type Reply<T> =
+  | { kind: 'data'; status: 200 | 201; data: T }
+  | { kind: 'list'; page: Page<T> }
+  | { kind: 'bare'; status: 200 | 201; body: T }
+  | { kind: 'empty' }
   | { kind: 'handled' };
 
 export const reply = {
-  ok: (data: unknown): Reply => ({ kind: 'json', status: 200, body: { data } }),
-  created: (data: unknown): Reply => ({ kind: 'json', status: 201, body: { data } }),
-  bare: (body: unknown, status = 200): Reply => ({ kind: 'json', status, body }),
-  list: (page: Page<unknown>): Reply => ({ kind: 'list', page }),
-  noContent: (): Reply => ({ kind: 'empty', status: 204 }),
+  ok: <T>(data: T): Reply<T> => ({ kind: 'data', status: 200, data }),
+  created: <T>(data: T): Reply<T> => ({ kind: 'data', status: 201, data }),
+  bare: <T>(body: T, status: 200 | 201 = 200): Reply<T> => ({ kind: 'bare', status, body }),
+  list: <T>(page: Page<T>): Reply<T> => ({ kind: 'list', page }),
+  noContent: (): Reply<never> => ({ kind: 'empty' }),
   /** The handler wrote the response itself (streams, plain text). */
-  handled: (): Reply => ({ kind: 'handled' }),
+  handled: (): Reply<never> => ({ kind: 'handled' }),
 };
 
 export type Ctx<B, Q> = {
@@ -35,9 +41,11 @@ export type Ctx<B, Q> = {
   access: Access;
 };
 
-export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | undefined> = {
+export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | undefined, T> = {
   method: Method;
   path: string;
+  /** Stable operation name for generated clients (camelCase). */
+  operationId: string;
   summary: string;
   tag: string;
   auth: AuthKind;
@@ -45,19 +53,34 @@ export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | un
   query?: QS;
   /** Body is read by the handler itself (raw text, streams) instead of the JSON parser. */
   rawBody?: boolean;
-  /** Documented success status (200 by default). */
-  status?: number;
-  /** Documented success response description. */
-  returns?: string;
+  /** The success response (envelope, status, schema, headers): see `respond`. */
+  returns: Success<T>;
+  /**
+   * Documented schemas of path parameters (the document's only: handlers judge the values).
+   * Parameters named `number` and `id` are integers; a value that is not digits does not match
+   * the route at all.
+   */
+  params?: Record<string, z.ZodType>;
+  /**
+   * OpenAPI links from the success response to operations it enables, by operationId, with
+   * runtime expressions for their parameters (`$response.body#/data/name`, `$request.path.org`).
+   */
+  links?: Record<string, Record<string, string>>;
+  /**
+   * Route-specific error responses with what they mean here. Errors every route of its kind can
+   * answer (401 for a bad token, 400 for a bad body or query, 404 for a path naming nothing, ...)
+   * are added by the document builder.
+   */
+  errors?: Partial<Record<ErrorStatus, string>>;
   handler: (
     ctx: Ctx<
       BS extends z.ZodType ? z.output<BS> : undefined,
       QS extends z.ZodType ? z.output<QS> : undefined
     >,
-  ) => Promise<Reply>;
+  ) => Promise<Reply<NoInfer<T>>>;
 };
 
-type AnyRoute = RouteDef<z.ZodType | undefined, z.ZodType | undefined>;
+export type AnyRoute = RouteDef<z.ZodType | undefined, z.ZodType | undefined, unknown>;
 
 export function zodMessage(error: z.ZodError, where: string): string {
   return error.issues
@@ -76,71 +99,153 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where:
 
 /**
  * The route table: every route is declared once here with its schemas, so express mounting
- * and the OpenAPI document come from the same definitions.
+ * and the OpenAPI document come from the same definitions. A known path called with a method it
+ * does not have answers 405 with `Allow` (OPTIONS: 204 with `Allow`).
  */
 export class Api {
   readonly routes: AnyRoute[] = [];
   readonly router: Router = express.Router();
+  private readonly methods: Router = express.Router();
+  private readonly others: Router = express.Router();
   private readonly json: express.RequestHandler;
   private readonly baseUrl: () => string;
 
   constructor(opts: { bodyLimit: string; baseUrl: () => string }) {
     this.json = express.json({ limit: opts.bodyLimit, strict: false, type: () => true });
     this.baseUrl = opts.baseUrl;
+    this.router.use(this.methods, this.others);
   }
 
-  route<BS extends z.ZodType | undefined = undefined, QS extends z.ZodType | undefined = undefined>(
-    def: RouteDef<BS, QS>,
-  ): void {
-    this.routes.push(def as unknown as AnyRoute);
+  route<
+    BS extends z.ZodType | undefined = undefined,
+    QS extends z.ZodType | undefined = undefined,
+    T = never,
+  >(def: RouteDef<BS, QS, T>): void {
+    const route = def as unknown as AnyRoute;
+    if (!this.routes.some((r) => r.path === def.path)) {
+      // Explicit OPTIONS first (express would answer it itself), other methods after all routes.
+      this.methods.options(def.path, (req, res) => this.otherMethod(def.path, req, res));
+      this.others.all(def.path, (req, res) => this.otherMethod(def.path, req, res));
+    }
+    this.routes.push(route);
     const jsonBody = def.body !== undefined && def.rawBody !== true;
     // Who may call comes first: an anonymous caller gets 401 (and a non-admin 403) before any
     // body is read or validated, so a bad body never hides a missing credential.
-    const handlers: express.RequestHandler[] = [(req, res, next) => gate(def.auth, req, res, next)];
+    const handlers: express.RequestHandler[] = [
+      (req, _res, next) => (numeric(req) ? next() : next('route')),
+      (req, res, next) => gate(def.auth, req, res, next),
+    ];
     if (jsonBody) handlers.push(this.json);
     handlers.push(async (req, res) => {
       const rawBody: unknown = req.body;
       if (jsonBody && (req.headers['content-length'] === '0' || rawBody === undefined)) {
         throw ApiError.badRequest('a JSON request body is required');
       }
-      // PostgreSQL text cannot hold NUL: reject it up front (400) instead of failing the write (500).
-      if (jsonBody) rejectNul(rawBody, 'body');
-      if (def.query !== undefined) rejectNul(req.query, 'query');
       const body: unknown = def.body && jsonBody ? parseWith(def.body, rawBody, 'body') : undefined;
       const query: unknown = def.query ? parseWith(def.query, req.query, 'query') : undefined;
+      // PostgreSQL text cannot hold NUL: reject it (400) instead of failing the write (500). What
+      // is checked is what the schemas kept, so an ignored unknown field cannot fail a request.
+      if (jsonBody) rejectNul(body, 'body');
+      if (def.query !== undefined) rejectNul(query, 'query');
       const ctx = {
         req,
         res,
         body,
         query,
-        params: req.params as Record<string, string>,
+        params: remainders(req.params),
         access: res.locals.access as Access,
       };
-      const out = await def.handler(ctx as Parameters<RouteDef<BS, QS>['handler']>[0]);
-      this.send(req, res, out);
+      const out: Reply<unknown> = await def.handler(ctx as Parameters<RouteDef<BS, QS, T>['handler']>[0]);
+      this.send(route, req, res, ctx.params, out);
     });
-    this.router[def.method](def.path, ...handlers);
+    this.methods[def.method](def.path, ...handlers);
   }
 
-  private send(req: Request, res: Response, out: Reply): void {
+  /** The methods declared on a path, as `Allow` lists them. */
+  allowed(path: string): string[] {
+    const ms = new Set(this.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase()));
+    if (ms.has('GET')) ms.add('HEAD');
+    ms.add('OPTIONS');
+    return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => ms.has(m));
+  }
+
+  private otherMethod(path: string, req: Request, res: Response): void {
+    const methods = this.allowed(path);
+    const allow = methods.join(', ');
+    if (req.method === 'OPTIONS') {
+      res.setHeader('Allow', allow);
+      res.status(204).end();
+      return;
+    }
+    // A declared method lands here when a numeric parameter was not a number: it names nothing.
+    if (methods.includes(req.method)) throw ApiError.notFound();
+    res.setHeader('Allow', allow);
+    throw new ApiError(405, 'method_not_allowed', `${req.method} is not allowed here; allowed: ${allow}`);
+  }
+
+  /** Writes the reply, after checking it is the response the route declares (else a 500). */
+  private send(
+    r: AnyRoute,
+    req: Request,
+    res: Response,
+    params: Record<string, string>,
+    out: Reply<unknown>,
+  ) {
+    const ok = r.returns;
+    const undeclared = (what: string) =>
+      new Error(`${r.method.toUpperCase()} ${r.path} answered ${what}, which it does not declare`);
+    const location = (body: unknown) => {
+      if (ok.location !== undefined)
+        res.setHeader('Location', `${this.baseUrl()}${ok.location(body, params)}`);
+    };
+    const paged = (info: PageInfo) => setPageHeaders(req, res, this.baseUrl(), info);
     switch (out.kind) {
-      case 'json':
-        res.status(out.status).json(out.body);
+      case 'data':
+        if (ok.kind !== 'data' || ok.status !== out.status) throw undeclared(`data ${out.status}`);
+        location(out.data);
+        res.status(out.status).json({ data: out.data });
         return;
       case 'list':
-        setPageHeaders(req, res, this.baseUrl(), out.page);
+        if (ok.kind !== 'list') throw undeclared('a list');
+        paged(out.page);
         res.status(200).json({
           data: out.page.items,
           pagination: { page: out.page.page, per_page: out.page.perPage, total: out.page.total },
         });
         return;
+      case 'bare':
+        if (ok.kind !== 'bare' || ok.status !== out.status) throw undeclared(`a bare ${out.status}`);
+        if (ok.paged !== undefined) paged(ok.paged(out.body));
+        location(out.body);
+        res.status(out.status).json(out.body);
+        return;
       case 'empty':
-        res.status(out.status).end();
+        if (ok.kind !== 'empty' && ok.noContent === undefined) throw undeclared('204');
+        res.status(204).end();
         return;
       case 'handled':
+        if (ok.kind !== 'text') throw undeclared('a handler-written response');
         return;
     }
   }
+}
+
+/** Path parameters that are numbers: a route matches only when they are digits. */
+export const NUMERIC_PARAMS: ReadonlySet<string> = new Set(['number', 'id']);
+
+function numeric(req: Request): boolean {
+  const params = req.params as Record<string, string | string[]>;
+  return [...NUMERIC_PARAMS].every((k) => {
+    const v = params[k];
+    return typeof v !== 'string' || /^\d+$/.test(v);
+  });
+}
+
+/** Express 5 gives a `*name` parameter as its list of segments: handlers get it joined with `/`. */
+function remainders(params: Record<string, string | string[]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(params)) out[k] = Array.isArray(v) ? v.join('/') : v;
+  return out;
 }
 
 /**
@@ -149,8 +254,9 @@ export class Api {
  * A path segment with a NUL character names nothing that can exist (404).
  */
 function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFunction): void {
-  const params = req.params as Record<string, string | undefined>;
-  if (Object.values(params).some((v) => v?.includes('\u0000') === true)) throw ApiError.notFound();
+  // (A `*path` remainder is the handler's to judge: a NUL there is a bad path, 400.)
+  const params = Object.values(req.params as Record<string, string | string[]>);
+  if (params.some((v) => typeof v === 'string' && v.includes('\u0000'))) throw ApiError.notFound();
   const access = res.locals.access as Access | undefined;
   if (auth === 'token' || auth === 'admin') {
     if (access?.principal.kind !== 'user') throw ApiError.unauthorized();

@@ -1,21 +1,35 @@
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 
-export type ErrorCode =
-  | 'bad_request'
-  | 'validation_failed'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'conflict'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'unprocessable'
-  | 'limit_exceeded'
-  | 'rate_limited'
-  | 'service_unavailable'
-  | 'internal';
+/** Every `error.code` the API answers (the OpenAPI document lists them as an enum). */
+export const ERROR_CODES = [
+  'bad_request',
+  'validation_failed',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'payload_too_large',
+  'unsupported_media_type',
+  'unprocessable',
+  'limit_exceeded',
+  'rate_limited',
+  'service_unavailable',
+  'internal',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The one error body: `{error: {code, message}}`. */
+export const errorEnvelope = z
+  .object({
+    error: z.object({
+      code: z.enum(ERROR_CODES).meta({ description: 'lowercase snake_case error identifier' }),
+      message: z.string().meta({ description: 'human-readable explanation' }),
+    }),
+  })
+  .meta({ id: 'Error' });
 
 /** The one error type of the API; the error middleware turns it into `{error: {code, message}}`. */
 export class ApiError extends Error {
@@ -69,7 +83,18 @@ export class ApiError extends Error {
 
 export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  if (err.status === 401 && !res.hasHeader('WWW-Authenticate')) bearerChallenge(res.req);
   res.status(err.status).json({ error: { code: err.code, message: err.message } });
+}
+
+/**
+ * RFC 6750 challenge on API 401s (`invalid_token` when a token was sent). Clone URLs answer their
+ * own `Basic` challenge in the hosting handler and never come here with a 401.
+ */
+function bearerChallenge(req: Request): void {
+  if (!req.originalUrl.toLowerCase().startsWith('/api/')) return;
+  const sent = req.headers.authorization !== undefined;
+  req.res?.setHeader('WWW-Authenticate', `Bearer realm="triad"${sent ? ', error="invalid_token"' : ''}`);
 }
 
 export const notFoundRoute: RequestHandler = (req, _res, next) => {

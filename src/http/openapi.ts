@@ -1,74 +1,290 @@
 import { z } from 'zod';
-import type { Api, AuthKind } from './api.ts';
+import { NUMERIC_PARAMS, type AnyRoute, type Api, type AuthKind } from './api.ts';
+import { errorEnvelope } from './errors.ts';
+import { listEnvelope, queryIntTarget } from './pagination.ts';
+import type { ErrorStatus, HeaderDoc } from './responses.ts';
 
 type JsonSchema = Record<string, unknown>;
+type Io = 'input' | 'output';
+export type OpenApiDocument = {
+  openapi: string;
+  paths: Record<string, Record<string, unknown>>;
+} & JsonSchema;
+const REF = '#/components/schemas/';
 
-const toSchema = (s: z.ZodType): JsonSchema =>
-  z.toJSONSchema(s, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' });
+/**
+ * Zod to OpenAPI 3.0 schema objects. Schemas named with `.meta({id})` become
+ * `components.schemas` entries referenced by `$ref`, so generated clients get named types.
+ */
+class Schemas {
+  readonly named: Record<string, JsonSchema> = {};
 
-const errorSchema: JsonSchema = {
-  type: 'object',
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      required: ['code', 'message'],
-      properties: { code: { type: 'string' }, message: { type: 'string' } },
-    },
-  },
-};
+  convert(s: z.ZodType, io: Io): JsonSchema {
+    const out = z.toJSONSchema(s, {
+      target: 'openapi-3.0',
+      io,
+      unrepresentable: 'any',
+      override: (ctx) => {
+        // A digits-only query string shows as the integer it is parsed into, with its default.
+        const def = ctx.zodSchema._zod.def;
+        const inner = def.type === 'default' ? def.innerType : ctx.zodSchema;
+        const n = queryIntTarget(inner);
+        if (n === undefined) return;
+        const json = ctx.jsonSchema as JsonSchema;
+        delete json.pattern;
+        Object.assign(json, z.toJSONSchema(n, { target: 'openapi-3.0' }));
+        if (def.type === 'default') json.default = def.defaultValue;
+      },
+    }) as JsonSchema;
+    const defs = (out.definitions ?? {}) as Record<string, JsonSchema>;
+    delete out.definitions;
+    for (const [id, def] of Object.entries(defs)) {
+      const clean = tidy(def, io) as JsonSchema;
+      const had = this.named[id];
+      if (had !== undefined && JSON.stringify(had) !== JSON.stringify(clean)) {
+        throw new Error(`OpenAPI: schema "${id}" differs between its uses`);
+      }
+      this.named[id] = clean;
+    }
+    return tidy(out, io) as JsonSchema;
+  }
+}
 
-const security: Record<AuthKind, unknown[] | undefined> = {
+/**
+ * Points `$ref`s at components. In response schemas, drops the ±2^53 bounds zod gives every
+ * integer and `additionalProperties: false` (clients should accept fields added later; the test
+ * suite checks the other way that every field sent is documented). In request schemas, a string
+ * without its own pattern, format or enum gets one excluding NUL, which the server refuses
+ * (PostgreSQL text cannot hold it).
+ */
+function tidy(v: unknown, io: Io): unknown {
+  if (Array.isArray(v)) return v.map((x) => tidy(x, io));
+  if (typeof v !== 'object' || v === null) return v;
+  const s = v as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(s)) {
+    const safeBound =
+      (k === 'minimum' || k === 'maximum') && Math.abs(x as number) === Number.MAX_SAFE_INTEGER;
+    if (io === 'output' && (safeBound || (k === 'additionalProperties' && x === false))) continue;
+    if (k === '$ref' && typeof x === 'string') out[k] = x.replace('#/definitions/', REF);
+    else if (k === 'properties' || k === 'definitions') {
+      out[k] = Object.fromEntries(Object.entries(x as object).map(([n, p]) => [n, tidy(p, io)]));
+    } else if (k === 'enum' || k === 'default' || k === 'required') out[k] = x;
+    else out[k] = tidy(x, io);
+  }
+  const plainString = s.type === 'string' && s.pattern === undefined && s.format === undefined;
+  if (io === 'input' && plainString && s.enum === undefined) out.pattern = '^[^\\u0000]*$';
+  return out;
+}
+
+const security: Record<AuthKind, unknown[]> = {
   public: [{}, { bearer: [] }],
   token: [{ bearer: [] }],
   admin: [{ bearer: [] }],
   agent: [{ agentBearer: [] }],
+  'agent-or-admin': [{ agentBearer: [] }, { bearer: [] }],
 };
 
-/** Builds the OpenAPI 3.0 document from the route table (the zod schemas are the source). */
-export function openapiDocument(api: Api, version: string, serverUrl: string): JsonSchema {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const r of api.routes) {
-    const oaPath = r.path.replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
-    const parameters: unknown[] = [...r.path.matchAll(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => ({
-      name: m[1],
+const header = (description: string, type: HeaderDoc['type'] = 'string', required = true) => ({
+  description,
+  required,
+  schema: { type },
+});
+const REQUEST_ID = { $ref: '#/components/headers/X-Request-Id' };
+const PAGE_HEADERS = {
+  Link: header('RFC 8288 links to the first, prev, next and last pages'),
+  'X-Total-Count': header('number of items in the whole list', 'integer'),
+};
+
+const ERROR_TEXT: Record<ErrorStatus, string> = {
+  400: 'bad request (`bad_request`, `validation_failed`)',
+  401: 'authentication required, or the token sent is malformed, unknown or expired (`unauthorized`)',
+  403: 'the token or caller lacks a needed scope, role or reach (`forbidden`)',
+  404: 'nothing of that name exists, or the caller may not see it (`not_found`)',
+  405: 'method not allowed on this path (`method_not_allowed`)',
+  409: 'conflicts with the current state (`conflict`)',
+  413: 'request body too large (`payload_too_large`)',
+  415: 'request body encoding or charset not supported (`unsupported_media_type`)',
+  422: 'well-formed but cannot be processed (`unprocessable`)',
+  429: 'too many requests: retry after `Retry-After` seconds',
+  503: 'a dependency is unavailable (`service_unavailable`)',
+};
+
+/** Errors a route answers by its kind, before its own `errors`. */
+function errorsOf(r: AnyRoute): Map<ErrorStatus, string> {
+  const m = new Map<ErrorStatus, string>();
+  const api = r.path.startsWith('/api/');
+  if (r.body !== undefined && r.rawBody !== true) {
+    m.set(400, 'malformed JSON (`bad_request`) or a body that fails validation (`validation_failed`)');
+  }
+  if (r.query !== undefined)
+    m.set(400, `${m.has(400) ? 'bad body or ' : ''}invalid query parameter (\`validation_failed\`)`);
+  if (api) {
+    m.set(
+      401,
+      r.auth === 'public'
+        ? 'the token sent is malformed, unknown or expired (a public route needs none) (`unauthorized`)'
+        : r.auth === 'agent' || r.auth === 'agent-or-admin'
+          ? 'agent token missing or invalid (`unauthorized`)'
+          : 'token missing, malformed, unknown or expired (`unauthorized`)',
+    );
+  }
+  if (r.auth === 'admin') m.set(403, 'not a site administrator using a personal token with the admin scope');
+  if (/[:*]/.test(r.path)) m.set(404, ERROR_TEXT[404]);
+  if (r.body !== undefined) {
+    m.set(413, ERROR_TEXT[413]);
+    if (r.rawBody !== true) m.set(415, ERROR_TEXT[415]);
+  }
+  if (api) m.set(429, ERROR_TEXT[429]);
+  for (const [k, v] of Object.entries(r.errors ?? {})) m.set(Number(k) as ErrorStatus, v);
+  return m;
+}
+
+function errorResponse(status: ErrorStatus, description: string): unknown {
+  const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
+  if (status === 401) headers['WWW-Authenticate'] = header('`Bearer realm="triad"` challenge (RFC 6750)');
+  if (status === 429) headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
+  return { description, headers, content: { 'application/json': { schema: { $ref: `${REF}Error` } } } };
+}
+
+function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown> {
+  const ok = r.returns;
+  const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
+  for (const [name, h] of Object.entries(ok.headers ?? {}))
+    headers[name] = header(h.description, h.type, h.required);
+  if (ok.location !== undefined) headers.Location = header('URL of the created resource');
+  const json = (s: z.ZodType) => ({ 'application/json': { schema: schemas.convert(s, 'output') } });
+  const out: Record<string, unknown> = {};
+  switch (ok.kind) {
+    case 'data':
+      out[ok.status] = { description: ok.description, headers, content: json(z.object({ data: ok.schema })) };
+      break;
+    case 'list':
+      out[200] = {
+        description: ok.description,
+        headers: { ...headers, ...PAGE_HEADERS },
+        content: json(listEnvelope(ok.schema)),
+      };
+      break;
+    case 'bare':
+      out[ok.status] = {
+        description: ok.description,
+        headers: ok.paged === undefined ? headers : { ...headers, ...PAGE_HEADERS },
+        content: json(ok.schema),
+      };
+      break;
+    case 'empty':
+      out[204] = { description: ok.description, headers };
+      break;
+    case 'text':
+      out[200] = {
+        description: ok.description,
+        headers,
+        content: { [ok.contentType]: { schema: { type: 'string' } } },
+      };
+      break;
+  }
+  if (ok.noContent !== undefined)
+    out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
+  if (r.links !== undefined) {
+    const status = ok.kind === 'data' || ok.kind === 'bare' ? ok.status : 200;
+    const links = Object.entries(r.links).map(([operationId, parameters]) => [
+      operationId,
+      { operationId, parameters },
+    ]);
+    (out[status] as Record<string, unknown>).links = Object.fromEntries(links);
+  }
+  return out;
+}
+
+function parametersOf(r: AnyRoute, schemas: Schemas): unknown[] {
+  const parameters: unknown[] = [...r.path.matchAll(/([:*])([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => {
+    const name = m[2]!;
+    const rest = m[1] === '*';
+    const declared = r.params?.[name];
+    return {
+      name,
       in: 'path',
       required: true,
-      schema: { type: 'string' },
-      ...(r.path.includes(`*${m[1]}`) ? { description: 'multi-segment path remainder' } : {}),
-    }));
-    if (r.query !== undefined) {
-      const q = toSchema(r.query) as { properties?: Record<string, JsonSchema>; required?: string[] };
-      for (const [name, schema] of Object.entries(q.properties ?? {})) {
-        parameters.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema });
-      }
+      schema:
+        declared !== undefined
+          ? schemas.convert(declared, 'input')
+          : NUMERIC_PARAMS.has(name)
+            ? { type: 'integer', minimum: 0 }
+            : { type: 'string', minLength: 1 },
+      ...(rest
+        ? {
+            description: 'may span several segments (`a/b/c`); an encoded `/` (`%2F`) is accepted too',
+            'x-multi-segment': true,
+          }
+        : {}),
+    };
+  });
+  if (r.query !== undefined) {
+    const q = schemas.convert(r.query, 'input') as {
+      properties?: Record<string, JsonSchema>;
+      required?: string[];
+    };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      parameters.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema });
     }
-    const status = String(r.status ?? 200);
+  }
+  return parameters;
+}
+
+const TAGS: Record<string, string> = {
+  ops: 'health, readiness, metrics and this document',
+  users: 'the authenticated user and their API tokens',
+  admin: 'site administration (site admin, personal token with the admin scope)',
+  orgs: 'organizations and their members',
+  repos: 'repositories',
+  contents: 'repository contents: tree, blob, log, changeset',
+  issues: 'issues, comments, labels and assignees',
+  labels: 'the label catalog (site, organization and repository labels)',
+  pipelines: 'CI pipelines, user side',
+  ci: 'CI agent protocol (agent token)',
+};
+
+const DESCRIPTION = `Triad REST API. Errors are always \`{"error": {"code", "message"}}\`. Lists answer
+\`{data, pagination: {page, per_page, total}}\` with \`Link\` and \`X-Total-Count\` headers (the pipeline
+list keeps its own envelope). Authentication: \`Authorization: Bearer <token>\`; a token that is sent
+must be valid even on public routes. A known path called with another method answers 405 with
+\`Allow\`. Private things the caller may not see answer 404.`;
+
+/** Builds the OpenAPI 3.0 document from the route table (the zod schemas are the source). */
+export function openapiDocument(api: Api, version: string, serverUrl: string): OpenApiDocument {
+  const schemas = new Schemas();
+  schemas.convert(errorEnvelope, 'output');
+  const paths: Record<string, Record<string, unknown>> = {};
+  const ids = new Set(api.routes.map((r) => r.operationId));
+  for (const r of api.routes) {
+    for (const target of Object.keys(r.links ?? {})) {
+      if (!ids.has(target)) throw new Error(`OpenAPI: ${r.operationId} links to unknown operation ${target}`);
+    }
+    const oaPath = r.path.replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+    const responses = successResponses(r, schemas);
+    for (const [status, text] of errorsOf(r)) responses[status] = errorResponse(status, text);
     const op: Record<string, unknown> = {
+      operationId: r.operationId,
       summary: r.summary,
       tags: [r.tag],
-      operationId: `${r.method}_${oaPath.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
-      parameters,
+      parameters: parametersOf(r, schemas),
       security: security[r.auth],
-      responses: {
-        [status]: { description: r.returns ?? (status === '204' ? 'no content' : 'success') },
-        default: { description: 'error', content: { 'application/json': { schema: errorSchema } } },
-      },
+      responses,
     };
     if (r.body !== undefined) {
-      op.requestBody = {
-        required: true,
-        content: r.rawBody
-          ? { 'text/plain': { schema: { type: 'string' } } }
-          : { 'application/json': { schema: toSchema(r.body) } },
-      };
+      // A raw text body may be empty (a log append of nothing answers the stored size).
+      op.requestBody = r.rawBody
+        ? { required: false, content: { 'text/plain': { schema: { type: 'string' } } } }
+        : { required: true, content: { 'application/json': { schema: schemas.convert(r.body, 'input') } } };
     }
     (paths[oaPath] ??= {})[r.method] = op;
   }
   return {
     openapi: '3.0.3',
-    info: { title: 'Triad API', version },
+    info: { title: 'Triad API', version, description: DESCRIPTION },
     servers: [{ url: serverUrl }],
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'API token' },
@@ -78,7 +294,10 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): J
           description: 'CI agent token (only under /api/v1/ci/)',
         },
       },
-      schemas: { Error: errorSchema },
+      headers: {
+        'X-Request-Id': header('the request id (echoed from the request when given, else generated)'),
+      },
+      schemas: Object.fromEntries(Object.entries(schemas.named).sort(([a], [b]) => a.localeCompare(b))),
     },
     paths,
   };

@@ -1,11 +1,14 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
+import { nonBlank } from '../http/input.ts';
 import type { Access, AuthUser, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, pageQuery, type Page } from '../http/pagination.ts';
 import type { IssueEventType, IssuePayload } from '../events/catalog.ts';
 import { emitEvents } from '../events/outbox.ts';
 import { isUniqueViolation, userRefJson } from '../users/service.ts';
+import type { UserRefJson } from '../users/schemas.ts';
+import type { CommentJson, IssueJson, IssueLabelJson, LabelJson } from './schemas.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Request schemas
@@ -20,22 +23,24 @@ export type IssueState = (typeof ISSUE_STATES)[number];
 export const severitySchema = z
   .string()
   .toLowerCase()
-  .pipe(z.enum(SEVERITIES, { message: `must be one of ${SEVERITIES.join(', ')} (case-insensitive)` }));
+  .pipe(z.enum(SEVERITIES, { message: `must be one of ${SEVERITIES.join(', ')} (case-insensitive)` }))
+  .meta({ enum: [...SEVERITIES], description: 'case-insensitive' });
 
-const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000);
+const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000).meta(nonBlank);
 const textBody = z.string().max(100_000);
-const labelName = z.string().trim().min(1, 'must not be empty').max(100);
+const labelName = z.string().trim().min(1, 'must not be empty').max(100).meta(nonBlank);
 
 /** An assignee reference: a user id, a display name, or both (then naming the same member). */
 export const assigneeRef = z
   .object({
     user_id: z.number().int().positive().max(2_147_483_647).optional(),
-    display_name: z.string().trim().min(1).max(255).optional(),
+    display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
   })
   .strict()
   .refine((a) => a.user_id !== undefined || a.display_name !== undefined, {
     message: 'give user_id, display_name or both',
-  });
+  })
+  .meta({ minProperties: 1 });
 export type AssigneeRef = z.infer<typeof assigneeRef>;
 
 export const createIssueBody = z
@@ -60,7 +65,7 @@ export const updateIssueBody = z
 export type UpdateIssueBody = z.infer<typeof updateIssueBody>;
 
 export const commentBody = z
-  .object({ body: textBody.refine((b) => b.trim() !== '', 'must not be empty') })
+  .object({ body: textBody.refine((b) => b.trim() !== '', 'must not be empty').meta(nonBlank) })
   .strict();
 export const addLabelBody = z.object({ name: labelName }).strict();
 
@@ -115,33 +120,15 @@ type LabelRow = { id: number; name: string; color: string; scope: LabelScope; de
 type CommentRow = { id: number; body: string; author_id: number | null; created_at: Date };
 
 const iso = (d: Date | string): string => new Date(d).toISOString();
-const userRef = (u: UserRow) =>
+const userRef = (u: UserRow): UserRefJson =>
   userRefJson({ id: u.id, username: u.username, displayName: u.display_name, avatarUrl: u.avatar_url });
-export type UserRefJson = ReturnType<typeof userRef>;
 
-function labelJson(l: LabelRow) {
+function labelJson(l: LabelRow): IssueLabelJson {
   return { id: l.id, name: l.name, color: l.color, scope: l.scope };
 }
-function catalogLabelJson(l: LabelRow) {
+function catalogLabelJson(l: LabelRow): LabelJson {
   return { ...labelJson(l), description: l.description };
 }
-export type LabelJson = ReturnType<typeof catalogLabelJson>;
-
-export type CommentJson = { id: number; body: string; author?: UserRefJson; created_at: string };
-export type IssueJson = {
-  id: number;
-  number: number;
-  title: string;
-  body: string;
-  state: IssueState;
-  severity: Severity;
-  author?: UserRefJson;
-  labels: ReturnType<typeof labelJson>[];
-  assignees: UserRefJson[];
-  comments?: CommentJson[];
-  created_at: string;
-  updated_at: string;
-};
 
 /** A PostgreSQL integer array literal for a `?::int[]` parameter (MikroORM expands JS arrays). */
 const intArray = (ids: readonly number[]): string => `{${ids.map((n) => Math.trunc(n)).join(',')}}`;

@@ -1,8 +1,12 @@
-import { reply, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { apiPath } from '../http/responses.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { ApiError } from '../http/errors.ts';
 import { userRefJson, type UsersService } from '../users/service.ts';
 import { createOrgBody, memberBody, orgJson, type OrgsService } from './service.ts';
+import { memberSchema, orgSchema } from './schemas.ts';
+
+const OWNER_ONLY = 'not an owner of the organization, or the token lacks the admin scope or reach';
 
 export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): void {
   api.route({
@@ -10,10 +14,21 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs',
     tag: 'orgs',
     auth: 'token',
+    operationId: 'createOrg',
     summary:
       'Create an organization; the caller becomes its owner (personal token with repo:write; per-user cap)',
     body: createOrgBody,
-    status: 201,
+    returns: respond.created(orgSchema, 'the new organization', (o) => apiPath('orgs', o.name)),
+    errors: {
+      403: 'the token is not a personal token with `repo:write`',
+      409: 'the name is taken (case-insensitive), or the per-user cap is reached (`limit_exceeded`)',
+    },
+    links: Object.fromEntries(
+      ['getOrg', 'listRepos', 'createRepo', 'listMembers'].map((id) => [
+        id,
+        { org: '$response.body#/data/name' },
+      ]),
+    ),
     handler: async ({ access, body }) => {
       const user = access.personal('repo:write');
       return reply.created(orgJson(await orgs.create(user.id, body, { capped: !user.isAdmin })));
@@ -24,7 +39,9 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs/:org',
     tag: 'orgs',
     auth: 'public',
+    operationId: 'getOrg',
     summary: 'An organization',
+    returns: respond.data(orgSchema, 'the organization'),
     handler: async ({ params }) => reply.ok(orgJson(await orgs.get(params.org ?? ''))),
   });
   api.route({
@@ -32,8 +49,11 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs/:org/members',
     tag: 'orgs',
     auth: 'token',
+    operationId: 'listMembers',
     summary: 'Members of an organization with their roles (org members only)',
     query: pageQuery(),
+    returns: respond.list(memberSchema, 'members, by username'),
+    errors: { 403: 'not a member of the organization, or the token is restricted to another target' },
     handler: async ({ access, params, query }) => {
       const org = await access.org(params.org ?? '', { role: 'member' });
       return reply.list(await orgs.members(org.id, query));
@@ -44,8 +64,11 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs/:org/members/:username',
     tag: 'orgs',
     auth: 'token',
+    operationId: 'setMember',
     summary: 'Add a member or change a role (org owner, admin scope)',
     body: memberBody,
+    returns: respond.data(memberSchema, 'the member with the new role (the member list shape)'),
+    errors: { 403: OWNER_ONLY, 404: 'no such organization or user', 409: 'the last owner cannot be demoted' },
     handler: async ({ access, params, body }) => {
       const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
       const user = await users.byUsername(params.username ?? '');
@@ -59,8 +82,14 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     path: '/api/v1/orgs/:org/members/:username',
     tag: 'orgs',
     auth: 'token',
+    operationId: 'removeMember',
     summary: 'Remove a member (org owner, admin scope); the last owner cannot be removed',
-    status: 204,
+    returns: respond.empty('the member is removed'),
+    errors: {
+      403: OWNER_ONLY,
+      404: 'no such organization or member',
+      409: 'the last owner cannot be removed',
+    },
     handler: async ({ access, params }) => {
       const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
       const user = await users.byUsername(params.username ?? '').catch((e: unknown) => {

@@ -6,6 +6,7 @@ import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { isUniqueViolation, userRefJson } from '../users/service.ts';
 import { User } from '../users/entities.ts';
 import { Org, OrgMember } from './entities.ts';
+import type { MemberJson, OrgJson } from './schemas.ts';
 
 /** Names that would shadow server routes at the root (clone URLs live at /:org/:repo). */
 export const RESERVED_ORG_NAMES = new Set(['api', 'healthz', 'readyz', 'metrics']);
@@ -26,7 +27,7 @@ export const createOrgBody = z.object({
 });
 export const memberBody = z.object({ role: z.enum(['owner', 'member']) });
 
-export function orgJson(o: Org) {
+export function orgJson(o: Org): OrgJson {
   return { id: o.id, name: o.name, description: o.description, created_at: o.createdAt.toISOString() };
 }
 
@@ -115,7 +116,7 @@ export class OrgsService {
     }
   }
 
-  async members(orgId: number, q: PageQuery): Promise<Page<unknown>> {
+  async members(orgId: number, q: PageQuery): Promise<Page<MemberJson>> {
     const em = this.em();
     const [count] = await em.execute<{ n: string }[]>(
       'select count(*) as n from org_members where org_id = ?',
@@ -128,7 +129,7 @@ export class OrgsService {
     );
     const users = await em.find(User, { id: { $in: rows.map((r) => r.user_id) } });
     const byId = new Map(users.map((u) => [u.id, u]));
-    const items = rows.flatMap((r) => {
+    const items = rows.flatMap((r): MemberJson[] => {
       const u = byId.get(r.user_id);
       return u === undefined ? [] : [{ user: { ...userRefJson(u), email: u.email }, role: r.role }];
     });

@@ -19,12 +19,15 @@ import {
   type AgentCaller,
   type PipelineJson,
   type PipelineRow,
+  type PipelineStatus,
   type StepRow,
   type pipelineStatusBody,
   type stepStatusBody,
 } from './model.ts';
 import type { QueueWaker } from './queue-waker.ts';
 import { heartbeatOrphans, markErrored, staleOrphans } from './orphans.ts';
+import type { JobJson } from './schemas.ts';
+import type { VcsKind } from '../vcs/index.ts';
 
 export type AgentProtocolDeps = {
   em: () => EntityManager;
@@ -106,7 +109,7 @@ export class AgentProtocol {
     this.d.log.info({ pipeline: pipelineId }, 'agent went away during its poll: pipeline back in the queue');
   }
 
-  private async claim(agent: AgentCaller) {
+  private async claim(agent: AgentCaller): Promise<JobJson | undefined> {
     const em = this.em().fork();
     const claimed = await em.transactional(async (tx) => {
       const [p] = await tx.execute<{ id: number; trigger_by: number | null; repo_id: number }[]>(
@@ -158,7 +161,7 @@ export class AgentProtocol {
       events: p!.events,
       clone_url: `${this.d.baseUrl()}/${repo.org}/${repo.name}`,
       clone_token: claimed.cloneToken,
-      vcs: repo.vcs,
+      vcs: repo.vcs as VcsKind,
       org: repo.org,
       repo: repo.name,
       steps: steps.map((s) => ({
@@ -233,7 +236,7 @@ export class AgentProtocol {
       .fork()
       .transactional(async (tx) => {
         const [s] = Number.isSafeInteger(stepId)
-          ? await tx.execute<{ status: string; pipeline_status: string }[]>(
+          ? await tx.execute<{ status: string; pipeline_status: PipelineStatus }[]>(
               `select s.status, p.status as pipeline_status from pipeline_steps s
                  join pipelines p on p.id = s.pipeline_id
                 where s.id = ? and p.agent_id = ? for share of p`,

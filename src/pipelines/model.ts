@@ -1,9 +1,15 @@
 import { z } from 'zod';
+import { isoTime } from '../db/sql.ts';
+import { pageQuery } from '../http/pagination.ts';
+import { timestampInput } from '../http/input.ts';
+import type { PipelineEvent } from './pipeline-file.ts';
+import type { PipelineJson, StepJson } from './schemas.ts';
 
 /** Pipeline and step statuses, rows, their JSON form and the request bodies of the CI protocol. */
 export const PIPELINE_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled', 'error'] as const;
 export const STEP_STATUSES = ['pending', 'running', 'success', 'failure', 'skipped', 'cancelled'] as const;
 export type PipelineStatus = (typeof PIPELINE_STATUSES)[number];
+export type StepStatus = (typeof STEP_STATUSES)[number];
 export const FINAL: readonly string[] = ['success', 'failure', 'cancelled', 'error'];
 
 export const LOG_APPEND_LIMIT = 1024 * 1024;
@@ -12,7 +18,7 @@ export const NUMBER_LOCK = 0x70697065; // "pipe"
 export const NOTIFY_CHANNEL = 'triad_pipelines';
 export const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
 
-const timestamp = z.iso.datetime({ offset: true }).nullish();
+const timestamp = timestampInput.nullish();
 export const stepStatusBody = z.object({
   status: z.enum(STEP_STATUSES),
   exit_code: z.number().int().min(-2147483648).max(2147483647).nullish(),
@@ -35,16 +41,7 @@ export const pipelineStatusBody = z.object({
   started_at: timestamp,
   error_message: z.string().max(10_000).nullish(),
 });
-export const listQuery = z.object({
-  status: z.enum(PIPELINE_STATUSES).optional(),
-  page: z.coerce.number().int().min(1).default(1),
-  per_page: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(20)
-    .transform((n) => Math.min(n, 50)),
-});
+export const listQuery = pageQuery(20, 50).extend({ status: z.enum(PIPELINE_STATUSES).optional() });
 
 export type RepoInfo = { id: number; name: string; org: string; vcs: string; isPrivate: boolean };
 export type Trigger = {
@@ -62,8 +59,8 @@ export type PipelineRow = {
   commit_node: string;
   branch: string;
   tag: string;
-  event: string;
-  events: string[];
+  event: PipelineEvent;
+  events: PipelineEvent[];
   status: PipelineStatus;
   trigger_by: number | null;
   trigger_username: string | null;
@@ -82,7 +79,7 @@ export type StepRow = {
   image: string;
   commands: string[];
   environment: Record<string, string>;
-  status: string;
+  status: StepStatus;
   exit_code: number | null;
   started_at: Date | null;
   finished_at: Date | null;
@@ -96,9 +93,9 @@ export const PIPELINE_COLUMNS = `p.id, p.repo_id, p.number, p.commit_node, p.bra
   p.created_at, p.started_at, p.finished_at`;
 export const PIPELINE_FROM = 'pipelines p left join users u on u.id = p.trigger_by';
 
-const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
+const iso = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
 
-export function pipelineJson(p: PipelineRow, steps?: StepRow[]) {
+export function pipelineJson(p: PipelineRow, steps?: StepRow[]): PipelineJson {
   return {
     id: p.id,
     number: p.number,
@@ -110,16 +107,16 @@ export function pipelineJson(p: PipelineRow, steps?: StepRow[]) {
     status: p.status,
     trigger_by: p.trigger_by,
     trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username: p.trigger_username },
-    created_at: iso(p.created_at),
+    created_at: isoTime(p.created_at),
     started_at: iso(p.started_at),
     finished_at: iso(p.finished_at),
     ...(p.error_message === null ? {} : { error_message: p.error_message }),
     ...(steps === undefined ? {} : { steps: steps.map(stepJson) }),
   };
 }
-export type PipelineJson = ReturnType<typeof pipelineJson>;
+export type { PipelineJson };
 
-export function stepJson(s: StepRow) {
+export function stepJson(s: StepRow): StepJson {
   return {
     id: s.id,
     number: s.number,

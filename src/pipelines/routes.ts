@@ -1,5 +1,10 @@
-import { reply, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { apiPath } from '../http/responses.ts';
 import { listQuery, type PipelinesService } from './service.ts';
+import { pipelineListSchema, pipelineSchema } from './schemas.ts';
+
+const READ_403 = 'a private repository and the token lacks ci:read or does not reach it';
+const WRITE_403 = 'not a member of the organization, or the token lacks ci:write or reach';
 
 const num = (raw: string | undefined): number =>
   raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
@@ -11,8 +16,13 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     path: base,
     tag: 'pipelines',
     auth: 'public',
+    operationId: 'listPipelines',
     summary: 'Pipelines, newest first: `{total, page, per_page, pipelines}` (per_page default 20, max 50)',
     query: listQuery,
+    returns: respond.bare(pipelineListSchema, 'one page of pipelines (without steps)', {
+      paged: (b) => ({ total: b.total, page: b.page, perPage: b.per_page }),
+    }),
+    errors: { 403: READ_403 },
     handler: async ({ access, params, query }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'ci:read' });
       return reply.bare(await pipelines.list(repo.id, query));
@@ -23,7 +33,10 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     path: `${base}/:number`,
     tag: 'pipelines',
     auth: 'public',
+    operationId: 'getPipeline',
     summary: 'One pipeline with its steps (bare object)',
+    returns: respond.bare(pipelineSchema, 'the pipeline with its steps'),
+    errors: { 403: READ_403, 404: 'no such repository or pipeline' },
     handler: async ({ access, params }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'ci:read' });
       return reply.bare(await pipelines.get(repo.id, num(params.number)));
@@ -34,7 +47,21 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     path: `${base}/:number/steps/:step/log`,
     tag: 'pipelines',
     auth: 'token',
+    operationId: 'getStepLog',
     summary: 'A step log as text/plain (ci:read, token required); `:step` is a number or an exact name',
+    returns: respond.text('text/plain; charset=utf-8', 'the log as stored so far (capped at 16 MiB)', {
+      'X-Svc-Step-Name': { description: 'the step name (percent-encoded)', required: true, type: 'string' },
+      'X-Svc-Step-Number': { description: 'the step number', required: true, type: 'integer' },
+      'X-Svc-Log-Truncated': {
+        description: '`true` when the body was capped at 16 MiB',
+        required: false,
+        type: 'string',
+      },
+    }),
+    errors: {
+      403: 'the token lacks ci:read or does not reach the repository',
+      404: 'no such repository, pipeline or step, or the step has not started',
+    },
     handler: async ({ access, params, res }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
         scope: 'ci:read',
@@ -49,7 +76,10 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     path: `${base}/:number/cancel`,
     tag: 'pipelines',
     auth: 'token',
+    operationId: 'cancelPipeline',
     summary: 'Cancel a pending or running pipeline and its pending/running steps (ci:write, org member)',
+    returns: respond.bare(pipelineSchema, 'the cancelled pipeline with its steps'),
+    errors: { 403: WRITE_403, 404: 'no such repository or pipeline', 409: 'the pipeline has finished' },
     handler: async ({ access, params }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
         scope: 'ci:write',
@@ -63,8 +93,23 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     path: `${base}/:number/rerun`,
     tag: 'pipelines',
     auth: 'token',
+    operationId: 'rerunPipeline',
     summary: 'Run the pipeline again from the same commit; returns the new pipeline (ci:write, org member)',
-    status: 201,
+    returns: respond.bare(pipelineSchema, 'the new pipeline', {
+      status: 201,
+      location: (np, p) => apiPath('repos', p.org!, p.repo!, 'pipelines', np.number),
+    }),
+    errors: {
+      403: WRITE_403,
+      404: 'no such repository or pipeline',
+      422: 'the commit no longer yields a pipeline (`unprocessable`)',
+    },
+    links: Object.fromEntries(
+      ['getPipeline', 'cancelPipeline', 'rerunPipeline'].map((id) => [
+        id,
+        { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/number' },
+      ]),
+    ),
     handler: async ({ access, params }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
         scope: 'ci:write',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { reply, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
 import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
@@ -10,14 +10,30 @@ import {
   normalisePath,
   plausibleRev,
   ReadNotFound,
+  type LogEntry,
   type ContentLimits,
   type RepoReader,
 } from '../vcs/reader.ts';
 import { type ReaderPool } from '../vcs/pool.ts';
 import type { ReposService } from './service.ts';
+import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 
-const revQuery = z.object({ rev: z.string().min(1).max(256).default('tip') });
-const logQuery = pageQuery().extend({ rev: z.string().min(1).max(256).default('tip') });
+const revText = z
+  .string()
+  .min(1)
+  .max(256)
+  // eslint-disable-next-line no-control-regex
+  .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters');
+const revQuery = z.object({ rev: revText.default('tip') });
+const logQuery = pageQuery().extend({ rev: revText.default('tip') });
+/** Documents the path parameters (the service judges them): a revision, a relative path. */
+const revParam = revText.meta({
+  description: 'a revision: hash, branch, bookmark, tag or `tip`; may contain `/`',
+});
+const pathParam = z.string().meta({
+  description: 'a path relative to the repository root; no `..` segments, backslashes or control characters',
+  pattern: '^(?!/)(?!(.*/)?\\.\\.(/|$))[^\\u0000-\\u001f\\u007f\\\\]*$',
+});
 
 /**
  * Repository contents (tree, blob, log, changeset) read through the pooled VCS readers.
@@ -93,7 +109,7 @@ export class ContentsService {
     return this.read(() => reader.blob(r, p, this.limits.blobMaxBytes));
   }
 
-  async log(access: Access, org: string, repo: string, q: z.infer<typeof logQuery>): Promise<Page<unknown>> {
+  async log(access: Access, org: string, repo: string, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
     const r = ContentsService.rev(q.rev);
     const reader = await this.reader(access, org, repo);
     const out = await this.read(() => reader.log(r, q.page, q.per_page));
@@ -107,6 +123,12 @@ export class ContentsService {
   }
 }
 
+const READ_ERRORS = {
+  400: 'a path with `..`, a leading `/`, a backslash or control characters, or a bad `rev` (`validation_failed`)',
+  403: 'a private repository and the token lacks repo:read or does not reach it',
+  404: 'no such repository, revision or path, or the repository is empty',
+} as const;
+
 /** Routes under /api/v1/repos/:org/:repo for contents (thin: parse -> service -> reply). */
 export function contentRoutes(
   api: Api,
@@ -115,18 +137,22 @@ export function contentRoutes(
   limits: ContentLimits = DEFAULT_LIMITS,
 ): ContentsService {
   const svc = new ContentsService(repos, pool, limits);
-  const p = (params: Record<string, unknown>, k: string): string => {
-    const v = params[k];
-    return typeof v === 'string' ? v : '';
-  };
-  for (const path of ['/api/v1/repos/:org/:repo/tree', '/api/v1/repos/:org/:repo/tree/*path']) {
+  const p = (params: Record<string, string>, k: string): string => params[k] ?? '';
+  for (const [operationId, path] of [
+    ['getRootTree', '/api/v1/repos/:org/:repo/tree'],
+    ['getTree', '/api/v1/repos/:org/:repo/tree/*path'],
+  ] as const) {
     api.route({
       method: 'get',
       path,
       tag: 'contents',
       auth: 'public',
+      operationId,
       summary: 'Directory listing at a revision (`rev`, default tip): dirs first, then files',
       query: revQuery,
+      params: { path: pathParam },
+      returns: respond.data(z.array(treeEntrySchema), 'the entries of the directory'),
+      errors: READ_ERRORS,
       handler: async ({ access, params, query }) =>
         reply.ok(await svc.tree(access, p(params, 'org'), p(params, 'repo'), params.path, query.rev)),
     });
@@ -136,9 +162,13 @@ export function contentRoutes(
     path: '/api/v1/repos/:org/:repo/blob/*path',
     tag: 'contents',
     auth: 'public',
+    operationId: 'getBlob',
     summary:
       'File content at a revision; binary files have `encoding: "base64"`; content beyond the blob cap is cut (`truncated: true`, `size` is the full size)',
     query: revQuery,
+    params: { path: pathParam },
+    returns: respond.data(fileContentSchema, 'the file'),
+    errors: READ_ERRORS,
     handler: async ({ access, params, query }) =>
       reply.ok(await svc.blob(access, p(params, 'org'), p(params, 'repo'), params.path, query.rev)),
   });
@@ -147,20 +177,30 @@ export function contentRoutes(
     path: '/api/v1/repos/:org/:repo/log',
     tag: 'contents',
     auth: 'public',
+    operationId: 'listCommits',
     summary: 'Commit log from `rev` (default tip), newest first, paged',
     query: logQuery,
+    returns: respond.list(commitSchema, 'commits, newest first'),
+    errors: READ_ERRORS,
     handler: async ({ access, params, query }) =>
       reply.list(await svc.log(access, p(params, 'org'), p(params, 'repo'), query)),
   });
   api.route({
     method: 'get',
-    path: '/api/v1/repos/:org/:repo/changeset/:rev',
+    path: '/api/v1/repos/:org/:repo/changeset/*rev',
     tag: 'contents',
     auth: 'public',
+    operationId: 'getChangeset',
     summary:
-      'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`)',
-    handler: async ({ access, params }) =>
-      reply.ok(await svc.changeset(access, p(params, 'org'), p(params, 'repo'), p(params, 'rev'))),
+      'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`); `rev` may contain `/` (a branch `feature/x`)',
+    params: { rev: revParam },
+    returns: respond.data(changesetSchema, 'the changeset'),
+    errors: READ_ERRORS,
+    handler: async ({ access, params }) => {
+      // As for every other path segment, a NUL names nothing (404).
+      if (p(params, 'rev').includes('\u0000')) throw ApiError.notFound('revision');
+      return reply.ok(await svc.changeset(access, p(params, 'org'), p(params, 'repo'), p(params, 'rev')));
+    },
   });
   return svc;
 }

@@ -1,6 +1,10 @@
-import { reply, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { apiPath } from '../http/responses.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { createRepoBody, updateRepoBody, type ReposService } from './service.ts';
+import { repoSchema } from './schemas.ts';
+
+const NO_READ = 'a private repository and the token lacks repo:read or does not reach it';
 
 export function repoRoutes(api: Api, repos: ReposService): void {
   api.route({
@@ -8,8 +12,10 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     path: '/api/v1/orgs/:org/repos',
     tag: 'repos',
     auth: 'public',
+    operationId: 'listRepos',
     summary: 'Repositories of an organization: public ones, plus private ones the caller can read',
     query: pageQuery(),
+    returns: respond.list(repoSchema, 'repositories, by name'),
     handler: async ({ access, params, query }) => {
       const org = await access.org(params.org ?? '');
       return reply.list(await repos.listForOrg(org, access, query));
@@ -20,9 +26,25 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     path: '/api/v1/orgs/:org/repos',
     tag: 'repos',
     auth: 'token',
+    operationId: 'createRepo',
     summary: 'Create a repository (repo:write, org member); `vcs` is hg (default), git or fossil',
     body: createRepoBody,
-    status: 201,
+    returns: respond.created(repoSchema, 'the new repository', (r) => apiPath('repos', r.org, r.name)),
+    errors: {
+      403: 'not a member of the organization, or the token lacks repo:write or reach',
+      409: 'the name is taken in this organization (case-insensitive)',
+    },
+    links: Object.fromEntries(
+      [
+        'getRepo',
+        'updateRepo',
+        'listIssues',
+        'createIssue',
+        'listCommits',
+        'getRootTree',
+        'listPipelines',
+      ].map((id) => [id, { org: '$response.body#/data/org', repo: '$response.body#/data/name' }]),
+    ),
     handler: async ({ access, params, body }) => {
       const org = await access.org(params.org ?? '', { scope: 'repo:write', role: 'member' });
       return reply.created(repos.json(await repos.create(org, body), org.name));
@@ -33,7 +55,10 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     path: '/api/v1/repos/:org/:repo',
     tag: 'repos',
     auth: 'public',
+    operationId: 'getRepo',
     summary: 'A repository',
+    returns: respond.data(repoSchema, 'the repository'),
+    errors: { 403: NO_READ },
     handler: async ({ access, params }) => {
       const { org, repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'repo:read' });
       return reply.ok(repos.json(await repos.get(repo.id), org.name));
@@ -44,8 +69,11 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     path: '/api/v1/repos/:org/:repo',
     tag: 'repos',
     auth: 'token',
+    operationId: 'updateRepo',
     summary: 'Update description or visibility (repo:write, org owner)',
     body: updateRepoBody,
+    returns: respond.data(repoSchema, 'the updated repository'),
+    errors: { 403: 'not an owner of the organization, or the token lacks repo:write or reach' },
     handler: async ({ access, params, body }) => {
       const { org, repo } = await access.repo(params.org ?? '', params.repo ?? '', {
         scope: 'repo:write',
@@ -59,8 +87,10 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     path: '/api/v1/repos/:org/:repo',
     tag: 'repos',
     auth: 'token',
+    operationId: 'deleteRepo',
     summary: 'Delete the repository, its storage and all its data (admin scope, org owner)',
-    status: 204,
+    returns: respond.empty('the repository and all its data are deleted'),
+    errors: { 403: 'not an owner of the organization, or the token lacks the admin scope or reach' },
     handler: async ({ access, params }) => {
       const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
         scope: 'admin',

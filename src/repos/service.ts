@@ -1,10 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
-import type { Access, OrgRef, RepoRef } from '../http/auth.ts';
+import { scopeAllows, type Access, type OrgRef, type RepoRef } from '../http/auth.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { driverFor, removeRepository, repoPath, VCS_KINDS, type VcsKind } from '../vcs/index.ts';
 import { Repo } from './entities.ts';
+import type { RepoJson } from './schemas.ts';
 
 export const repoNameSchema = z
   .string()
@@ -38,14 +39,14 @@ export class ReposService {
     this.baseUrl = deps.baseUrl;
   }
 
-  json(r: Repo, orgName: string) {
+  json(r: Repo, orgName: string): RepoJson {
     return {
       id: r.id,
       name: r.name,
       org: orgName,
       description: r.description,
       is_private: r.isPrivate,
-      vcs: r.vcs,
+      vcs: r.vcs as VcsKind,
       default_branch: r.defaultBranch,
       clone_url: `${this.baseUrl()}/${orgName}/${r.name}`,
       created_at: r.createdAt.toISOString(),
@@ -72,12 +73,16 @@ export class ReposService {
     return r;
   }
 
-  /** Repositories of an org that the caller can see: public ones, plus private ones it may read. */
-  async listForOrg(org: OrgRef, access: Access, q: PageQuery): Promise<Page<unknown>> {
+  /**
+   * Repositories of an org that the caller can see: public ones, plus private ones it may read
+   * (`GET /repos/:org/:repo` answers them): a member whose token has repo:read and reaches them.
+   */
+  async listForOrg(org: OrgRef, access: Access, q: PageQuery): Promise<Page<RepoJson>> {
     const p = access.principal;
     let privateFilter = 'false';
     const params: unknown[] = [org.id];
-    if (p.kind === 'user' && (await access.roleIn(org.id)) !== undefined) {
+    const reads = p.kind === 'user' && scopeAllows(p.grant.scopes, 'repo:read');
+    if (reads && p.kind === 'user' && (await access.roleIn(org.id)) !== undefined) {
       if (p.grant.level === 'personal' || (p.grant.level === 'org' && p.grant.targetOrgId === org.id)) {
         privateFilter = 'true';
       } else if (p.grant.level === 'repo' && p.grant.targetRepoId !== null) {

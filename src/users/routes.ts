@@ -1,9 +1,13 @@
 import { z } from 'zod';
-import { reply, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { apiPath } from '../http/responses.ts';
 import type { Access, AuthUser } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { createTokenBody, createUserBody, userJson, type UsersService } from './service.ts';
+import { newTokenSchema, tokenSchema, userSchema } from './schemas.ts';
+
+const CI_CREDENTIAL = 'a CI clone credential cannot manage tokens';
 
 /** Token management with any valid token — except a CI clone credential. */
 function tokenOwner(access: Access): AuthUser {
@@ -25,7 +29,9 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/user',
     tag: 'users',
     auth: 'token',
+    operationId: 'getCurrentUser',
     summary: 'The authenticated user',
+    returns: respond.data(userSchema, 'the user the token belongs to'),
     handler: async ({ access }) => reply.ok(userJson(await users.get(access.user().id))),
   });
   api.route({
@@ -33,8 +39,11 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/user/tokens',
     tag: 'users',
     auth: 'token',
+    operationId: 'listTokens',
     summary: "The caller's tokens, without token values (paged list, oldest first)",
     query: pageQuery(),
+    returns: respond.list(tokenSchema, "the caller's tokens, oldest first"),
+    errors: { 403: CI_CREDENTIAL },
     handler: async ({ access, query }) => reply.list(await users.listTokens(tokenOwner(access).id, query)),
   });
   api.route({
@@ -42,9 +51,18 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/user/tokens',
     tag: 'users',
     auth: 'token',
+    operationId: 'createToken',
     summary: 'Create a token; the plaintext `token` is returned only here',
     body: createTokenBody,
-    status: 201,
+    returns: respond.created(newTokenSchema, 'the new token with its plaintext', (t) =>
+      apiPath('user', 'tokens', t.id),
+    ),
+    errors: {
+      403: 'a scope the calling token does not hold, a reach beyond its own target, or a CI clone credential',
+      404: 'the target organization or repository does not exist or the caller is not a member',
+      409: 'the user already holds TRIAD_MAX_TOKENS_PER_USER tokens (`limit_exceeded`)',
+    },
+    links: { deleteToken: { id: '$response.body#/data/id' } },
     handler: async ({ access, body }) => {
       const user = tokenOwner(access);
       const p = access.principal;
@@ -56,8 +74,10 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/user/tokens/:id',
     tag: 'users',
     auth: 'token',
+    operationId: 'deleteToken',
     summary: 'Permanently delete one of the caller’s tokens',
-    status: 204,
+    returns: respond.empty('the token is deleted'),
+    errors: { 403: CI_CREDENTIAL, 404: 'no token of the caller has this id' },
     handler: async ({ access, params }) => {
       await users.deleteToken(tokenOwner(access).id, idParam(params.id));
       return reply.noContent();
@@ -68,9 +88,15 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/admin/users',
     tag: 'admin',
     auth: 'admin',
+    operationId: 'createUser',
     summary: 'Create a user (site admin)',
     body: createUserBody,
-    status: 201,
+    returns: respond.created(userSchema, 'the new user', (u) => apiPath('admin', 'users', u.username)),
+    errors: { 409: 'the username is taken (case-insensitive)' },
+    links: {
+      getUser: { username: '$response.body#/data/username' },
+      createUserToken: { username: '$response.body#/data/username' },
+    },
     handler: async ({ access, body }) => {
       access.admin();
       return reply.created(userJson(await users.create(body)));
@@ -81,9 +107,14 @@ export function userRoutes(api: Api, users: UsersService): void {
     path: '/api/v1/admin/users/:username/tokens',
     tag: 'admin',
     auth: 'admin',
+    operationId: 'createUserToken',
     summary: 'Create a token for a user (site admin); same body and response as POST /api/v1/user/tokens',
     body: createTokenBody,
-    status: 201,
+    returns: respond.created(newTokenSchema, 'the new token with its plaintext'),
+    errors: {
+      404: 'no such user, or the target organization or repository does not exist',
+      409: 'the user already holds TRIAD_MAX_TOKENS_PER_USER tokens (`limit_exceeded`)',
+    },
     handler: async ({ access, body, params }) => {
       access.admin();
       const user = await users.byUsername(z.string().parse(params.username));
@@ -91,6 +122,20 @@ export function userRoutes(api: Api, users: UsersService): void {
       const p = access.principal;
       const minter = p.kind === 'user' ? p.grant : undefined;
       return reply.created(await users.createToken(user.id, body, minter, { checkReach: false }));
+    },
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/admin/users/:username',
+    tag: 'admin',
+    auth: 'admin',
+    operationId: 'getUser',
+    summary: 'A user by username, case-insensitive (site admin)',
+    returns: respond.data(userSchema, 'the user'),
+    errors: { 404: 'no such user' },
+    handler: async ({ access, params }) => {
+      access.admin();
+      return reply.ok(userJson(await users.byUsername(params.username ?? '')));
     },
   });
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
+import { nonBlank, timestampInput } from '../http/input.ts';
 import {
   ALL_SCOPES,
   hashToken,
@@ -13,6 +14,7 @@ import {
 } from '../http/auth.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { ApiToken, User } from './entities.ts';
+import type { TokenJson, UserJson, UserRefJson } from './schemas.ts';
 
 export const usernameSchema = z
   .string()
@@ -26,24 +28,24 @@ export const usernameSchema = z
 export const createUserBody = z.object({
   username: usernameSchema,
   email: z.email().max(255),
-  display_name: z.string().trim().min(1).max(255).optional(),
+  display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
   is_admin: z.boolean().optional(),
 });
 export type CreateUserBody = z.infer<typeof createUserBody>;
 
 export const createTokenBody = z.object({
-  name: z.string().trim().min(1).max(255),
+  name: z.string().trim().min(1).max(255).meta(nonBlank),
   scopes: z
     .array(z.enum(ALL_SCOPES as [string, ...string[]]))
     .min(1)
     .refine((s) => new Set(s).size === s.length, 'scopes must not repeat'),
-  expires_at: z.iso.datetime({ offset: true }).nullish(),
+  expires_at: timestampInput.nullish(),
   level: z.enum(['personal', 'org', 'repo']).default('personal'),
   target: z.string().min(1).max(200).optional(),
 });
 export type CreateTokenBody = z.infer<typeof createTokenBody>;
 
-export function userJson(u: User) {
+export function userJson(u: User): UserJson {
   return {
     id: u.id,
     username: u.username,
@@ -56,16 +58,16 @@ export function userJson(u: User) {
 }
 
 /** The short form used inside other objects (authors, assignees, members). */
-export function userRefJson(u: Pick<User, 'id' | 'username' | 'displayName' | 'avatarUrl'>) {
+export function userRefJson(u: Pick<User, 'id' | 'username' | 'displayName' | 'avatarUrl'>): UserRefJson {
   return { id: u.id, username: u.username, display_name: u.displayName, avatar_url: u.avatarUrl };
 }
 
-function tokenJson(t: ApiToken, target: string | null) {
+function tokenJson(t: ApiToken, target: string | null): TokenJson {
   return {
     id: t.id,
     name: t.name,
     scopes: t.scopes,
-    level: t.level,
+    level: t.level as TokenLevel,
     target,
     expires_at: t.expiresAt?.toISOString() ?? null,
     created_at: t.createdAt.toISOString(),
@@ -223,7 +225,7 @@ export class UsersService {
   }
 
   /** The user's tokens, oldest first, one page (CI clone credentials are not listed). */
-  async listTokens(userId: number, q: PageQuery): Promise<Page<unknown>> {
+  async listTokens(userId: number, q: PageQuery): Promise<Page<TokenJson>> {
     const [tokens, total] = await this.em().findAndCount(
       ApiToken,
       { userId, pipelineId: null },

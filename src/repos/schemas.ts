@@ -1,0 +1,62 @@
+import { z } from 'zod';
+import { timestamp } from '../http/responses.ts';
+import { VCS_KINDS } from '../vcs/index.ts';
+
+export const vcsEnum = z.enum(VCS_KINDS).meta({ id: 'Vcs' });
+
+/** Response shapes of repositories and their contents. */
+export const repoSchema = z
+  .object({
+    id: z.int(),
+    name: z.string(),
+    org: z.string().meta({ description: 'owning organization name' }),
+    description: z.string(),
+    is_private: z.boolean(),
+    vcs: vcsEnum,
+    default_branch: z.string(),
+    clone_url: z.string().meta({ description: 'clone and push over HTTP here' }),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Repository' });
+export type RepoJson = z.infer<typeof repoSchema>;
+
+export const treeEntrySchema = z
+  .object({
+    name: z.string(),
+    is_dir: z.boolean(),
+    size: z.int().min(0).meta({ description: '0 for directories' }),
+  })
+  .meta({ id: 'TreeEntry' });
+
+export const fileContentSchema = z
+  .object({
+    path: z.string(),
+    content: z.string().meta({ description: 'the text, or base64 when `encoding` is base64' }),
+    size: z.int().min(0).meta({ description: 'bytes' }),
+    encoding: z.enum(['utf-8', 'base64']),
+    truncated: z.boolean().meta({ description: 'the content was cut at the blob size cap' }),
+  })
+  .meta({ id: 'FileContent' });
+
+const commitShape = {
+  id: z.string().meta({ description: 'full revision identifier' }),
+  short_id: z.string(),
+  author: z.string().meta({ description: 'name and address in one string' }),
+  date: timestamp,
+  subject: z.string().meta({ description: 'first line of the message' }),
+  message: z.string(),
+  branch: z.string(),
+  tags: z.array(z.string()),
+};
+export const commitSchema = z.object(commitShape).meta({ id: 'Commit' });
+export const changesetSchema = z
+  .object({
+    ...commitShape,
+    diff: z.string().meta({ description: 'git-style unified diff against the first parent' }),
+    diff_truncated: z.boolean().meta({ description: 'the diff is incomplete (size caps)' }),
+    diff_truncated_files: z
+      .array(z.string())
+      .meta({ description: 'files shown by their header lines only (over the per-file cap)' }),
+  })
+  .meta({ id: 'Changeset' });
