@@ -129,16 +129,7 @@ export function createServices(deps: AppDeps): Services {
         throw e;
       });
       if (repo === undefined) return undefined;
-      const org = await orgs.byId(repo.orgId);
-      const vcs = repo.vcs as VcsKind;
-      return {
-        id,
-        vcs,
-        path: repos.path(repo),
-        defaultBranch: repo.defaultBranch,
-        org: org.name,
-        name: repo.name,
-      };
+      return repos.changed(repo, (await orgs.byId(repo.orgId)).name);
     },
     // the next read after a push starts with fresh reader processes and caches
     onChanged: (repo) => readers.invalidate(repo.path),

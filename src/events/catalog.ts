@@ -4,11 +4,15 @@
  * docs/events.md describes the payloads for integrators.
  *
  * Payload builders: `push` and `tag` from ref moves in payloads.ts; `issue.*` by the issues
- * service; `pull_request.*` by the pull request feature (declared here ahead of it).
+ * service; `pull_request.*` by the pull request feature (declared here ahead of it). A feature's
+ * record in a payload is the type of its API response (`<feature>/schemas.ts`, type-only imports),
+ * so an event and the API never disagree on a record's shape.
  */
+import type { CommentJson, IssueJson } from '../issues/schemas.ts';
+import type { UserRefJson } from '../users/schemas.ts';
 
-/** A user as events name one (`sender`, authors): at least the id and user name. */
-export type UserRef = { id: number; username: string; display_name?: string; avatar_url?: string };
+/** The acting user: the API's user reference, or only id and name when the user is gone. */
+export type EventUser = UserRefJson | { id: number; username: string };
 
 export type RepositoryRef = { id: number; name: string; org: string };
 
@@ -53,64 +57,25 @@ export type TagPayload = {
   commit?: CommitJson;
 };
 
-/** An issue as the issues API answers it. */
-export type IssueRecord = {
-  id: number;
-  number: number;
-  title: string;
-  body: string;
-  state: string;
-  severity: string;
-  author?: UserRef;
-  labels: { id: number; name: string; color: string; scope: string }[];
-  assignees: UserRef[];
-  created_at: string;
-  updated_at: string;
-};
-
-export type CommentRecord = { id: number; body: string; author?: UserRef; created_at: string };
-
 /** `issue.<action>`: `action` repeats the type's suffix; `comment` with `issue.commented`. */
 export type IssuePayload = {
   action: 'opened' | 'closed' | 'reopened' | 'commented';
-  issue: IssueRecord;
-  comment?: CommentRecord;
-  sender: UserRef;
+  /** The issue as the issues API answers it. */
+  issue: IssueJson;
+  comment?: CommentJson;
+  sender: EventUser;
   repository: RepositoryRef;
 };
 
-/** A pull request as its API will answer it (the record fields of the pull request feature). */
-export type PullRequestRecord = {
-  id: number;
-  number: number;
-  title: string;
-  body: string;
-  status: 'open' | 'closed' | 'merged';
-  source_ref: string;
-  target_ref: string;
-  ref_type: string;
-  author: UserRef;
-  head_commit: string;
-  base_commit: string;
-  mergeable_state: 'clean' | 'conflict' | 'behind' | 'empty' | 'checking';
-  conflicted_files: string[];
-  commits_ahead: number;
-  commits_behind: number;
-  merged_by: UserRef | null;
-  merged_at: string | null;
-  merge_commit: string | null;
-  comments_count: number;
-  created_at: string;
-  updated_at: string;
-  closed_at: string | null;
-};
-
-/** `pull_request.<action>`: `action` repeats the type's suffix; `comment` with `commented`. */
+/**
+ * `pull_request.<action>`: declared now so subscriptions can name the spec's types; the pull
+ * request feature narrows `pull_request` to its response type when it starts emitting them.
+ */
 export type PullRequestPayload = {
-  action: 'opened' | 'closed' | 'merged' | 'commented' | 'reopened' | 'synchronized';
-  pull_request: PullRequestRecord;
-  comment?: CommentRecord;
-  sender: UserRef;
+  action: 'opened' | 'closed' | 'merged' | 'commented';
+  pull_request: Record<string, unknown>;
+  comment?: CommentJson;
+  sender: EventUser;
   repository: RepositoryRef;
 };
 
@@ -126,8 +91,6 @@ export type EventPayloads = {
   'pull_request.closed': PullRequestPayload;
   'pull_request.merged': PullRequestPayload;
   'pull_request.commented': PullRequestPayload;
-  'pull_request.reopened': PullRequestPayload;
-  'pull_request.synchronized': PullRequestPayload;
 };
 
 export type EventType = keyof EventPayloads;
@@ -144,8 +107,6 @@ const LISTED: Record<EventType, true> = {
   'pull_request.closed': true,
   'pull_request.merged': true,
   'pull_request.commented': true,
-  'pull_request.reopened': true,
-  'pull_request.synchronized': true,
 };
 
 /** Every event type, in the catalog's order (for validating subscriptions). */

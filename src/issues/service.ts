@@ -4,7 +4,7 @@ import { ApiError } from '../http/errors.ts';
 import { nonBlank } from '../http/input.ts';
 import type { Access, AuthUser, OrgRef, RepoRef } from '../http/auth.ts';
 import { offsetOf, pageQuery, type Page } from '../http/pagination.ts';
-import type { IssueEventType, IssuePayload } from '../events/catalog.ts';
+import type { DomainEvent, IssueEventType, IssuePayload } from '../events/catalog.ts';
 import { emitEvents } from '../events/outbox.ts';
 import { isUniqueViolation, userRefJson } from '../users/service.ts';
 import type { UserRefJson } from '../users/schemas.ts';
@@ -704,22 +704,21 @@ export class IssuesService {
     t: Target,
     sender: AuthUser,
     type: IssueEventType,
-    payload: { action: IssuePayload['action']; issue: IssueJson; comment?: CommentJson },
+    payload: Omit<IssuePayload, 'sender' | 'repository'>,
   ): Promise<void> {
     const senders = await this.usersById(tx, [sender.id]);
     const s = senders.get(sender.id);
-    await emitEvents(tx, [
-      {
-        type,
-        repoId: t.repo.id,
-        senderId: sender.id,
-        payload: {
-          ...payload,
-          sender: s === undefined ? { id: sender.id, username: sender.username } : userRef(s),
-          repository: { id: t.repo.id, name: t.repo.name, org: t.org.name },
-        },
+    const event: DomainEvent<IssueEventType> = {
+      type,
+      repoId: t.repo.id,
+      senderId: sender.id,
+      payload: {
+        ...payload,
+        sender: s === undefined ? { id: sender.id, username: sender.username } : userRef(s),
+        repository: { id: t.repo.id, name: t.repo.name, org: t.org.name },
       },
-    ]);
+    };
+    await emitEvents(tx, [event]);
   }
 }
 

@@ -149,14 +149,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
           ? {
               changes: deps.changes,
               senderId: principal.kind === 'user' ? principal.user.id : null,
-              repo: {
-                id: repo.id,
-                vcs,
-                path: repoPath,
-                defaultBranch: repo.defaultBranch,
-                org: orgName,
-                name: repo.name,
-              },
+              repo: deps.repos.changed(repo, orgName),
             }
           : undefined,
         { spool: deps.spool, log: deps.log, ...deps.limits },

@@ -5,6 +5,7 @@ import { scopeAllows, type Access, type OrgRef, type RepoRef } from '../http/aut
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { driverFor, removeRepository, repoPath, VCS_KINDS, type VcsKind } from '../vcs/index.ts';
 import { Repo } from './entities.ts';
+import type { ChangedRepo } from './changes.ts';
 import type { RepoJson } from './schemas.ts';
 
 export const repoNameSchema = z
@@ -56,6 +57,18 @@ export class ReposService {
 
   path(r: Pick<Repo, 'id' | 'vcs'>): string {
     return repoPath(this.root, r.id, r.vcs as VcsKind);
+  }
+
+  /** The repository as `RepoChanges` changes it. */
+  changed(r: Repo, orgName: string): ChangedRepo {
+    return {
+      id: r.id,
+      vcs: r.vcs as VcsKind,
+      path: this.path(r),
+      defaultBranch: r.defaultBranch,
+      org: orgName,
+      name: r.name,
+    };
   }
 
   async ref(org: OrgRef, name: string): Promise<RepoRef | undefined> {

@@ -72,6 +72,23 @@ export function browsing(method: string, subpath: string, query: URLSearchParams
   return atRoot(subpath) && (method === 'GET' || method === 'HEAD') && query.size === 0;
 }
 
+/**
+ * The first step of a `classify` that decides by one query parameter: a repeated parameter is
+ * refused (400), a browser's plain visit gets the hint, else the parameter's value (if any).
+ */
+export function wireParam(
+  method: string,
+  subpath: string,
+  query: URLSearchParams,
+  name: string,
+): { verdict: WireRequest } | { value: string | undefined } {
+  const values = query.getAll(name);
+  if (values.length > 1)
+    return { verdict: { kind: 'refuse', status: 400, message: `repeated ${name} parameter` } };
+  if (browsing(method, subpath, query)) return { verdict: { kind: 'hint' } };
+  return { value: values[0] };
+}
+
 export function atRoot(subpath: string): boolean {
   return subpath === '' || subpath === '/';
 }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { GIT } from '../constants.ts';
-import { browsing, cloneHint, notFound, type VcsTransport } from '../transport.ts';
+import { cloneHint, notFound, wireParam, type VcsTransport } from '../transport.ts';
 
 const SERVICES = new Set(['git-upload-pack', 'git-receive-pack']);
 
@@ -10,10 +10,9 @@ const SERVICES = new Set(['git-upload-pack', 'git-receive-pack']);
  */
 export const transport: VcsTransport = {
   classify(method, subpath, query) {
-    const services = query.getAll('service');
-    if (services.length > 1) return { kind: 'refuse', status: 400, message: 'repeated service parameter' };
-    if (browsing(method, subpath, query)) return { kind: 'hint' };
-    const service = services[0];
+    const p = wireParam(method, subpath, query, 'service');
+    if ('verdict' in p) return p.verdict;
+    const service = p.value;
     if (subpath === '/info/refs' && method === 'GET' && service !== undefined && SERVICES.has(service)) {
       // the ref advertisement of a push needs push rights but changes nothing
       const op = service === 'git-receive-pack' ? 'write' : 'read';

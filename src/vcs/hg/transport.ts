@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { HG } from '../constants.ts';
-import { atRoot, browsing, cloneHint, notFound, type VcsTransport } from '../transport.ts';
+import { atRoot, cloneHint, notFound, wireParam, type VcsTransport } from '../transport.ts';
 
 /** Mercurial wire-protocol commands (version 1, as in Mercurial 6.3) a client may send. */
 const COMMANDS = new Set([
@@ -30,10 +30,9 @@ const HGWEB = fileURLToPath(new URL('./hgweb.py', import.meta.url));
 /** Requests naming a wire-protocol `cmd` at the clone URL, served by hgweb (hgweb.py). */
 export const transport: VcsTransport = {
   classify(method, subpath, query) {
-    const cmds = query.getAll('cmd');
-    if (cmds.length > 1) return { kind: 'refuse', status: 400, message: 'repeated cmd parameter' };
-    if (browsing(method, subpath, query)) return { kind: 'hint' };
-    const cmd = cmds[0];
+    const p = wireParam(method, subpath, query, 'cmd');
+    if ('verdict' in p) return p.verdict;
+    const cmd = p.value;
     if (!atRoot(subpath) || cmd === undefined || !COMMANDS.has(cmd)) return notFound;
     if (method !== 'GET' && method !== 'POST') return notFound;
     const push = cmd === 'unbundle' || cmd === 'pushkey';
