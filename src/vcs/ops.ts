@@ -11,10 +11,10 @@
  * reaches a VCS as data (a full ref name after `refs/heads/`, a dictionary lookup inside the
  * Mercurial extension, a hex SQL literal), never as an option, a revision expression or a revset.
  *
- * Locking: the calls marked "mutates" change the repository and must run while the caller holds
- * the repository's push lock (the one repository-change path, `RepoChanges.apply`), so that the snapshots taken before
- * and after see exactly this change; afterwards the caller invalidates pooled readers as after a
- * push. The others only read (a dry-run merge works in memory, in the object store or on SQL) and
+ * Locking: the calls marked "mutates" change the repository and must run inside the `mutate`
+ * function of `RepoChanges.change` (src/repos/changes.ts, the one repository-change path), which
+ * holds the repository's push lock, so that the snapshots taken before and after see exactly this
+ * change; it also records the events and invalidates pooled readers. The others only read (a dry-run merge works in memory, in the object store or on SQL) and
  * may run at any time, also during a push.
  */
 import type { VcsKind } from './constants.ts';
