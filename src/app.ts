@@ -12,7 +12,7 @@ import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
 import { openapiDocument } from './http/openapi.ts';
 import type { Metrics } from './telemetry/metrics.ts';
-import { UsersService } from './users/service.ts';
+import { UsersService, type TargetDirectory } from './users/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { OrgsService } from './orgs/service.ts';
 import { orgRoutes } from './orgs/routes.ts';
@@ -62,38 +62,46 @@ export function blobStore(config: Config): BlobStore {
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
-  const orgs = new OrgsService({ em, maxOrgsPerUser: deps.config.maxOrgsPerUser });
-  const repos = new ReposService({ em, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
-  const users = new UsersService({
+  const users: UsersService = new UsersService({
     em,
     maxTokensPerUser: deps.config.maxTokensPerUser,
-    resolveTarget: async (level, target, userId) => {
-      const [orgName, repoName, ...rest] = target.split('/');
-      const wantRepo = level === 'repo';
-      if (
-        orgName === undefined ||
-        rest.length > 0 ||
-        (wantRepo ? repoName === undefined : repoName !== undefined)
-      ) {
-        throw ApiError.validation(
-          `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
-        );
-      }
-      const org = await orgs.ref(orgName);
-      const role = org === undefined ? undefined : await orgs.role(org.id, userId);
-      if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
-      if (!wantRepo) return { orgId: org.id, repoId: null };
-      const repo = await repos.ref(org, repoName ?? '');
-      if (repo === undefined) throw ApiError.notFound('target repository');
-      return { orgId: org.id, repoId: repo.id };
-    },
-    targetName: async (orgId, repoId) => {
-      if (orgId === null) return null;
-      const org = await orgs.byId(orgId);
-      if (repoId === null) return org.name;
-      return `${org.name}/${(await repos.get(repoId)).name}`;
+    targets: {
+      resolve: (level, target, userId) => resolveTarget(level, target, userId),
+      names: (t) => targetNames(t),
     },
   });
+  const orgs = new OrgsService({ em, users, maxOrgsPerUser: deps.config.maxOrgsPerUser });
+  const repos = new ReposService({ em, orgs, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
+  const resolveTarget: TargetDirectory['resolve'] = async (level, target, userId) => {
+    const [orgName, repoName, ...rest] = target.split('/');
+    const wantRepo = level === 'repo';
+    if (
+      orgName === undefined ||
+      rest.length > 0 ||
+      (wantRepo ? repoName === undefined : repoName !== undefined)
+    ) {
+      throw ApiError.validation(
+        `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
+      );
+    }
+    const org = await orgs.ref(orgName);
+    const role = org === undefined ? undefined : await orgs.role(org.id, userId);
+    if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
+    if (!wantRepo) return { orgId: org.id, repoId: null };
+    const repo = await repos.ref(org, repoName ?? '');
+    if (repo === undefined) throw ApiError.notFound('target repository');
+    return { orgId: org.id, repoId: repo.id };
+  };
+  // A token's target as `org` or `org/repo` (a target deleted since names nothing: the token went with it).
+  const targetNames: TargetDirectory['names'] = async (targets) => {
+    const orgNames = await orgs.names(targets.flatMap((t) => (t.orgId === null ? [] : [t.orgId])));
+    const repoNames = await repos.names(targets.flatMap((t) => (t.repoId === null ? [] : [t.repoId])));
+    return targets.map((t) => {
+      if (t.orgId === null) return null;
+      const org = orgNames.get(t.orgId) ?? '';
+      return t.repoId === null ? org : `${org}/${repoNames.get(t.repoId) ?? ''}`;
+    });
+  };
   const agents = new AgentsService({ em });
   const pipelines = new PipelinesService({
     em,
@@ -107,15 +115,24 @@ export function createServices(deps: AppDeps): Services {
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);
-      return fileAt(repo.vcs as VcsKind, repos.path(repo), rev, file);
+      return fileAt(repo.vcs, repos.path(repo), rev, file);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);
       const org = await orgs.byId(repo.orgId);
-      return { id: repo.id, name: repo.name, org: org.name, vcs: repo.vcs, isPrivate: repo.isPrivate };
+      return {
+        id: repo.id,
+        name: repo.name,
+        orgId: org.id,
+        org: org.name,
+        vcs: repo.vcs,
+        isPrivate: repo.isPrivate,
+      };
     },
+    users,
+    agents,
   });
-  const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
+  const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
   const changes = new RepoChanges({
     em,
     log: deps.log,
@@ -128,7 +145,7 @@ export function createServices(deps: AppDeps): Services {
       });
       if (repo === undefined) return undefined;
       const org = await orgs.byId(repo.orgId);
-      const vcs = repo.vcs as VcsKind;
+      const vcs = repo.vcs;
       return {
         id,
         vcs,

@@ -16,6 +16,7 @@ export async function openOrm(url: string, opts: { poolMax?: number } = {}): Pro
   return MikroORM.init({
     clientUrl: url,
     entities,
+    discovery: { warnWhenNoEntities: false },
     extensions: [Migrator],
     migrations: { migrationsList: migrations, tableName: 'triad_migrations', silent: true, snapshot: false },
     pool: { min: 0, max: opts.poolMax ?? 20 },

@@ -1,10 +1,42 @@
 import { z } from 'zod';
+import { isoTime } from '../db/sql.ts';
+import { pageQuery } from '../http/pagination.ts';
+import { timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { vcsEnum } from '../repos/schemas.ts';
 import { PIPELINE_EVENTS } from './pipeline-file.ts';
 import { PIPELINE_STATUSES, STEP_STATUSES } from './model.ts';
+import type { PipelineRow, StepRow } from './repository.ts';
 
-/** Response shapes of pipelines and of the agent protocol; the service's mappers return these types. */
+// ----- requests (the user side and the agent protocol) ------------------------------------------
+
+const reportedTime = timestampInput.nullish();
+export const stepStatusBody = z.object({
+  status: z.enum(STEP_STATUSES),
+  exit_code: z.number().int().min(-2147483648).max(2147483647).nullish(),
+  started_at: reportedTime,
+  finished_at: reportedTime,
+  /** The agent cut the middle of the log to stay under the step log limit. */
+  log_truncated: z.boolean().optional(),
+});
+export type StepStatusBody = z.infer<typeof stepStatusBody>;
+export const heartbeatBody = z.object({
+  /** Ids of the pipelines this agent process is running now. */
+  running: z.array(z.number().int().min(1).max(2147483647)).max(10_000).optional(),
+});
+export const pipelineStatusBody = z.object({
+  status: z.enum(PIPELINE_STATUSES),
+  finished_at: reportedTime,
+  started_at: reportedTime,
+  error_message: z.string().max(10_000).nullish(),
+});
+export type PipelineStatusBody = z.infer<typeof pipelineStatusBody>;
+export const listQuery = pageQuery(20, 50).extend({ status: z.enum(PIPELINE_STATUSES).optional() });
+export type ListQuery = z.infer<typeof listQuery>;
+
+// ----- responses ---------------------------------------------------------------------------------
+
+/** Response shapes of pipelines and of the agent protocol, and the mappers from rows. */
 export const pipelineStatusEnum = z.enum(PIPELINE_STATUSES).meta({ id: 'PipelineStatus' });
 export const stepStatusEnum = z.enum(STEP_STATUSES).meta({ id: 'StepStatus' });
 const eventEnum = z.enum(PIPELINE_EVENTS).meta({ id: 'PipelineEvent' });
@@ -111,3 +143,39 @@ export const logAckSchema = z
 export const queueSchema = z
   .object({ pending: z.int().min(0), running: z.int().min(0), agents: z.int().min(0) })
   .meta({ id: 'Queue' });
+
+const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
+
+/** A pipeline (with its steps for single reads); `username` names the triggering user. */
+export function pipelineJson(p: PipelineRow, username: string | null, steps?: StepRow[]): PipelineJson {
+  return {
+    id: p.id,
+    number: p.number,
+    commit_node: p.commit_node,
+    branch: p.branch,
+    tag: p.tag,
+    event: p.event,
+    events: p.events,
+    status: p.status,
+    trigger_by: p.trigger_by,
+    trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username },
+    created_at: isoTime(p.created_at),
+    started_at: isoOrNull(p.started_at),
+    finished_at: isoOrNull(p.finished_at),
+    ...(p.error_message === null ? {} : { error_message: p.error_message }),
+    ...(steps === undefined ? {} : { steps: steps.map(stepJson) }),
+  };
+}
+
+export function stepJson(s: StepRow): StepJson {
+  return {
+    id: s.id,
+    number: s.number,
+    name: s.name,
+    image: s.image,
+    status: s.status,
+    exit_code: s.exit_code,
+    started_at: isoOrNull(s.started_at),
+    finished_at: isoOrNull(s.finished_at),
+  };
+}

@@ -99,7 +99,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
         return;
       }
       const repo = await deps.repos.get(ref!.id);
-      const vcs = repo.vcs as VcsKind;
+      const vcs = repo.vcs;
       const query = new URL(req.originalUrl, 'http://x').searchParams;
       const wire = wireRequest(vcs, req.method, subpath, query, req.headers['content-type']);
       if (wire.kind === 'refuse') {
