@@ -31,7 +31,6 @@ import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
 import { fileAt } from './vcs/pushes.ts';
-import type { VcsKind } from './vcs/index.ts';
 import path from 'node:path';
 
 export const VERSION = '0.1.0';

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import { FOSSIL_READER, FOSSIL_WRITER, type VcsKind } from '../vcs/index.ts';
+import { FOSSIL_READER, FOSSIL_WRITER } from '../vcs/index.ts';
 import type { Spool } from '../vcs/spool.ts';
 import { cloneHint, wireRequest } from '../vcs/transport.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';

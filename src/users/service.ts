@@ -15,12 +15,7 @@ import {
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import * as db from './repository.ts';
 import type { UserRefRow, UserRow } from './repository.ts';
-import {
-  tokenJson,
-  type CreateTokenBody,
-  type CreateUserBody,
-  type TokenJson,
-} from './schemas.ts';
+import { tokenJson, type CreateTokenBody, type CreateUserBody, type TokenJson } from './schemas.ts';
 
 export type { UserRefRow, UserRow };
 
