@@ -4,7 +4,7 @@ import { RequestContext } from '@mikro-orm/core';
 import { trace, SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
-import type { Orm } from './db/database.ts';
+import { ping, type Orm } from './db/database.ts';
 import { z } from 'zod';
 import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
@@ -254,10 +254,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
       // A pool with no free connection is as unready as an unreachable database: give up quickly.
       let timer: NodeJS.Timeout | undefined;
       const gaveUp = new Promise<'busy'>((resolve) => (timer = setTimeout(() => resolve('busy'), 2000)));
-      const probe = orm.em
-        .fork()
-        .execute('select 1')
-        .then(() => 'ok' as const);
+      const probe = ping(orm).then(() => 'ok' as const);
       try {
         const r = await Promise.race([probe, gaveUp]);
         if (r === 'busy') throw new ApiError(503, 'service_unavailable', 'no free database connection');

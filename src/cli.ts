@@ -11,7 +11,7 @@ import { createLogger } from './telemetry/logger.ts';
 import { createUserBody, createTokenBody } from './users/schemas.ts';
 import { createAgentBody } from './agents/schemas.ts';
 import { ALL_SCOPES } from './http/auth.ts';
-import { parseWith } from './http/api.ts';
+import { parseWith } from './http/input.ts';
 import { runAgent } from '../agent/main.ts';
 
 const USAGE = `usage: triad <command>

@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { count, first, one, namesById, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
 
 /** The queries of CI agent identities and their liveness (`agents`, `agent_instances`, `agent_processes`). */
@@ -28,12 +28,8 @@ export function agentByHash(db: Db, hash: string): Promise<AgentRow | undefined>
   return first<AgentRow>(db, 'select id, name from agents where token_hash = ?', [hash]);
 }
 
-export async function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.execute<AgentRow[]>('select id, name from agents where id = any(?::int[])', [
-    intArray(ids),
-  ]);
-  return new Map(rows.map((a) => [a.id, a.name]));
+export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
+  return namesById(db, 'select id, name from agents where id = any(?::int[])', ids);
 }
 
 /** The agent and its instance are alive now (a deleted agent records nothing). */

@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { parseWith, readRawBody, reply, respond, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { parseWith, readRawBody } from '../http/input.ts';
 import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { queryInt } from '../http/pagination.ts';

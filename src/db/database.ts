@@ -25,6 +25,11 @@ export async function openOrm(url: string, opts: { poolMax?: number } = {}): Pro
   });
 }
 
+/** Resolves once the database answers a trivial query on a pool connection (readiness). */
+export async function ping(orm: Orm): Promise<void> {
+  await orm.em.fork().execute('select 1');
+}
+
 /**
  * Applies pending migrations while holding a PostgreSQL advisory lock, so several servers
  * starting at once against one database migrate it exactly once and all come up.

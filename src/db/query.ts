@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { intArray } from './sql.ts';
 
 /**
  * The entity manager a repository function runs on: the request's, or a transaction's (pass the
@@ -26,4 +27,14 @@ export async function one<T>(db: Db, sql: string, params: readonly unknown[] = [
 export async function count(db: Db, sql: string, params: readonly unknown[] = []): Promise<number> {
   const row = await first<{ n: string | number }>(db, sql, params);
   return Number(row?.n ?? 0);
+}
+
+/**
+ * Names by id for a batch of ids, from a query `select id, name ... where id = any(?::int[])`
+ * (ids that name no row are absent from the map; no query for an empty batch).
+ */
+export async function namesById(db: Db, sql: string, ids: readonly number[]): Promise<Map<number, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.execute<{ id: number; name: string }[]>(sql, [intArray(ids)]);
+  return new Map(rows.map((r) => [r.id, r.name]));
 }

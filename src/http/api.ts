@@ -6,6 +6,7 @@ import { ApiError } from './errors.ts';
 import { setPageHeaders, type Page, type PageInfo } from './pagination.ts';
 import type { Access, OrgNeeds, OrgRef, RepoNeeds, RepoTarget } from './auth.ts';
 import { isPathInt, pathText, type ParamSchemas } from './params.ts';
+import { parseWith, rejectNul } from './input.ts';
 import { respond, type ErrorStatus, type Success } from './responses.ts';
 
 export { respond };
@@ -56,12 +57,11 @@ export type Ctx<B, Q, P = Record<never, never>> = {
   access: Access;
 };
 
-export type RouteDef<
-  BS extends z.ZodType | undefined,
-  QS extends z.ZodType | undefined,
-  T,
-  PS extends ParamSchemas | undefined = undefined,
-> = {
+/** The type parameters of a route: its body, query and path-parameter schemas (each optional). */
+type Opt = z.ZodType | undefined;
+type OptParams = ParamSchemas | undefined;
+
+export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = {
   method: Method;
   path: string;
   /** Stable operation name for generated clients (camelCase). */
@@ -101,58 +101,43 @@ type CtxOf<BS, QS, PS> = Ctx<
   ParamsOf<PS>
 >;
 
-export type AnyRoute = RouteDef<
-  z.ZodType | undefined,
-  z.ZodType | undefined,
-  unknown,
-  ParamSchemas | undefined
->;
+export type AnyRoute = RouteDef<Opt, Opt, unknown, OptParams>;
 
 /** Where the routes of one repository live; `Api.repoRoute` paths are relative to it. */
 export const REPO_BASE = '/api/v1/repos/:org/:repo';
 /** Where the routes of one organization live; `Api.orgRoute` paths are relative to it. */
 export const ORG_BASE = '/api/v1/orgs/:org';
 
+/** A route of a group: path relative to the group's base, a handler given what the group resolved. */
+type GroupRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams, Needs, Given> = Omit<
+  RouteDef<BS, QS, T, PS>,
+  'handler'
+> &
+  Needs & { handler: (ctx: CtxOf<BS, QS, PS> & Given) => Promise<Reply<NoInfer<T>>> };
+
 /**
  * A route of the repository group: its path is relative to `REPO_BASE`, and its handler gets the
  * repository (`target`) already resolved and authorised for `repo` (scope, role, a token even on
  * a public repository), stated once here.
  */
-export type RepoRouteDef<
-  BS extends z.ZodType | undefined,
-  QS extends z.ZodType | undefined,
+export type RepoRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = GroupRouteDef<
+  BS,
+  QS,
   T,
-  PS extends ParamSchemas | undefined = undefined,
-> = Omit<RouteDef<BS, QS, T, PS>, 'handler'> & {
-  repo: RepoNeeds;
-  handler: (ctx: CtxOf<BS, QS, PS> & { target: RepoTarget }) => Promise<Reply<NoInfer<T>>>;
-};
+  PS,
+  { repo: RepoNeeds },
+  { target: RepoTarget }
+>;
 
 /** A route of the organization group: path relative to `ORG_BASE`, `org` resolved for `needs`. */
-export type OrgRouteDef<
-  BS extends z.ZodType | undefined,
-  QS extends z.ZodType | undefined,
+export type OrgRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = GroupRouteDef<
+  BS,
+  QS,
   T,
-  PS extends ParamSchemas | undefined = undefined,
-> = Omit<RouteDef<BS, QS, T, PS>, 'handler'> & {
-  org: OrgNeeds;
-  handler: (ctx: CtxOf<BS, QS, PS> & { org: OrgRef }) => Promise<Reply<NoInfer<T>>>;
-};
-
-export function zodMessage(error: z.ZodError, where: string): string {
-  return error.issues
-    .map((i) => {
-      const at = i.path.length > 0 ? `${where}.${i.path.join('.')}` : where;
-      return `${at}: ${i.message}`;
-    })
-    .join('; ');
-}
-
-export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
-  const r = schema.safeParse(value);
-  if (!r.success) throw ApiError.validation(zodMessage(r.error, where));
-  return r.data;
-}
+  PS,
+  { org: OrgNeeds },
+  { org: OrgRef }
+>;
 
 /**
  * The route table: every route is declared once here with its schemas, so express mounting
@@ -173,12 +158,9 @@ export class Api {
     this.router.use(this.methods, this.others);
   }
 
-  route<
-    BS extends z.ZodType | undefined = undefined,
-    QS extends z.ZodType | undefined = undefined,
-    T = never,
-    PS extends ParamSchemas | undefined = undefined,
-  >(def: RouteDef<BS, QS, T, PS>): void {
+  route<BS extends Opt = undefined, QS extends Opt = undefined, T = never, PS extends OptParams = undefined>(
+    def: RouteDef<BS, QS, T, PS>,
+  ): void {
     const route = def as unknown as AnyRoute;
     const schemas: ParamSchemas = def.params ?? {};
     for (const [, name] of def.path.matchAll(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g)) {
@@ -222,40 +204,39 @@ export class Api {
   }
 
   /** A route of the repository group (see `RepoRouteDef`). */
-  repoRoute<
-    BS extends z.ZodType | undefined = undefined,
-    QS extends z.ZodType | undefined = undefined,
-    T = never,
-    PS extends ParamSchemas | undefined = undefined,
-  >(def: RepoRouteDef<BS, QS, T, PS>): void {
+  repoRoute<B extends Opt = undefined, Q extends Opt = undefined, T = never, P extends OptParams = undefined>(
+    def: RepoRouteDef<B, Q, T, P>,
+  ): void {
     const { repo: needs, handler, ...rest } = def;
-    this.route({
-      ...rest,
-      path: `${REPO_BASE}${def.path}`,
-      params: { org: pathText, repo: pathText, ...def.params } as unknown as PS,
-      handler: async (ctx) => {
-        const names = ctx.params as unknown as { org: string; repo: string };
-        return handler({ ...ctx, target: await ctx.access.repo(names.org, names.repo, needs) });
-      },
+    this.group(rest, REPO_BASE, { org: pathText, repo: pathText }, async (ctx) => {
+      const names = ctx.params as unknown as { org: string; repo: string };
+      return handler({ ...ctx, target: await ctx.access.repo(names.org, names.repo, needs) });
     });
   }
 
   /** A route of the organization group (see `OrgRouteDef`). */
-  orgRoute<
-    BS extends z.ZodType | undefined = undefined,
-    QS extends z.ZodType | undefined = undefined,
-    T = never,
-    PS extends ParamSchemas | undefined = undefined,
-  >(def: OrgRouteDef<BS, QS, T, PS>): void {
+  orgRoute<B extends Opt = undefined, Q extends Opt = undefined, T = never, P extends OptParams = undefined>(
+    def: OrgRouteDef<B, Q, T, P>,
+  ): void {
     const { org: needs, handler, ...rest } = def;
+    this.group(rest, ORG_BASE, { org: pathText }, async (ctx) => {
+      const names = ctx.params as unknown as { org: string };
+      return handler({ ...ctx, org: await ctx.access.org(names.org, needs) });
+    });
+  }
+
+  /** A route below `base`, whose parameters the group declares and whose handler it wraps. */
+  private group<BS extends Opt, QS extends Opt, T, PS extends OptParams>(
+    def: Omit<RouteDef<BS, QS, T, PS>, 'handler'>,
+    base: string,
+    baseParams: ParamSchemas,
+    handler: RouteDef<BS, QS, T, PS>['handler'],
+  ): void {
     this.route({
-      ...rest,
-      path: `${ORG_BASE}${def.path}`,
-      params: { org: pathText, ...def.params } as unknown as PS,
-      handler: async (ctx) => {
-        const names = ctx.params as unknown as { org: string };
-        return handler({ ...ctx, org: await ctx.access.org(names.org, needs) });
-      },
+      ...def,
+      path: `${base}${def.path}`,
+      params: { ...baseParams, ...def.params } as unknown as PS,
+      handler,
     });
   }
 
@@ -368,56 +349,4 @@ function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFun
     if (auth === 'admin') access.admin();
   }
   next();
-}
-
-type JsonPath = { key: string; parent: JsonPath | undefined };
-function jsonPathText(p: JsonPath): string {
-  const keys: string[] = [];
-  for (let at: JsonPath | undefined = p; at !== undefined; at = at.parent) keys.push(at.key);
-  return keys.reverse().join('.');
-}
-
-/**
- * 400 `validation_failed` when any string (or key) in a parsed JSON value contains NUL. Walks
- * with an explicit stack and builds the path only on failure, so a deeply nested body can
- * neither overflow the call stack nor build huge path strings.
- */
-function rejectNul(root: unknown, rootWhere: string): void {
-  const stack: [unknown, JsonPath][] = [[root, { key: rootWhere, parent: undefined }]];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const [value, at] = item;
-    if (typeof value === 'string') {
-      if (value.includes('\u0000')) {
-        throw ApiError.validation(`${jsonPathText(at)}: must not contain NUL characters`);
-      }
-    } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push([v, { key: String(i), parent: at }]));
-    } else if (typeof value === 'object' && value !== null) {
-      for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\u0000'))
-          throw ApiError.validation(`${jsonPathText(at)}: keys must not contain NUL characters`);
-        stack.push([v, { key: k, parent: at }]);
-      }
-    }
-  }
-}
-
-/** Reads a raw request body of at most `limit` bytes (413 `payload_too_large` beyond). */
-export async function readRawBody(req: Request, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (declared > limit) {
-    req.resume();
-    throw ApiError.tooLarge(`request body may be at most ${limit} bytes`);
-  }
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw ApiError.tooLarge(`request body may be at most ${limit} bytes`);
-    }
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts);
 }

@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
 import type { Actor, RepoTarget } from '../http/auth.ts';
 import { isDbId } from '../db/sql.ts';
@@ -11,7 +10,8 @@ import { userRefJson } from '../users/schemas.ts';
 import * as db from './repository.ts';
 import type { IssueChange, IssueRow } from './repository.ts';
 import type { LabelCatalog } from './labels.ts';
-import type { IssueReads, IssueUsers } from './reads.ts';
+import type { IssueReads } from './reads.ts';
+import type { IssuesDeps } from './service.ts';
 import {
   commentJson,
   type AssigneeRef,
@@ -24,14 +24,7 @@ import {
 
 export type IssueMembers = Pick<OrgsService, 'role' | 'membersAmong'>;
 
-export type IssueWritesDeps = {
-  em: () => EntityManager;
-  users: IssueUsers;
-  orgs: IssueMembers;
-  labels: LabelCatalog;
-  reads: IssueReads;
-  maxAssignees: number;
-};
+export type IssueWritesDeps = IssuesDeps & { labels: LabelCatalog; reads: IssueReads };
 
 type IssueEvent = 'issue.opened' | 'issue.closed' | 'issue.reopened' | 'issue.commented';
 

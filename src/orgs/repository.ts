@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { count, first, one, namesById, type Db } from '../db/query.ts';
 import { intArray } from '../db/sql.ts';
 import type { OrgRef, Role } from '../http/auth.ts';
 
@@ -23,12 +23,8 @@ export function refByName(db: Db, name: string): Promise<OrgRef | undefined> {
   return first<OrgRef>(db, 'select id, name from orgs where lower(name) = lower(?)', [name]);
 }
 
-export async function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.execute<OrgRef[]>('select id, name from orgs where id = any(?::int[])', [
-    intArray(ids),
-  ]);
-  return new Map(rows.map((o) => [o.id, o.name]));
+export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
+  return namesById(db, 'select id, name from orgs where id = any(?::int[])', ids);
 }
 
 export function insertOrg(db: Db, name: string, description: string): Promise<OrgRow> {

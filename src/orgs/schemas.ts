@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoTime } from '../db/sql.ts';
+import { handleSchema } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { userRefSchema } from '../users/schemas.ts';
 import type { OrgRow } from './repository.ts';
@@ -9,15 +10,10 @@ import type { OrgRow } from './repository.ts';
 /** Names that would shadow server routes at the root (clone URLs live at /:org/:repo). */
 export const RESERVED_ORG_NAMES = new Set(['api', 'healthz', 'readyz', 'metrics']);
 
-export const orgNameSchema = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(
-    /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/,
-    'letters, digits, ".", "_" and "-", not at either end',
-  )
-  .refine((n) => !RESERVED_ORG_NAMES.has(n.toLowerCase()), 'this name is reserved');
+export const orgNameSchema = handleSchema.refine(
+  (n) => !RESERVED_ORG_NAMES.has(n.toLowerCase()),
+  'this name is reserved',
+);
 
 export const createOrgBody = z.object({
   name: orgNameSchema,

@@ -89,7 +89,7 @@ export class AgentProtocol {
     return this.em()
       .fork()
       .transactional(async (tx) => {
-        const s = isDbId(stepId) ? await db.agentStep(tx, stepId, agentId) : undefined;
+        const s = isDbId(stepId) ? await db.agentStep(tx, stepId, agentId, 'report') : undefined;
         if (s === undefined) throw ApiError.notFound('step');
         if (s.pipeline_status === 'running' && !STEP_FINAL.includes(s.status)) {
           await db.reportStep(tx, stepId, {
@@ -152,7 +152,7 @@ export class AgentProtocol {
     return this.em()
       .fork()
       .transactional(async (tx) => {
-        const s = isDbId(stepId) ? await db.agentStepLog(tx, stepId, agentId) : undefined;
+        const s = isDbId(stepId) ? await db.agentStep(tx, stepId, agentId, 'log') : undefined;
         if (s === undefined) throw ApiError.notFound('step');
         const size = Number(s.log_size);
         const at = offset ?? size;

@@ -1,3 +1,5 @@
+import type { VcsKind } from '../vcs/index.ts';
+
 /** Pipeline and step statuses, the limits and channels of CI, and the facts passed between its parts. */
 export const PIPELINE_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled', 'error'] as const;
 export const STEP_STATUSES = ['pending', 'running', 'success', 'failure', 'skipped', 'cancelled'] as const;
@@ -20,7 +22,7 @@ export type RepoInfo = {
   name: string;
   orgId: number;
   org: string;
-  vcs: string;
+  vcs: VcsKind;
   isPrivate: boolean;
 };
 

@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { UsersService } from '../users/service.ts';
-import type { VcsKind } from '../vcs/index.ts';
 import { CLONE_TOKEN_TTL_MS, type AgentCaller, type RepoInfo } from './model.ts';
 import type { QueueWaker } from './queue-waker.ts';
 import * as db from './repository.ts';
-import type { JobJson } from './schemas.ts';
+import { jobJson, type JobJson } from './schemas.ts';
 
 export type QueueDeps = {
   em: () => EntityManager;
@@ -103,42 +102,12 @@ export class PipelineQueue {
     const p = await db.byId(em, claimed.id);
     if (p === undefined) return undefined; // deleted with its repository since
     const steps = await db.steps(em, claimed.id);
-    const { repo } = claimed;
-    const max = this.d.stepTimeoutSeconds;
-    return {
-      pipeline_id: p.id,
-      number: p.number,
-      commit_node: p.commit_node,
-      branch: p.branch,
-      tag: p.tag,
-      event: p.event,
-      events: p.events,
-      clone_url: `${this.d.baseUrl()}/${repo.org}/${repo.name}`,
-      clone_token: claimed.cloneToken,
-      vcs: repo.vcs as VcsKind,
-      org: repo.org,
-      repo: repo.name,
-      steps: steps.map((s) => ({
-        id: s.id,
-        number: s.number,
-        name: s.name,
-        image: s.image,
-        commands: s.commands,
-        environment: s.environment,
-        status: s.status,
-        timeout_seconds: Math.min(s.timeout_seconds ?? max, max),
-      })),
-      ci_env: {
-        CI: 'true',
-        CI_PIPELINE_ID: String(p.id),
-        CI_PIPELINE_NUMBER: String(p.number),
-        CI_COMMIT: p.commit_node,
-        CI_BRANCH: p.branch,
-        CI_TAG: p.tag,
-        CI_EVENT: p.event,
-        CI_REPO: `${repo.org}/${repo.name}`,
-      },
-      log_max_bytes: this.d.logMaxBytes,
-    };
+    return jobJson(p, steps, {
+      repo: claimed.repo,
+      cloneUrl: `${this.d.baseUrl()}/${claimed.repo.org}/${claimed.repo.name}`,
+      cloneToken: claimed.cloneToken,
+      maxStepSeconds: this.d.stepTimeoutSeconds,
+      logMaxBytes: this.d.logMaxBytes,
+    });
   }
 }

@@ -282,17 +282,29 @@ export async function unacknowledgedCancels(db: Db, agentId: number, instance: s
   return rows.map((r) => r.id);
 }
 
-/** A step of a pipeline the agent claimed, with the pipeline's status (share-locking the pipeline). */
+/** A step of a pipeline the agent claimed, with what a report and a log append check. */
+export type AgentStepRow = {
+  status: StepStatus;
+  pipeline_status: PipelineStatus;
+  log_size: string;
+  pipeline_id: number;
+};
+
+/**
+ * A step of a pipeline the agent claimed. `report` share-locks the pipeline (a report waits for a
+ * cancel in flight); `log` locks the step (log appends to one step queue).
+ */
 export function agentStep(
   tx: Db,
   stepId: number,
   agentId: number,
-): Promise<{ status: StepStatus; pipeline_status: PipelineStatus } | undefined> {
+  lock: 'report' | 'log',
+): Promise<AgentStepRow | undefined> {
   return first(
     tx,
-    `select s.status, p.status as pipeline_status from pipeline_steps s
+    `select s.status, p.status as pipeline_status, s.log_size, s.pipeline_id from pipeline_steps s
        join pipelines p on p.id = s.pipeline_id
-      where s.id = ? and p.agent_id = ? for share of p`,
+      where s.id = ? and p.agent_id = ? ${lock === 'report' ? 'for share of p' : 'for update of s'}`,
     [stepId, agentId],
   );
 }
@@ -336,20 +348,6 @@ export async function reportPipeline(tx: Db, id: number, r: PipelineReport): Pro
        finished_at = case when ? then coalesce(?, now()) else finished_at end
      where id = ?`,
     [r.status, r.errorMessage, r.startedAt, r.final, r.final, r.finishedAt, id],
-  );
-}
-
-/** The stored log size of a step of a pipeline the agent claimed, locking the step. */
-export function agentStepLog(
-  tx: Db,
-  stepId: number,
-  agentId: number,
-): Promise<{ log_size: string; pipeline_id: number } | undefined> {
-  return first(
-    tx,
-    `select s.log_size, s.pipeline_id from pipeline_steps s join pipelines p on p.id = s.pipeline_id
-      where s.id = ? and p.agent_id = ? for update of s`,
-    [stepId, agentId],
   );
 }
 

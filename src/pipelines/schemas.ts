@@ -5,7 +5,7 @@ import { timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { vcsEnum } from '../repos/schemas.ts';
 import { PIPELINE_EVENTS } from './pipeline-file.ts';
-import { PIPELINE_STATUSES, STEP_STATUSES } from './model.ts';
+import { PIPELINE_STATUSES, STEP_STATUSES, type RepoInfo } from './model.ts';
 import type { PipelineRow, StepRow } from './repository.ts';
 
 // ----- requests (the user side and the agent protocol) ------------------------------------------
@@ -146,16 +146,17 @@ export const queueSchema = z
 
 const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
 
+/** What a pipeline runs on and why: shared by the pipeline record and the agent's job. */
+function commitFields(p: PipelineRow) {
+  const { number, commit_node, branch, tag, event, events } = p;
+  return { number, commit_node, branch, tag, event, events };
+}
+
 /** A pipeline (with its steps for single reads); `username` names the triggering user. */
 export function pipelineJson(p: PipelineRow, username: string | null, steps?: StepRow[]): PipelineJson {
   return {
     id: p.id,
-    number: p.number,
-    commit_node: p.commit_node,
-    branch: p.branch,
-    tag: p.tag,
-    event: p.event,
-    events: p.events,
+    ...commitFields(p),
     status: p.status,
     trigger_by: p.trigger_by,
     trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username },
@@ -177,5 +178,50 @@ export function stepJson(s: StepRow): StepJson {
     exit_code: s.exit_code,
     started_at: isoOrNull(s.started_at),
     finished_at: isoOrNull(s.finished_at),
+  };
+}
+
+/** Where and how the agent runs a claimed pipeline. */
+export type JobContext = {
+  repo: RepoInfo;
+  cloneUrl: string;
+  cloneToken: string | null;
+  /** The server's longest step (a step's own `timeout` may only be shorter). */
+  maxStepSeconds: number;
+  logMaxBytes: number;
+};
+
+/** The job an agent gets for a claimed pipeline: steps, clone credential and CI environment. */
+export function jobJson(p: PipelineRow, steps: readonly StepRow[], c: JobContext): JobJson {
+  const max = c.maxStepSeconds;
+  return {
+    pipeline_id: p.id,
+    ...commitFields(p),
+    clone_url: c.cloneUrl,
+    clone_token: c.cloneToken,
+    vcs: c.repo.vcs,
+    org: c.repo.org,
+    repo: c.repo.name,
+    steps: steps.map((s) => ({
+      id: s.id,
+      number: s.number,
+      name: s.name,
+      image: s.image,
+      commands: s.commands,
+      environment: s.environment,
+      status: s.status,
+      timeout_seconds: Math.min(s.timeout_seconds ?? max, max),
+    })),
+    ci_env: {
+      CI: 'true',
+      CI_PIPELINE_ID: String(p.id),
+      CI_PIPELINE_NUMBER: String(p.number),
+      CI_COMMIT: p.commit_node,
+      CI_BRANCH: p.branch,
+      CI_TAG: p.tag,
+      CI_EVENT: p.event,
+      CI_REPO: `${c.repo.org}/${c.repo.name}`,
+    },
+    log_max_bytes: c.logMaxBytes,
   };
 }

@@ -1,5 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
-import { intArray } from '../db/sql.ts';
+import { count, first, one, namesById, type Db } from '../db/query.ts';
 import type { PrivateShown, RepoRef } from '../http/auth.ts';
 import type { VcsKind } from '../vcs/index.ts';
 
@@ -33,13 +32,8 @@ export function refByName(db: Db, orgId: number, name: string): Promise<RepoRef 
   ]);
 }
 
-export async function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.execute<{ id: number; name: string }[]>(
-    'select id, name from repos where id = any(?::int[])',
-    [intArray(ids)],
-  );
-  return new Map(rows.map((r) => [r.id, r.name]));
+export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
+  return namesById(db, 'select id, name from repos where id = any(?::int[])', ids);
 }
 
 /** One page of an organization's repositories, by name, and the total. */

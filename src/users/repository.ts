@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { count, first, one, namesById, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
 import type { TokenLevel } from '../http/auth.ts';
 
@@ -97,13 +97,8 @@ export async function refsByIds(db: Db, ids: readonly number[]): Promise<UserRef
   return db.execute<UserRefRow[]>(`select ${USER_REF} from users where id = any(?::int[])`, [intArray(ids)]);
 }
 
-export async function usernamesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
-  if (ids.length === 0) return new Map();
-  const rows = await db.execute<{ id: number; username: string }[]>(
-    'select id, username from users where id = any(?::int[])',
-    [intArray(ids)],
-  );
-  return new Map(rows.map((r) => [r.id, r.username]));
+export function usernamesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
+  return namesById(db, 'select id, username as name from users where id = any(?::int[])', ids);
 }
 
 /** Users among `ids`, by username (case-insensitive), one page. */

@@ -1,20 +1,13 @@
 import { z } from 'zod';
 import { isoTime } from '../db/sql.ts';
 import { ALL_SCOPES } from '../http/auth.ts';
-import { nonBlank, timestampInput } from '../http/input.ts';
+import { handleSchema, nonBlank, timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import type { TokenRow, UserRefRow, UserRow } from './repository.ts';
 
 // ----- requests ----------------------------------------------------------------------------------
 
-export const usernameSchema = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(
-    /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/,
-    'letters, digits, ".", "_" and "-", not at either end',
-  );
+export const usernameSchema = handleSchema;
 
 export const createUserBody = z.object({
   username: usernameSchema,
