@@ -90,6 +90,7 @@ export function agentRoutes(
     summary:
       'Record that the agent process is alive and which pipelines it runs (`{running: [ids]}`); answers `cancelled_pipelines`, the ids it must stop',
     returns: respond.bare(heartbeatSchema, 'pipelines of this agent process to stop'),
+    errors: { 400: 'a body that is not `{running: [ids]}` JSON, or a malformed `X-Svc-Agent-Nonce`' },
     // The body is optional (older agents send none), so it is read here rather than required.
     handler: async ({ access, req }) => {
       const agent = caller(access, req);

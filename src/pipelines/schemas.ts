@@ -138,6 +138,9 @@ export const logAckSchema = z
   .object({
     size: z.int().min(0).meta({ description: 'bytes of the log stored after this request' }),
     stored: z.int().min(0).meta({ description: 'bytes of this chunk that were new' }),
+    truncated: z.boolean().optional().meta({
+      description: 'the step log reached its size limit: bytes beyond it are acknowledged, not stored',
+    }),
   })
   .meta({ id: 'LogAck' });
 export const queueSchema = z

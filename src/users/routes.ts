@@ -64,6 +64,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     errors: {
       403: 'a scope the calling token does not hold, a reach beyond its own target, or a CI clone credential',
       404: 'the target organization or repository does not exist or the caller is not a member',
+      409: 'the user already holds TRIAD_MAX_TOKENS_PER_USER tokens (`limit_exceeded`)',
     },
     links: { deleteToken: { id: '$response.body#/data/id' } },
     handler: async ({ access, body }) => {
@@ -113,7 +114,10 @@ export function userRoutes(api: Api, users: UsersService): void {
     summary: 'Create a token for a user (site admin); same body and response as POST /api/v1/user/tokens',
     body: createTokenBody,
     returns: respond.created(newTokenSchema, 'the new token with its plaintext'),
-    errors: { 404: 'no such user, or the target organization or repository does not exist' },
+    errors: {
+      404: 'no such user, or the target organization or repository does not exist',
+      409: 'the user already holds TRIAD_MAX_TOKENS_PER_USER tokens (`limit_exceeded`)',
+    },
     handler: async ({ access, body, params }) => {
       const user = await users.byUsername(params.username);
       // A site admin may grant any scope to anyone, but not beyond the expiry of its own token.

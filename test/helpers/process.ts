@@ -93,7 +93,7 @@ export class Processes {
 }
 
 /** Polls /readyz until 200; fails early when the process dies. Returns the milliseconds it took. */
-export async function waitReady(p: Proc, url: string, limitMs = 30_000): Promise<number> {
+export async function waitReady(p: Proc, url: string, limitMs = 90_000): Promise<number> {
   const started = Date.now();
   while (Date.now() - started < limitMs) {
     if (p.child.exitCode !== null || p.child.signalCode !== null) {

@@ -18,8 +18,8 @@ async function setup(extra: Record<string, string> = {}) {
   return { dataDir, port, url, env };
 }
 
-/** A client that starts a request body and never finishes it. */
-async function stuckUpload(port: number): Promise<net.Socket> {
+/** A client that starts a request body and never finishes it (authenticated, so the server reads it). */
+async function stuckUpload(port: number, token: string): Promise<net.Socket> {
   const sock = net.connect(port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => {
     sock.once('connect', resolve);
@@ -28,7 +28,7 @@ async function stuckUpload(port: number): Promise<net.Socket> {
   sock.on('error', () => undefined);
   sock.resume(); // read (and drop) what the server answers, so its close is seen
   sock.write(
-    'POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"name":',
+    `POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"name":`,
   );
   return sock;
 }
@@ -74,11 +74,14 @@ describe('stopping triad serve', () => {
 
   test('when a client is stuck in the middle of a request body, then Ctrl-C and SIGTERM still end in "shutdown complete" and exit 0 within TRIAD_SHUTDOWN_TIMEOUT_SECONDS', async () => {
     const timeout = 4;
-    const { dataDir, port, url, env } = await setup({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout) });
+    const { dataDir, port, url, env } = await setup({
+      TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout),
+      TRIAD_ADMIN_TOKEN: 'stuck-upload-token',
+    });
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       const p = procs.serve(env, { detached: true });
       await waitReady(p, url);
-      const sock = await stuckUpload(port);
+      const sock = await stuckUpload(port, 'stuck-upload-token');
       await new Promise((r) => setTimeout(r, 300));
       const started = Date.now();
       if (signal === 'SIGINT') ctrlC(p);
@@ -242,7 +245,7 @@ describe('connection cap', () => {
     const s = await startTestServer({ TRIAD_MAX_CONNECTIONS: '3' });
     const held: net.Socket[] = [];
     try {
-      for (let i = 0; i < 3; i++) held.push(await stuckUpload(Number(new URL(s.url).port)));
+      for (let i = 0; i < 3; i++) held.push(await stuckUpload(Number(new URL(s.url).port), s.adminToken));
       await new Promise((r) => setTimeout(r, 200));
       const started = Date.now();
       const extra = net.connect(Number(new URL(s.url).port), '127.0.0.1');
