@@ -7,7 +7,7 @@ const SHARED = ['http', 'db', 'events', 'storage', 'telemetry', 'vcs'];
 /** The files of a feature that speak HTTP: its route table, and the VCS wire protocol endpoint. */
 const HTTP_EDGE = ['src/*/routes.ts', 'src/repos/hosting.ts'];
 const OTHER_FEATURE_DATA = {
-  group: ['../*/repository', '../*/repository.ts', '../*/entities', '../*/entities.ts'],
+  group: ['../*/*repository', '../*/*repository.ts', '../*/*entities', '../*/*entities.ts'],
   message: "another feature's data is reached through its service (docs/architecture.md)",
 };
 const NO_EXPRESS = {

@@ -38,3 +38,8 @@ export async function namesById(db: Db, sql: string, ids: readonly number[]): Pr
   const rows = await db.execute<{ id: number; name: string }[]>(sql, [intArray(ids)]);
   return new Map(rows.map((r) => [r.id, r.name]));
 }
+
+/** `?, ?, ?`: one placeholder per value, for `in (...)` lists. */
+export function placeholders(values: readonly unknown[]): string {
+  return values.map(() => '?').join(', ');
+}

@@ -7,6 +7,7 @@ import type { UsersService } from '../users/service.ts';
 import { FINAL, LOG_APPEND_LIMIT, STEP_FINAL, type AgentCaller } from './model.ts';
 import type { Reaper } from './reaper.ts';
 import * as db from './repository.ts';
+import * as agentDb from './agent-repository.ts';
 import {
   pipelineJson,
   stepJson,
@@ -75,9 +76,9 @@ export class AgentProtocol {
     }
     if (running !== undefined) {
       if (running.length === 0) return [];
-      return db.notRunningAmong(this.em(), agent.agentId, running);
+      return agentDb.notRunningAmong(this.em(), agent.agentId, running);
     }
-    return db.unacknowledgedCancels(this.em(), agent.agentId, agent.instance ?? 'default');
+    return agentDb.unacknowledgedCancels(this.em(), agent.agentId, agent.instance ?? 'default');
   }
 
   /**
@@ -89,10 +90,10 @@ export class AgentProtocol {
     return this.em()
       .fork()
       .transactional(async (tx) => {
-        const s = isDbId(stepId) ? await db.agentStep(tx, stepId, agentId, 'report') : undefined;
+        const s = isDbId(stepId) ? await agentDb.agentStep(tx, stepId, agentId, 'report') : undefined;
         if (s === undefined) throw ApiError.notFound('step');
         if (s.pipeline_status === 'running' && !STEP_FINAL.includes(s.status)) {
-          await db.reportStep(tx, stepId, {
+          await agentDb.reportStep(tx, stepId, {
             status: body.status,
             exitCode: body.exit_code ?? null,
             startedAt: body.started_at ?? null,
@@ -115,13 +116,13 @@ export class AgentProtocol {
         if (status === undefined) throw ApiError.notFound('pipeline');
         if (FINAL.includes(status)) {
           // Already decided (cancelled by a user, or errored): acknowledge only.
-          await db.acknowledge(tx, pipelineId);
+          await agentDb.acknowledge(tx, pipelineId);
           return false;
         }
         if (body.status === 'pending') {
           throw ApiError.conflict('an agent cannot put a pipeline back in the queue');
         }
-        await db.reportPipeline(tx, pipelineId, {
+        await agentDb.reportPipeline(tx, pipelineId, {
           status: body.status,
           errorMessage: body.error_message ?? null,
           startedAt: body.started_at ?? null,
@@ -152,12 +153,12 @@ export class AgentProtocol {
     return this.em()
       .fork()
       .transactional(async (tx) => {
-        const s = isDbId(stepId) ? await db.agentStep(tx, stepId, agentId, 'log') : undefined;
+        const s = isDbId(stepId) ? await agentDb.agentStep(tx, stepId, agentId, 'log') : undefined;
         if (s === undefined) throw ApiError.notFound('step');
         const size = Number(s.log_size);
         const at = offset ?? size;
         if (size >= cap) {
-          if (at + data.length > size) await db.flagLogTruncated(tx, stepId);
+          if (at + data.length > size) await agentDb.flagLogTruncated(tx, stepId);
           return { size, stored: 0, truncated: true };
         }
         if (at > size) {
@@ -171,7 +172,7 @@ export class AgentProtocol {
         if (over) fresh = fresh.subarray(0, cap - size);
         const key = `logs/${s.pipeline_id}/${stepId}/${String(size).padStart(14, '0')}`;
         await this.d.blobs.put(key, fresh);
-        await db.appendLogChunk(tx, stepId, { offset: size, size: fresh.length, key, truncated: over });
+        await agentDb.appendLogChunk(tx, stepId, { offset: size, size: fresh.length, key, truncated: over });
         return { size: size + fresh.length, stored: fresh.length, ...(over ? { truncated: true } : {}) };
       });
   }

@@ -4,7 +4,7 @@ import type { Db } from '../db/query.ts';
 import type { AgentsService } from '../agents/service.ts';
 import type { UsersService } from '../users/service.ts';
 import type { AgentCaller } from './model.ts';
-import * as db from './repository.ts';
+import * as agentDb from './agent-repository.ts';
 
 /** What the reaper asks the agents service: names and liveness of agent instances and processes. */
 export type AgentLiveness = Pick<AgentsService, 'names' | 'seenAmong' | 'goneBefore' | 'forgetOldProcesses'>;
@@ -67,7 +67,7 @@ export class Reaper {
 
   /** Running pipelines whose agent instance has not been seen for `timeoutMs` (nor started within it). */
   private async staleOrphans(tx: Db, timeoutMs: number): Promise<Orphan[]> {
-    const old = await db.runningStartedBefore(tx, timeoutMs);
+    const old = await agentDb.runningStartedBefore(tx, timeoutMs);
     if (old.length === 0) return [];
     const claimed = old.flatMap((p) =>
       p.agent_id === null ? [] : [{ agentId: p.agent_id, instance: p.agent_instance }],
@@ -103,7 +103,7 @@ export class Reaper {
   ): Promise<Orphan[]> {
     const key = { agentId: caller.agentId, instance: caller.instance ?? 'default' };
     const name = (await this.d.agents.names(tx, [key.agentId])).get(key.agentId) ?? '';
-    const others = await db.runningOfOthers(tx, key.agentId, key.instance, caller.nonce);
+    const others = await agentDb.runningOfOthers(tx, key.agentId, key.instance, caller.nonce);
     const gone = new Set(
       await this.d.agents.goneBefore(
         tx,
@@ -119,7 +119,14 @@ export class Reaper {
         message: `agent ${name} (instance ${p.agent_instance}) restarted: the process that claimed this pipeline is gone`,
       }));
     if (running === undefined) return restarted;
-    const dropped = await db.runningOfProcess(tx, key.agentId, key.instance, caller.nonce, graceMs, running);
+    const dropped = await agentDb.runningOfProcess(
+      tx,
+      key.agentId,
+      key.instance,
+      caller.nonce,
+      graceMs,
+      running,
+    );
     return [
       ...restarted,
       ...dropped.map((p) => ({
@@ -137,17 +144,17 @@ export class Reaper {
    */
   async markErrored(tx: Db, orphans: readonly Orphan[]): Promise<number[]> {
     const locked = new Set(
-      await db.lockRunning(
+      await agentDb.lockRunning(
         tx,
         orphans.map((o) => o.id),
       ),
     );
     const done: number[] = [];
     for (const o of orphans) {
-      if (locked.has(o.id) && (await db.markError(tx, o.id, o.message))) done.push(o.id);
+      if (locked.has(o.id) && (await agentDb.markError(tx, o.id, o.message))) done.push(o.id);
     }
     if (done.length > 0) {
-      await db.stopSteps(tx, done);
+      await agentDb.stopSteps(tx, done);
       await this.d.users.revokeCloneTokens(tx, done);
     }
     return done;
