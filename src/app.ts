@@ -22,7 +22,8 @@ import { hostingHandler } from './repos/hosting.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
-import { readerPool } from './vcs/index.ts';
+import { driverFor, openReader } from './vcs/index.ts';
+import { ReaderPool } from './vcs/pool.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -30,7 +31,6 @@ import { pipelineRoutes } from './pipelines/routes.ts';
 import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
-import { fileAt } from './vcs/pushes.ts';
 import path from 'node:path';
 
 export const VERSION = '0.1.0';
@@ -43,6 +43,8 @@ export type Services = {
   pipelines: PipelinesService;
   issues: IssuesService;
   changes: RepoChanges;
+  /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
+  readers: ReaderPool;
 };
 
 export type AppDeps = {
@@ -114,7 +116,7 @@ export function createServices(deps: AppDeps): Services {
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);
-      return fileAt(repo.vcs, repos.path(repo), rev, file);
+      return driverFor(repo.vcs).fileAt(repos.path(repo), rev, file);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);
@@ -132,6 +134,7 @@ export function createServices(deps: AppDeps): Services {
     agents,
   });
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
+  const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
   const changes = new RepoChanges({
     em,
     log: deps.log,
@@ -143,33 +146,22 @@ export function createServices(deps: AppDeps): Services {
         throw e;
       });
       if (repo === undefined) return undefined;
-      const org = await orgs.byId(repo.orgId);
-      const vcs = repo.vcs;
-      return {
-        id,
-        vcs,
-        path: repos.path(repo),
-        defaultBranch: repo.defaultBranch,
-        org: org.name,
-        name: repo.name,
-      };
+      return repos.changed(repo, (await orgs.byId(repo.orgId)).name);
     },
     // the next read after a push starts with fresh reader processes and caches
-    onChanged: (repo) => readerPool(repos).invalidate(repo.path),
-    onPushEvents: (tx, repoId, events, senderId) =>
+    onChanged: (repo) => readers.invalidate(repo.path),
+    onRefMoves: (tx, repoId, moves, senderId) =>
       pipelines.trigger(
         tx,
         repoId,
-        events.map((e) => ({
-          commit: e.commit,
-          event: e.type,
-          branch: e.branch,
-          tag: e.type === 'tag' ? String(e.payload.ref) : '',
-          senderId,
-        })),
+        moves.map((m) =>
+          m.type === 'tag'
+            ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
+            : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
+        ),
       ),
   });
-  return { users, orgs, repos, agents, pipelines, issues, changes };
+  return { users, orgs, repos, agents, pipelines, issues, changes, readers };
 }
 
 export function directory(s: Services): Directory {
@@ -300,7 +292,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, readerPool(services.repos), config.limits);
+  contentRoutes(api, services.repos, services.readers, config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });

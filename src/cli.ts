@@ -6,7 +6,6 @@ import { createServices, type Services } from './app.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { embeddedDatabaseForCli } from './db/datadir.ts';
 import { Metrics } from './telemetry/metrics.ts';
-import { closeReaderPool } from './vcs/index.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createUserBody, createTokenBody } from './users/schemas.ts';
 import { createAgentBody } from './agents/schemas.ts';
@@ -58,7 +57,7 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
       try {
         return await fn({ orm, services });
       } finally {
-        closeReaderPool(services.repos);
+        services.readers.close();
       }
     } finally {
       await orm.close();

@@ -3,7 +3,8 @@ import type { Actor, RepoTarget } from '../http/auth.ts';
 import { isDbId } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import { nextNumber } from '../db/numbers.ts';
-import { emitEvents, type DomainEvent } from '../events/outbox.ts';
+import type { DomainEvent, IssueEventType, IssuePayload } from '../events/catalog.ts';
+import { emitEvents } from '../events/outbox.ts';
 import type { OrgsService } from '../orgs/service.ts';
 import type { UserRefRow } from '../users/service.ts';
 import { userRefJson } from '../users/schemas.ts';
@@ -25,8 +26,6 @@ import {
 export type IssueMembers = Pick<OrgsService, 'role' | 'membersAmong'>;
 
 export type IssueWritesDeps = IssuesDeps & { labels: LabelCatalog; reads: IssueReads };
-
-type IssueEvent = 'issue.opened' | 'issue.closed' | 'issue.reopened' | 'issue.commented';
 
 /**
  * Changing issues. State machine (spec "Issue states"):
@@ -221,11 +220,11 @@ export class IssueWrites {
     tx: Db,
     t: RepoTarget,
     sender: Actor,
-    type: IssueEvent,
-    payload: { action: string; issue: IssueJson; comment?: CommentJson },
+    type: IssueEventType,
+    payload: Omit<IssuePayload, 'sender' | 'repository'>,
   ): Promise<void> {
     const s = (await this.d.users.refs([sender.id], tx)).get(sender.id);
-    const event: DomainEvent = {
+    const event: DomainEvent<IssueEventType> = {
       type,
       repoId: t.repo.id,
       senderId: sender.id,

@@ -12,9 +12,9 @@ import {
   ReadNotFound,
   type LogEntry,
   type ContentLimits,
-  type ReaderPool,
   type RepoReader,
 } from '../vcs/reader.ts';
+import { type ReaderPool } from '../vcs/pool.ts';
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 

@@ -85,3 +85,60 @@ export function updateRepo(
 export async function deleteRepo(db: Db, id: number): Promise<void> {
   await db.execute('delete from repos where id = ?', [id]);
 }
+
+// ----- changes: the push lock and the recorded ref state (see changes.ts) -------------------------
+
+/** The lock class of a repository's push lock (any constant every Triad process shares). */
+const PUSH_LOCK = 0x70757368; // "push"
+
+/** Takes the repository's push lock for the transaction if it is free; false when it is held. */
+export async function tryPushLock(tx: Db, repoId: number): Promise<boolean> {
+  const row = await first<{ ok: boolean }>(tx, 'select pg_try_advisory_xact_lock(?, ?) as ok', [
+    PUSH_LOCK,
+    repoId,
+  ]);
+  return row?.ok === true;
+}
+
+/**
+ * Waits up to `timeoutMs` for the repository's push lock and holds it for the transaction; false
+ * when the wait timed out (the transaction is then aborted: end it).
+ */
+export async function pushLock(tx: Db, repoId: number, timeoutMs: number): Promise<boolean> {
+  await tx.execute(`set local lock_timeout = ${Math.floor(timeoutMs)}`);
+  try {
+    await tx.execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repoId]);
+  } catch (e) {
+    if ((e as { code?: string }).code === '55P03') return false;
+    throw e;
+  }
+  await tx.execute('set local lock_timeout = 0');
+  return true;
+}
+
+/** A ref snapshot as `repo_ref_states` stores it (JSON). */
+export type SnapshotJson = {
+  tip: string;
+  branches: [string, string][];
+  bookmarks: [string, string][];
+  tags: [string, string][];
+  mark: number;
+};
+
+/** The ref state last recorded for the repository (undefined before its first change). */
+export async function refState(tx: Db, repoId: number): Promise<SnapshotJson | undefined> {
+  const row = await first<{ state: SnapshotJson }>(
+    tx,
+    'select state from repo_ref_states where repo_id = ?',
+    [repoId],
+  );
+  return row?.state;
+}
+
+export async function saveRefState(tx: Db, repoId: number, state: SnapshotJson): Promise<void> {
+  await tx.execute(
+    `insert into repo_ref_states (repo_id, state) values (?, ?::jsonb)
+       on conflict (repo_id) do update set state = excluded.state, updated_at = now()`,
+    [repoId, JSON.stringify(state)],
+  );
+}

@@ -3,8 +3,9 @@ import { ApiError } from '../http/errors.ts';
 import type { OrgRef, PrivateShown, RepoRef } from '../http/auth.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { DEFAULT_BRANCH, initRepository, removeRepository, repoPath } from '../vcs/index.ts';
+import { driverFor, removeRepository, repoPath } from '../vcs/index.ts';
 import type { OrgsService } from '../orgs/service.ts';
+import type { ChangedRepo } from './changes.ts';
 import * as db from './repository.ts';
 import type { RepoRow } from './repository.ts';
 import type { CreateRepoBody, RepoJson, UpdateRepoBody } from './schemas.ts';
@@ -48,6 +49,18 @@ export class ReposService {
     return repoPath(this.root, r.id, r.vcs);
   }
 
+  /** The repository as `RepoChanges` changes it. */
+  changed(r: RepoRow, orgName: string): ChangedRepo {
+    return {
+      id: r.id,
+      vcs: r.vcs,
+      path: this.path(r),
+      defaultBranch: r.defaultBranch,
+      org: orgName,
+      name: r.name,
+    };
+  }
+
   async ref(org: OrgRef, name: string): Promise<RepoRef | undefined> {
     return db.refByName(this.em(), org.id, name);
   }
@@ -85,11 +98,11 @@ export class ReposService {
           description: body.description ?? '',
           isPrivate: body.is_private ?? false,
           vcs,
-          defaultBranch: DEFAULT_BRANCH[vcs],
+          defaultBranch: driverFor(vcs).constants.defaultBranch,
         });
         created = this.path(repo);
         await removeRepository(created);
-        await initRepository(vcs, created);
+        await driverFor(vcs).init(created);
         return repo;
       });
     } catch (e) {
