@@ -7,10 +7,10 @@ import { migrate, openOrm, type Orm } from './db/database.ts';
 import { embeddedDatabaseForCli } from './db/datadir.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { createLogger } from './telemetry/logger.ts';
-import { createUserBody, createTokenBody } from './users/service.ts';
-import { createAgentBody } from './agents/service.ts';
+import { createUserBody, createTokenBody } from './users/schemas.ts';
+import { createAgentBody } from './agents/schemas.ts';
 import { ALL_SCOPES } from './http/auth.ts';
-import { parseWith } from './http/api.ts';
+import { parseWith } from './http/input.ts';
 import { runAgent } from '../agent/main.ts';
 
 const USAGE = `usage: triad <command>

@@ -7,8 +7,9 @@ import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
 import type { RefMove, Snapshot } from '../vcs/driver.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
+import * as db from './repository.ts';
+import type { SnapshotJson } from './repository.ts';
 
-const PUSH_LOCK = 0x70757368; // "push"
 /** Pushes (to different repositories) holding a database connection at once, per process. */
 const MAX_CONCURRENT_PUSHES = 8;
 
@@ -166,22 +167,10 @@ export class RepoChanges {
         .fork()
         .transactional(async (tx) => {
           if (opts.wait === 'try') {
-            const [row] = await tx.execute<{ ok: boolean }[]>(
-              'select pg_try_advisory_xact_lock(?, ?) as ok',
-              [PUSH_LOCK, repo.id],
-            );
-            if (row?.ok !== true) return;
+            if (!(await db.tryPushLock(tx, repo.id))) return;
           } else {
             const ms = Math.max(1000, Math.floor(opts.wait - Date.now()));
-            await tx.execute(`set local lock_timeout = ${ms}`);
-            await tx
-              .execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repo.id])
-              .catch((e: unknown) => {
-                throw (e as { code?: string }).code === '55P03'
-                  ? new PushLockTimeout('push lock wait timed out')
-                  : e;
-              });
-            await tx.execute('set local lock_timeout = 0');
+            if (!(await db.pushLock(tx, repo.id, ms))) throw new PushLockTimeout('push lock wait timed out');
           }
           locked = true;
           const repaired = await driver.recover(repo.path);
@@ -206,7 +195,7 @@ export class RepoChanges {
             final = await driver.snapshot(repo.path);
             await this.record(tx, repo.id, links, await moves(before, final), senderId);
           }
-          await saveState(tx, repo.id, final);
+          await db.saveRefState(tx, repo.id, toJson(final));
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
         });
     } catch (e) {
@@ -265,14 +254,6 @@ export class RepoChanges {
 
 // ---------------------------------------------------------------- recorded ref state
 
-type SnapshotJson = {
-  tip: string;
-  branches: [string, string][];
-  bookmarks: [string, string][];
-  tags: [string, string][];
-  mark: number;
-};
-
 function toJson(s: Snapshot): SnapshotJson {
   const sorted = (m: Map<string, string>) => [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return {
@@ -295,19 +276,8 @@ function fromJson(j: SnapshotJson): Snapshot {
 }
 
 async function loadState(tx: EntityManager, repoId: number): Promise<Snapshot | undefined> {
-  const [row] = await tx.execute<{ state: SnapshotJson }[]>(
-    'select state from repo_ref_states where repo_id = ?',
-    [repoId],
-  );
-  return row === undefined ? undefined : fromJson(row.state);
-}
-
-async function saveState(tx: EntityManager, repoId: number, s: Snapshot): Promise<void> {
-  await tx.execute(
-    `insert into repo_ref_states (repo_id, state) values (?, ?::jsonb)
-       on conflict (repo_id) do update set state = excluded.state, updated_at = now()`,
-    [repoId, JSON.stringify(toJson(s))],
-  );
+  const state = await db.refState(tx, repoId);
+  return state === undefined ? undefined : fromJson(state);
 }
 
 // ---------------------------------------------------------------- in-process queueing

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import { driverFor, type VcsKind } from '../vcs/index.ts';
+import { driverFor } from '../vcs/index.ts';
 import type { Spool } from '../vcs/spool.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
@@ -98,7 +98,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
         return;
       }
       const repo = await deps.repos.get(ref!.id);
-      const vcs = repo.vcs as VcsKind;
+      const vcs = repo.vcs;
       const driver = driverFor(vcs);
       const query = new URL(req.originalUrl, 'http://x').searchParams;
       const wire = driver.transport.classify(req.method, subpath, query, req.headers['content-type']);
