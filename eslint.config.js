@@ -2,6 +2,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
+/** Folders of src/ that are not features: shared layers every feature may import. */
+const SHARED = ['http', 'db', 'events', 'storage', 'telemetry', 'vcs'];
+/** The files of a feature that speak HTTP: its route table, and the VCS wire protocol endpoint. */
+const HTTP_EDGE = ['src/*/routes.ts', 'src/repos/hosting.ts'];
+const OTHER_FEATURE_DATA = {
+  group: ['../*/*repository', '../*/*repository.ts', '../*/*entities', '../*/*entities.ts'],
+  message: "another feature's data is reached through its service (docs/architecture.md)",
+};
+const NO_EXPRESS = {
+  name: 'express',
+  message: 'only routes speak HTTP: services, repositories and vcs/ take and return plain values',
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'coverage/', 'bench/.work/', 'charts/', 'manifests/'] },
   js.configs.recommended,
@@ -19,6 +32,21 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  // Layer boundaries (docs/architecture.md): a feature folder (any folder of src/ but the shared
+  // ones) asks another feature's service, never its repository or entities; below the routes,
+  // nothing speaks express.
+  {
+    files: ['src/*/**/*.ts'],
+    ignores: SHARED.map((d) => `src/${d}/**`),
+    rules: { 'no-restricted-imports': ['error', { patterns: [OTHER_FEATURE_DATA] }] },
+  },
+  {
+    files: ['src/*/**/*.ts'],
+    ignores: [...SHARED.filter((d) => d !== 'vcs').map((d) => `src/${d}/**`), ...HTTP_EDGE],
+    rules: {
+      'no-restricted-imports': ['error', { paths: [NO_EXPRESS], patterns: [OTHER_FEATURE_DATA] }],
     },
   },
   {

@@ -23,7 +23,8 @@ import { parseArgs, promisify } from 'node:util';
 import * as prettier from 'prettier';
 import { loadConfig } from '../src/config.ts';
 import { startServer } from '../src/server.ts';
-import { FOSSIL_READER, FOSSIL_WRITER, type VcsKind } from '../src/vcs/index.ts';
+import { FOSSIL } from '../src/vcs/constants.ts';
+import type { VcsKind } from '../src/vcs/index.ts';
 
 const exec = promisify(execFile);
 const { values } = parseArgs({
@@ -252,7 +253,7 @@ try {
         '-R',
         store,
         `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now()); ` +
-          `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_READER}', 'x', 'goz', ''), ('${FOSSIL_WRITER}', 'x', 'giozh', '')`,
+          `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.reader}', 'x', 'goz', ''), ('${FOSSIL.writer}', 'x', 'giozh', '')`,
       ]);
     }
   }

@@ -16,8 +16,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import type { VcsKind } from '../src/vcs/index.ts';
-import { VcsOpsSet, type VcsOps } from '../src/vcs/ops.ts';
+import { VcsOpsSet, type VcsKind } from '../src/vcs/index.ts';
+import type { VcsOps } from '../src/vcs/ops.ts';
 
 const exec = promisify(execFile);
 const { values } = parseArgs({

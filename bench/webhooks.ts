@@ -20,6 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
 import { loadConfig } from '../src/config.ts';
+import type { DomainEvent } from '../src/events/catalog.ts';
 import { emitEvents } from '../src/events/outbox.ts';
 import { startServer } from '../src/server.ts';
 
@@ -109,7 +110,7 @@ async function commitEvents(repoId: number, n: number): Promise<{ first: number;
     repoId,
     senderId: 1,
     payload: { seq: seq++, ref: 'main', commits: [] },
-  }));
+  })) as unknown as DomainEvent[]; // a minimal push payload: the receiver only counts deliveries
   await running.orm.em.fork().transactional((tx) => emitEvents(tx, events));
   return { first, committedAt: now() };
 }

@@ -4,7 +4,7 @@ import { RequestContext } from '@mikro-orm/core';
 import { trace, SpanStatusCode } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
-import type { Orm } from './db/database.ts';
+import { ping, type Orm } from './db/database.ts';
 import { z } from 'zod';
 import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
@@ -12,7 +12,7 @@ import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
 import { openapiDocument } from './http/openapi.ts';
 import type { Metrics } from './telemetry/metrics.ts';
-import { UsersService } from './users/service.ts';
+import { UsersService, type TargetDirectory } from './users/service.ts';
 import { userRoutes } from './users/routes.ts';
 import { OrgsService } from './orgs/service.ts';
 import { orgRoutes } from './orgs/routes.ts';
@@ -22,7 +22,8 @@ import { hostingHandler } from './repos/hosting.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
-import { readerPool } from './vcs/index.ts';
+import { driverFor, openReader } from './vcs/index.ts';
+import { ReaderPool } from './vcs/pool.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -34,8 +35,6 @@ import { webhookRoutes } from './webhooks/routes.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
 import { FsBlobStore, type BlobStore } from './storage/index.ts';
-import { fileAt } from './vcs/pushes.ts';
-import type { VcsKind } from './vcs/index.ts';
 import path from 'node:path';
 
 export const VERSION = '0.1.0';
@@ -51,6 +50,8 @@ export type Services = {
   /** Delivers webhooks from the outbox; started and stopped by the server. */
   webhookDispatcher: Dispatcher;
   changes: RepoChanges;
+  /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
+  readers: ReaderPool;
 };
 
 export type AppDeps = {
@@ -69,38 +70,46 @@ export function blobStore(config: Config): BlobStore {
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
-  const orgs = new OrgsService({ em, maxOrgsPerUser: deps.config.maxOrgsPerUser });
-  const repos = new ReposService({ em, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
-  const users = new UsersService({
+  const users: UsersService = new UsersService({
     em,
     maxTokensPerUser: deps.config.maxTokensPerUser,
-    resolveTarget: async (level, target, userId) => {
-      const [orgName, repoName, ...rest] = target.split('/');
-      const wantRepo = level === 'repo';
-      if (
-        orgName === undefined ||
-        rest.length > 0 ||
-        (wantRepo ? repoName === undefined : repoName !== undefined)
-      ) {
-        throw ApiError.validation(
-          `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
-        );
-      }
-      const org = await orgs.ref(orgName);
-      const role = org === undefined ? undefined : await orgs.role(org.id, userId);
-      if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
-      if (!wantRepo) return { orgId: org.id, repoId: null };
-      const repo = await repos.ref(org, repoName ?? '');
-      if (repo === undefined) throw ApiError.notFound('target repository');
-      return { orgId: org.id, repoId: repo.id };
-    },
-    targetName: async (orgId, repoId) => {
-      if (orgId === null) return null;
-      const org = await orgs.byId(orgId);
-      if (repoId === null) return org.name;
-      return `${org.name}/${(await repos.get(repoId)).name}`;
+    targets: {
+      resolve: (level, target, userId) => resolveTarget(level, target, userId),
+      names: (t) => targetNames(t),
     },
   });
+  const orgs = new OrgsService({ em, users, maxOrgsPerUser: deps.config.maxOrgsPerUser });
+  const repos = new ReposService({ em, orgs, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
+  const resolveTarget: TargetDirectory['resolve'] = async (level, target, userId) => {
+    const [orgName, repoName, ...rest] = target.split('/');
+    const wantRepo = level === 'repo';
+    if (
+      orgName === undefined ||
+      rest.length > 0 ||
+      (wantRepo ? repoName === undefined : repoName !== undefined)
+    ) {
+      throw ApiError.validation(
+        `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
+      );
+    }
+    const org = await orgs.ref(orgName);
+    const role = org === undefined ? undefined : await orgs.role(org.id, userId);
+    if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
+    if (!wantRepo) return { orgId: org.id, repoId: null };
+    const repo = await repos.ref(org, repoName ?? '');
+    if (repo === undefined) throw ApiError.notFound('target repository');
+    return { orgId: org.id, repoId: repo.id };
+  };
+  // A token's target as `org` or `org/repo` (a target deleted since names nothing: the token went with it).
+  const targetNames: TargetDirectory['names'] = async (targets) => {
+    const orgNames = await orgs.names(targets.flatMap((t) => (t.orgId === null ? [] : [t.orgId])));
+    const repoNames = await repos.names(targets.flatMap((t) => (t.repoId === null ? [] : [t.repoId])));
+    return targets.map((t) => {
+      if (t.orgId === null) return null;
+      const org = orgNames.get(t.orgId) ?? '';
+      return t.repoId === null ? org : `${org}/${repoNames.get(t.repoId) ?? ''}`;
+    });
+  };
   const agents = new AgentsService({ em });
   const pipelines = new PipelinesService({
     em,
@@ -114,15 +123,25 @@ export function createServices(deps: AppDeps): Services {
     baseUrl: deps.baseUrl,
     readFile: async (repoId, rev, file) => {
       const repo = await repos.get(repoId);
-      return fileAt(repo.vcs as VcsKind, repos.path(repo), rev, file);
+      return driverFor(repo.vcs).fileAt(repos.path(repo), rev, file);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);
       const org = await orgs.byId(repo.orgId);
-      return { id: repo.id, name: repo.name, org: org.name, vcs: repo.vcs, isPrivate: repo.isPrivate };
+      return {
+        id: repo.id,
+        name: repo.name,
+        orgId: org.id,
+        org: org.name,
+        vcs: repo.vcs,
+        isPrivate: repo.isPrivate,
+      };
     },
+    users,
+    agents,
   });
-  const issues = new IssuesService({ em, maxAssignees: deps.config.issueMaxAssignees });
+  const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
+  const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
     em,
@@ -149,33 +168,22 @@ export function createServices(deps: AppDeps): Services {
         throw e;
       });
       if (repo === undefined) return undefined;
-      const org = await orgs.byId(repo.orgId);
-      const vcs = repo.vcs as VcsKind;
-      return {
-        id,
-        vcs,
-        path: repos.path(repo),
-        defaultBranch: repo.defaultBranch,
-        org: org.name,
-        name: repo.name,
-      };
+      return repos.changed(repo, (await orgs.byId(repo.orgId)).name);
     },
     // the next read after a push starts with fresh reader processes and caches
-    onChanged: (repo) => readerPool(repos).invalidate(repo.path),
-    onPushEvents: (tx, repoId, events, senderId) =>
+    onChanged: (repo) => readers.invalidate(repo.path),
+    onRefMoves: (tx, repoId, moves, senderId) =>
       pipelines.trigger(
         tx,
         repoId,
-        events.map((e) => ({
-          commit: e.commit,
-          event: e.type,
-          branch: e.branch,
-          tag: e.type === 'tag' ? String(e.payload.ref) : '',
-          senderId,
-        })),
+        moves.map((m) =>
+          m.type === 'tag'
+            ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
+            : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
+        ),
       ),
   });
-  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher, changes };
+  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher, changes, readers };
 }
 
 export function directory(s: Services): Directory {
@@ -260,10 +268,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
       // A pool with no free connection is as unready as an unreachable database: give up quickly.
       let timer: NodeJS.Timeout | undefined;
       const gaveUp = new Promise<'busy'>((resolve) => (timer = setTimeout(() => resolve('busy'), 2000)));
-      const probe = orm.em
-        .fork()
-        .execute('select 1')
-        .then(() => 'ok' as const);
+      const probe = ping(orm).then(() => 'ok' as const);
       try {
         const r = await Promise.race([probe, gaveUp]);
         if (r === 'busy') throw new ApiError(503, 'service_unavailable', 'no free database connection');
@@ -309,7 +314,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, readerPool(services.repos), config.limits);
+  contentRoutes(api, services.repos, services.readers, config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   webhookRoutes(api, services.webhooks);

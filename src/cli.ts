@@ -6,12 +6,11 @@ import { createServices, type Services } from './app.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { embeddedDatabaseForCli } from './db/datadir.ts';
 import { Metrics } from './telemetry/metrics.ts';
-import { closeReaderPool } from './vcs/index.ts';
 import { createLogger } from './telemetry/logger.ts';
-import { createUserBody, createTokenBody } from './users/service.ts';
-import { createAgentBody } from './agents/service.ts';
+import { createUserBody, createTokenBody } from './users/schemas.ts';
+import { createAgentBody } from './agents/schemas.ts';
 import { ALL_SCOPES } from './http/auth.ts';
-import { parseWith } from './http/api.ts';
+import { parseWith } from './http/input.ts';
 import { runAgent } from '../agent/main.ts';
 
 const USAGE = `usage: triad <command>
@@ -58,7 +57,7 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
       try {
         return await fn({ orm, services });
       } finally {
-        closeReaderPool(services.repos);
+        services.readers.close();
       }
     } finally {
       await orm.close();

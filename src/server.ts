@@ -14,7 +14,6 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Agent } from '../agent/agent.ts';
 import { LocalExecutor } from '../agent/executors/local.ts';
-import { closeReaderPool } from './vcs/index.ts';
 
 export type Running = {
   url: string;
@@ -163,7 +162,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await drained;
       clearTimeout(hard);
       log.debug('shutdown: HTTP connections closed');
-      closeReaderPool(services.repos);
+      services.readers.close();
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);

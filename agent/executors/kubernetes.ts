@@ -2,16 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable, type Readable } from 'node:stream';
-import {
-  ApiException,
-  CoreV1Api,
-  KubeConfig,
-  Log,
-  type V1OwnerReference,
-  type V1Pod,
-} from '@kubernetes/client-node';
-import { z } from 'zod';
+import { CoreV1Api, KubeConfig, Log, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
 import type { Executor, Job, StepResult, StepRun } from '../types.ts';
 import {
   CLONE_CONTAINER,
@@ -19,7 +10,6 @@ import {
   EXIT_NOT_STARTED,
   LABEL_PIPELINE,
   STEP_CONTAINER,
-  defaultPodSpecOptions,
   ownedSelector,
   stepPod,
   stepPodState,
@@ -28,8 +18,11 @@ import {
   type PodSpecOptions,
   type StepPodState,
 } from './pod-spec.ts';
+import { parseKubernetesEnv } from './kubernetes-env.ts';
+import { Cancelled, abortable, describe, isStatus, sleep, streamLog, withTimeout } from './kubernetes-io.ts';
 
-export const SERVICEACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+export { parseKubernetesEnv, SERVICEACCOUNT_NAMESPACE_FILE, type KubernetesEnv } from './kubernetes-env.ts';
+
 const SERVICEACCOUNT_TOKEN_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 export type KubernetesExecutorOptions = {
@@ -44,81 +37,6 @@ export type KubernetesExecutorOptions = {
   /** Called with problems that do not fail a step (a failed delete, a log stream that broke). */
   warn?: (message: string, err?: unknown) => void;
 };
-
-class Cancelled extends Error {
-  constructor() {
-    super('cancelled');
-  }
-}
-
-function isStatus(err: unknown, code: number): boolean {
-  return err instanceof ApiException && err.code === code;
-}
-
-function describe(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = err.body;
-    let msg = '';
-    if (typeof body === 'string') msg = body;
-    else if (typeof body === 'object' && body !== null && 'message' in body) msg = String(body.message);
-    return `Kubernetes API ${err.code}${msg === '' ? '' : `: ${msg}`}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** Resolves after `ms`; rejects with Cancelled as soon as `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new Cancelled());
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new Cancelled());
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** `p`, or Cancelled as soon as `signal` aborts (the work behind `p` is left to finish on its own). */
-function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    p.catch(() => undefined);
-    return Promise.reject(new Cancelled());
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new Cancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => resolve(undefined), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
-}
 
 /**
  * Runs each step as a Kubernetes Pod (image = step image, commands by `sh -c`) sharing a
@@ -259,12 +177,19 @@ export class KubernetesExecutor implements Executor {
       await sleep(this.o.pollMs, signal);
     }
     if (state.kind === 'clone-failed') {
-      await this.streamLog(name, CLONE_CONTAINER, false, { seen: 0 }, run.onOutput, signal).catch(
-        (err: unknown) => {
-          if (err instanceof Cancelled) throw err;
-          out(`[triad] could not read the clone log: ${describe(err)}\n`);
-        },
-      );
+      await streamLog(
+        this.logs,
+        this.namespace,
+        name,
+        CLONE_CONTAINER,
+        false,
+        { seen: 0 },
+        run.onOutput,
+        signal,
+      ).catch((err: unknown) => {
+        if (err instanceof Cancelled) throw err;
+        out(`[triad] could not read the clone log: ${describe(err)}\n`);
+      });
       out(`[triad] cloning the repository failed (exit code ${state.exitCode})\n`);
       return { exitCode: state.exitCode, reason: 'CloneFailed' };
     }
@@ -274,7 +199,7 @@ export class KubernetesExecutor implements Executor {
     const cursor = { seen: 0 };
     const pump = async (follow: boolean, until: AbortSignal = signal) => {
       try {
-        await this.streamLog(name, STEP_CONTAINER, follow, cursor, run.onOutput, until);
+        await streamLog(this.logs, this.namespace, name, STEP_CONTAINER, follow, cursor, run.onOutput, until);
       } catch (err) {
         if (signal.aborted) throw new Cancelled();
         if (err instanceof Cancelled) return; // closed by closeWhenEnded
@@ -351,71 +276,6 @@ export class KubernetesExecutor implements Executor {
     }
   }
 
-  /**
-   * Streams a container's log into `onData`, skipping its first `cursor.seen` bytes (emitted by an
-   * earlier stream) and advancing `cursor.seen` as bytes arrive, also when the stream then breaks.
-   */
-  private async streamLog(
-    name: string,
-    container: string,
-    follow: boolean,
-    cursor: { seen: number },
-    onData: (d: Buffer) => void,
-    signal: AbortSignal,
-  ): Promise<void> {
-    let pos = 0;
-    let source: Readable | undefined;
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        const start = pos;
-        pos += chunk.length;
-        if (pos > cursor.seen) {
-          onData(start >= cursor.seen ? chunk : chunk.subarray(cursor.seen - start));
-          cursor.seen = pos;
-        }
-        cb();
-      },
-    });
-    const done = new Promise<void>((resolve, reject) => {
-      sink.on('finish', resolve);
-      sink.on('error', reject);
-      sink.on('close', () => reject(new Error('log stream closed')));
-      // Log pipes the response into `sink` and does not handle the response's errors: do it here,
-      // or a broken connection would be an uncaught exception.
-      sink.on('pipe', (src: Readable) => {
-        source = src;
-        src.on('error', (e) => sink.destroy(e));
-      });
-    });
-    done.catch(() => undefined);
-    const opening = this.logs.log(this.namespace, name, container, sink, {
-      follow,
-      pretty: false,
-      timestamps: false,
-    });
-    let ctrl: AbortController;
-    try {
-      ctrl = await abortable(opening, signal);
-    } catch (err) {
-      // aborted while the stream was being opened: close it once it is open, or it stays open
-      opening.then(
-        (c) => c.abort(),
-        () => undefined,
-      );
-      throw err;
-    }
-    const onAbort = () => {
-      ctrl.abort();
-      source?.destroy();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      await abortable(done, signal);
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  }
-
   private async deletePod(name: string, gracePeriodSeconds?: number): Promise<void> {
     try {
       // Bounded, so that a cancelled step returns promptly even when the API server is slow.
@@ -474,174 +334,6 @@ export class KubernetesExecutor implements Executor {
     }
     if (problems.length > 0) throw new Error(`deleting failed: ${problems.join('; ')}`);
   }
-}
-
-// ---- configuration ----
-
-const quantity = z
-  .string()
-  .regex(
-    /^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$/,
-    'must be a Kubernetes quantity such as 500m or 1Gi',
-  )
-  .optional();
-
-const labelMap = z.string().transform((s, ctx): Record<string, string> => {
-  const t = s.trim();
-  if (t.startsWith('{')) {
-    try {
-      const parsed = z.record(z.string(), z.string()).safeParse(JSON.parse(t));
-      if (parsed.success) return parsed.data;
-    } catch {
-      /* reported below */
-    }
-    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of strings or k=v,k=v' });
-    return z.NEVER;
-  }
-  const out: Record<string, string> = {};
-  for (const pair of t.split(',')) {
-    if (pair.trim() === '') continue;
-    const i = pair.indexOf('=');
-    if (i <= 0) {
-      ctx.addIssue({ code: 'custom', message: `"${pair}" is not k=v` });
-      return z.NEVER;
-    }
-    out[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
-  }
-  return out;
-});
-
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
-
-const envSchema = z.object({
-  TRIAD_AGENT_NAMESPACE: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a namespace name')
-    .optional(),
-  TRIAD_AGENT_PENDING_TIMEOUT: z.coerce.number().positive().default(120),
-  TRIAD_AGENT_POD_DEADLINE_SECONDS: z.coerce.number().int().positive().default(3600),
-  TRIAD_AGENT_CLONE_IMAGE: z.string().min(1).optional(),
-  TRIAD_AGENT_WORKSPACE_SIZE: z
-    .string()
-    .regex(/^[0-9]+(\.[0-9]+)?(k|Ki|M|Mi|G|Gi|T|Ti)?$/, 'must be a quantity such as 1Gi')
-    .default('1Gi'),
-  TRIAD_AGENT_WORKSPACE_ACCESS_MODE: z
-    .enum(['ReadWriteOnce', 'ReadWriteMany', 'ReadWriteOncePod'])
-    .default('ReadWriteOnce'),
-  TRIAD_AGENT_STORAGE_CLASS: z.string().min(1).optional(),
-  TRIAD_AGENT_SERVICE_ACCOUNT: z.string().min(1).optional(),
-  TRIAD_AGENT_NODE_SELECTOR: labelMap.optional(),
-  TRIAD_AGENT_TOLERATIONS: z.string().optional(),
-  TRIAD_AGENT_CPU_REQUEST: quantity,
-  TRIAD_AGENT_CPU_LIMIT: quantity,
-  TRIAD_AGENT_MEMORY_REQUEST: quantity,
-  TRIAD_AGENT_MEMORY_LIMIT: quantity,
-  TRIAD_AGENT_RUN_AS_USER: z.union([z.literal('image'), z.coerce.number().int().min(0)]).default(1000),
-  TRIAD_AGENT_RUN_AS_NON_ROOT: bool.optional(),
-  TRIAD_AGENT_FS_GROUP: z.union([z.literal('none'), z.coerce.number().int().min(0)]).optional(),
-  TRIAD_AGENT_IMAGE_PULL_SECRETS: z.string().optional(),
-  TRIAD_AGENT_INSTANCE: z.string().min(1).optional(),
-  POD_NAME: z.string().min(1).optional(),
-  POD_NAMESPACE: z.string().min(1).optional(),
-  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
-  KUBECONFIG: z.string().min(1).optional(),
-});
-
-const tolerationsSchema = z.array(
-  z.object({
-    key: z.string().optional(),
-    operator: z.enum(['Exists', 'Equal']).optional(),
-    value: z.string().optional(),
-    effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']).optional(),
-    tolerationSeconds: z.number().int().optional(),
-  }),
-);
-
-export type KubernetesEnv = {
-  options: Omit<KubernetesExecutorOptions, 'kubeConfig'>;
-  /** Whether to use the pod's service account (in a cluster, without KUBECONFIG). */
-  inCluster: boolean;
-  /** KUBECONFIG files (path-list), when set. */
-  kubeconfigFiles: string[];
-};
-
-function readNamespaceFile(file: string): string | undefined {
-  try {
-    const ns = fs.readFileSync(file, 'utf8').trim();
-    return ns === '' ? undefined : ns;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Parses the executor's TRIAD_AGENT_* variables (an empty variable counts as unset); a bad value
- * fails with every problem listed. Pure but for reading the service account's namespace file.
- */
-export function parseKubernetesEnv(
-  env: NodeJS.ProcessEnv,
-  namespaceFile: string = SERVICEACCOUNT_NAMESPACE_FILE,
-): KubernetesEnv {
-  const present = Object.fromEntries(
-    Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''),
-  );
-  const parsed = envSchema.safeParse(present);
-  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-  let tolerations: z.infer<typeof tolerationsSchema> = [];
-  if (parsed.success && parsed.data.TRIAD_AGENT_TOLERATIONS !== undefined) {
-    try {
-      const t = tolerationsSchema.safeParse(JSON.parse(parsed.data.TRIAD_AGENT_TOLERATIONS));
-      if (t.success) tolerations = t.data;
-      else problems.push('TRIAD_AGENT_TOLERATIONS: must be a JSON array of tolerations');
-    } catch {
-      problems.push('TRIAD_AGENT_TOLERATIONS: must be a JSON array of tolerations');
-    }
-  }
-  if (!parsed.success || problems.length > 0)
-    throw new Error(`invalid kubernetes executor configuration: ${problems.join('; ')}`);
-  const e = parsed.data;
-  const agentNamespace = e.POD_NAMESPACE ?? readNamespaceFile(namespaceFile);
-  const namespace = e.TRIAD_AGENT_NAMESPACE ?? agentNamespace ?? 'default';
-  const runAsUser = e.TRIAD_AGENT_RUN_AS_USER === 'image' ? undefined : e.TRIAD_AGENT_RUN_AS_USER;
-  const fsGroup =
-    e.TRIAD_AGENT_FS_GROUP === 'none'
-      ? undefined
-      : (e.TRIAD_AGENT_FS_GROUP ?? (runAsUser === 0 ? undefined : runAsUser));
-  const pod = defaultPodSpecOptions({
-    namespace,
-    cloneImage: e.TRIAD_AGENT_CLONE_IMAGE ?? defaultPodSpecOptions().cloneImage,
-    workspaceSize: e.TRIAD_AGENT_WORKSPACE_SIZE,
-    workspaceAccessMode: e.TRIAD_AGENT_WORKSPACE_ACCESS_MODE,
-    storageClass: e.TRIAD_AGENT_STORAGE_CLASS,
-    deadlineSeconds: e.TRIAD_AGENT_POD_DEADLINE_SECONDS,
-    requests: { cpu: e.TRIAD_AGENT_CPU_REQUEST, memory: e.TRIAD_AGENT_MEMORY_REQUEST },
-    limits: { cpu: e.TRIAD_AGENT_CPU_LIMIT, memory: e.TRIAD_AGENT_MEMORY_LIMIT },
-    nodeSelector: e.TRIAD_AGENT_NODE_SELECTOR ?? {},
-    tolerations,
-    serviceAccountName: e.TRIAD_AGENT_SERVICE_ACCOUNT,
-    runAsUser,
-    runAsGroup: runAsUser,
-    fsGroup,
-    runAsNonRoot: e.TRIAD_AGENT_RUN_AS_NON_ROOT ?? runAsUser !== 0,
-    imagePullSecrets: (e.TRIAD_AGENT_IMAGE_PULL_SECRETS ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== ''),
-    instance: e.TRIAD_AGENT_INSTANCE ?? e.POD_NAME ?? os.hostname(),
-  });
-  const inCluster = e.KUBERNETES_SERVICE_HOST !== undefined && e.KUBECONFIG === undefined;
-  return {
-    inCluster,
-    kubeconfigFiles: (e.KUBECONFIG ?? '').split(path.delimiter).filter((f) => f !== ''),
-    options: {
-      pod,
-      pendingTimeoutMs: e.TRIAD_AGENT_PENDING_TIMEOUT * 1000,
-      // Owner references only work within one namespace: a foreign owner would get the objects deleted.
-      selfPod: e.POD_NAME !== undefined && agentNamespace === namespace ? e.POD_NAME : undefined,
-    },
-  };
 }
 
 /** The `kubernetes` executor configured from the environment (see the README's table). */

@@ -1,32 +1,30 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { parseWith, readRawBody, reply, respond, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { parseWith, readRawBody } from '../http/input.ts';
 import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { queryInt } from '../http/pagination.ts';
+import { pathInt } from '../http/params.ts';
+import { LOG_APPEND_LIMIT, type AgentCaller } from '../pipelines/model.ts';
+import type { PipelinesService } from '../pipelines/service.ts';
 import {
-  LOG_APPEND_LIMIT,
   heartbeatBody,
-  pipelineStatusBody,
-  stepStatusBody,
-  type AgentCaller,
-  type PipelinesService,
-} from '../pipelines/service.ts';
-import {
   heartbeatSchema,
   jobSchema,
   logAckSchema,
   pipelineSchema,
+  pipelineStatusBody,
   queueSchema,
   stepReportSchema,
+  stepStatusBody,
 } from '../pipelines/schemas.ts';
-import { createAgentBody, type AgentsService } from './service.ts';
-import { newAgentSchema } from './schemas.ts';
+import type { AgentsService } from './service.ts';
+import { createAgentBody, newAgentSchema } from './schemas.ts';
 
 const pollQuery = z.object({ wait: queryInt(z.int().min(0).max(30)).optional() });
 const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
-const id = (raw: string | undefined): number =>
-  raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+const ID = { id: pathInt };
 
 /**
  * The calling agent: its id, instance (`X-Svc-Agent-Instance`) and process nonce
@@ -56,10 +54,7 @@ export function agentRoutes(
     summary: 'Register a CI agent; the token is shown once (site admin)',
     body: createAgentBody,
     returns: respond.created(newAgentSchema, 'the new agent with its token'),
-    handler: async ({ access, body }) => {
-      access.admin();
-      return reply.created(await agents.create(body.name));
-    },
+    handler: async ({ body }) => reply.created(await agents.create(body.name)),
   });
   api.route({
     method: 'post',
@@ -80,9 +75,9 @@ export function agentRoutes(
       res.on('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      const job = await pipelines.agentSide.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      const job = await pipelines.queue.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
       // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
-      if (pipelines.agentSide.closing) res.setHeader('Connection', 'close');
+      if (pipelines.queue.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
     },
   });
@@ -114,6 +109,7 @@ export function agentRoutes(
   api.route({
     method: 'put',
     path: '/api/v1/ci/steps/:id/status',
+    params: ID,
     tag: 'ci',
     auth: 'agent',
     operationId: 'reportStepStatus',
@@ -123,12 +119,13 @@ export function agentRoutes(
     errors: { 404: 'no step of a pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.bare(await pipelines.agentSide.stepStatus(agent.agentId, id(params.id), body));
+      return reply.bare(await pipelines.agentSide.stepStatus(agent.agentId, params.id, body));
     },
   });
   api.route({
     method: 'put',
     path: '/api/v1/ci/pipelines/:id/status',
+    params: ID,
     tag: 'ci',
     auth: 'agent',
     operationId: 'reportPipelineStatus',
@@ -138,12 +135,13 @@ export function agentRoutes(
     errors: { 404: 'no pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();
-      return reply.ok(await pipelines.agentSide.pipelineStatus(agent.agentId, id(params.id), body));
+      return reply.ok(await pipelines.agentSide.pipelineStatus(agent.agentId, params.id, body));
     },
   });
   api.route({
     method: 'post',
     path: '/api/v1/ci/steps/:id/log',
+    params: ID,
     tag: 'ci',
     auth: 'agent',
     operationId: 'appendStepLog',
@@ -160,7 +158,7 @@ export function agentRoutes(
     handler: async ({ access, params, query, req }) => {
       const agent = access.agent();
       const data = await readRawBody(req, LOG_APPEND_LIMIT);
-      return reply.ok(await pipelines.agentSide.appendLog(agent.agentId, id(params.id), query.offset, data));
+      return reply.ok(await pipelines.agentSide.appendLog(agent.agentId, params.id, query.offset, data));
     },
   });
   api.route({
@@ -177,7 +175,7 @@ export function agentRoutes(
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
         access.admin();
       }
-      return reply.bare(await pipelines.agentSide.queue(await agents.liveInstances(opts.agentTimeoutMs)));
+      return reply.bare(await pipelines.queue.depth(await agents.liveInstances(opts.agentTimeoutMs)));
     },
   });
 }

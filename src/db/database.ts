@@ -16,12 +16,18 @@ export async function openOrm(url: string, opts: { poolMax?: number } = {}): Pro
   return MikroORM.init({
     clientUrl: url,
     entities,
+    discovery: { warnWhenNoEntities: false },
     extensions: [Migrator],
     migrations: { migrationsList: migrations, tableName: 'triad_migrations', silent: true, snapshot: false },
     pool: { min: 0, max: opts.poolMax ?? 20 },
     allowGlobalContext: false,
     debug: false,
   });
+}
+
+/** Resolves once the database answers a trivial query on a pool connection (readiness). */
+export async function ping(orm: Orm): Promise<void> {
+  await orm.em.fork().execute('select 1');
 }
 
 /**

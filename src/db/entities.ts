@@ -1,7 +1,8 @@
-import { ApiToken, User } from '../users/entities.ts';
-import { Org, OrgMember } from '../orgs/entities.ts';
-import { Repo } from '../repos/entities.ts';
-import { issueEntities } from '../issues/entities.ts';
+import type { EntityName } from '@mikro-orm/core';
 
-/** Every entity known to the ORM. Feature folders own their entities; this is only the registry. */
-export const entities = [User, ApiToken, Org, OrgMember, Repo, ...issueEntities];
+/**
+ * Every entity known to the ORM. No feature uses entities today: each reads and writes through
+ * raw SQL in its `repository.ts` (see docs/architecture.md). A feature that chooses entities
+ * declares them in its own `entities.ts` and lists them here.
+ */
+export const entities: EntityName[] = [];

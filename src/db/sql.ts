@@ -25,3 +25,23 @@ export function isoTime(v: Date | string): string {
   const offset = (Number(oh ?? 0) * 3600 + Number(om ?? 0) * 60 + Number(os ?? 0)) * 1000;
   return new Date(t.getTime() - (sign === '-' ? -offset : offset)).toISOString();
 }
+
+/** A PostgreSQL integer array literal for a `?::int[]` parameter (see `textArray`). */
+export function intArray(ids: readonly number[]): string {
+  return `{${ids.map((n) => Math.trunc(n)).join(',')}}`;
+}
+
+/** Escapes LIKE wildcards so a value matches as a plain substring (`\` is PostgreSQL's default escape). */
+export function likeEscape(s: string): string {
+  return s.replace(/[\\%_]/g, (m) => `\\${m}`);
+}
+
+/** A positive value that fits a PostgreSQL `integer` (path numbers and ids): anything else names no row. */
+export function isDbId(n: number): boolean {
+  return Number.isSafeInteger(n) && n >= 1 && n <= 2_147_483_647;
+}
+
+/** Did a statement fail on a unique index (SQLSTATE 23505)? */
+export function isUniqueViolation(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && 'code' in e && e.code === '23505';
+}

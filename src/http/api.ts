@@ -1,8 +1,12 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
 import { setPageHeaders, type Page, type PageInfo } from './pagination.ts';
-import type { Access } from './auth.ts';
+import type { Access, OrgNeeds, OrgRef, RepoNeeds, RepoTarget } from './auth.ts';
+import { isPathInt, pathText, type ParamSchemas } from './params.ts';
+import { parseWith, rejectNul } from './input.ts';
 import { respond, type ErrorStatus, type Success } from './responses.ts';
 
 export { respond };
@@ -20,6 +24,7 @@ export type Reply<T> =
   | { kind: 'list'; page: Page<T> }
   | { kind: 'bare'; status: 200 | 201; body: T }
   | { kind: 'empty' }
+  | { kind: 'stream'; headers: Record<string, string>; body: AsyncIterable<Uint8Array> }
   | { kind: 'handled' };
 
 export const reply = {
@@ -30,20 +35,35 @@ export const reply = {
   bare: <T>(body: T, status: 200 | 201 = 200): Reply<T> => ({ kind: 'bare', status, body }),
   list: <T>(page: Page<T>): Reply<T> => ({ kind: 'list', page }),
   noContent: (): Reply<never> => ({ kind: 'empty' }),
+  /** 200 with these headers and the body read from `body` (a `text` route). */
+  stream: (headers: Record<string, string>, body: AsyncIterable<Uint8Array>): Reply<never> => ({
+    kind: 'stream',
+    headers,
+    body,
+  }),
   /** The handler wrote the response itself (streams, plain text). */
   handled: (): Reply<never> => ({ kind: 'handled' }),
 };
 
-export type Ctx<B, Q> = {
+/** The path parameters as their declared schemas parse them. */
+export type ParamsOf<PS> = PS extends ParamSchemas
+  ? { [K in keyof PS]: z.output<PS[K]> }
+  : Record<never, never>;
+
+export type Ctx<B, Q, P = Record<never, never>> = {
   req: Request;
   res: Response;
   body: B;
   query: Q;
-  params: Record<string, string>;
+  params: P;
   access: Access;
 };
 
-export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | undefined, T> = {
+/** The type parameters of a route: its body, query and path-parameter schemas (each optional). */
+type Opt = z.ZodType | undefined;
+type OptParams = ParamSchemas | undefined;
+
+export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = {
   method: Method;
   path: string;
   /** Stable operation name for generated clients (camelCase). */
@@ -58,11 +78,11 @@ export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | un
   /** The success response (envelope, status, schema, headers): see `respond`. */
   returns: Success<T>;
   /**
-   * Documented schemas of path parameters (the document's only: handlers judge the values).
-   * Parameters named `number` and `id` are integers; a value that is not digits does not match
-   * the route at all.
+   * The schema of every path parameter: the one parser of path values, and their document.
+   * A `pathInt` parameter whose value is not digits does not match the route at all (404); a
+   * value another schema refuses is a 400. A route group supplies the parameters it consumes.
    */
-  params?: Record<string, z.ZodType>;
+  params?: PS;
   /**
    * OpenAPI links from the success response to operations it enables, by operationId, with
    * runtime expressions for their parameters (`$response.body#/data/name`, `$request.path.org`).
@@ -74,30 +94,52 @@ export type RouteDef<BS extends z.ZodType | undefined, QS extends z.ZodType | un
    * are added by the document builder.
    */
   errors?: Partial<Record<ErrorStatus, string>>;
-  handler: (
-    ctx: Ctx<
-      BS extends z.ZodType ? z.output<BS> : undefined,
-      QS extends z.ZodType ? z.output<QS> : undefined
-    >,
-  ) => Promise<Reply<NoInfer<T>>>;
+  handler: (ctx: CtxOf<BS, QS, PS>) => Promise<Reply<NoInfer<T>>>;
 };
 
-export type AnyRoute = RouteDef<z.ZodType | undefined, z.ZodType | undefined, unknown>;
+type CtxOf<BS, QS, PS> = Ctx<
+  BS extends z.ZodType ? z.output<BS> : undefined,
+  QS extends z.ZodType ? z.output<QS> : undefined,
+  ParamsOf<PS>
+>;
 
-export function zodMessage(error: z.ZodError, where: string): string {
-  return error.issues
-    .map((i) => {
-      const at = i.path.length > 0 ? `${where}.${i.path.join('.')}` : where;
-      return `${at}: ${i.message}`;
-    })
-    .join('; ');
-}
+export type AnyRoute = RouteDef<Opt, Opt, unknown, OptParams>;
 
-export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
-  const r = schema.safeParse(value);
-  if (!r.success) throw ApiError.validation(zodMessage(r.error, where));
-  return r.data;
-}
+/** Where the routes of one repository live; `Api.repoRoute` paths are relative to it. */
+export const REPO_BASE = '/api/v1/repos/:org/:repo';
+/** Where the routes of one organization live; `Api.orgRoute` paths are relative to it. */
+export const ORG_BASE = '/api/v1/orgs/:org';
+
+/** A route of a group: path relative to the group's base, a handler given what the group resolved. */
+type GroupRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams, Needs, Given> = Omit<
+  RouteDef<BS, QS, T, PS>,
+  'handler'
+> &
+  Needs & { handler: (ctx: CtxOf<BS, QS, PS> & Given) => Promise<Reply<NoInfer<T>>> };
+
+/**
+ * A route of the repository group: its path is relative to `REPO_BASE`, and its handler gets the
+ * repository (`target`) already resolved and authorised for `repo` (scope, role, a token even on
+ * a public repository), stated once here.
+ */
+export type RepoRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = GroupRouteDef<
+  BS,
+  QS,
+  T,
+  PS,
+  { repo: RepoNeeds },
+  { target: RepoTarget }
+>;
+
+/** A route of the organization group: path relative to `ORG_BASE`, `org` resolved for `needs`. */
+export type OrgRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = GroupRouteDef<
+  BS,
+  QS,
+  T,
+  PS,
+  { org: OrgNeeds },
+  { org: OrgRef }
+>;
 
 /**
  * The route table: every route is declared once here with its schemas, so express mounting
@@ -118,12 +160,15 @@ export class Api {
     this.router.use(this.methods, this.others);
   }
 
-  route<
-    BS extends z.ZodType | undefined = undefined,
-    QS extends z.ZodType | undefined = undefined,
-    T = never,
-  >(def: RouteDef<BS, QS, T>): void {
+  route<BS extends Opt = undefined, QS extends Opt = undefined, T = never, PS extends OptParams = undefined>(
+    def: RouteDef<BS, QS, T, PS>,
+  ): void {
     const route = def as unknown as AnyRoute;
+    const schemas: ParamSchemas = def.params ?? {};
+    for (const [, name] of def.path.matchAll(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g)) {
+      if (schemas[name!] === undefined) throw new Error(`${def.path}: path parameter ${name} has no schema`);
+    }
+    const ints = Object.keys(schemas).filter((k) => isPathInt(schemas[k]));
     if (!this.routes.some((r) => r.path === def.path)) {
       // Explicit OPTIONS first (express would answer it itself), other methods after all routes.
       this.methods.options(def.path, (req, res) => this.otherMethod(def.path, req, res));
@@ -134,7 +179,7 @@ export class Api {
     // Who may call comes first: an anonymous caller gets 401 (and a non-admin 403) before any
     // body is read or validated, so a bad body never hides a missing credential.
     const handlers: express.RequestHandler[] = [
-      (req, _res, next) => (numeric(req) ? next() : next('route')),
+      (req, _res, next) => (numeric(req, ints) ? next() : next('route')),
       (req, res, next) => gate(def.auth, req, res, next),
     ];
     if (jsonBody) handlers.push(this.json);
@@ -149,18 +194,52 @@ export class Api {
       // is checked is what the schemas kept, so an ignored unknown field cannot fail a request.
       if (jsonBody) rejectNul(body, 'body');
       if (def.query !== undefined) rejectNul(query, 'query');
-      const ctx = {
-        req,
-        res,
-        body,
-        query,
-        params: remainders(req.params),
-        access: res.locals.access as Access,
-      };
-      const out: Reply<unknown> = await def.handler(ctx as Parameters<RouteDef<BS, QS, T>['handler']>[0]);
-      this.send(route, req, res, ctx.params, out);
+      const raw = remainders(req.params);
+      const params = Object.fromEntries(
+        Object.entries(schemas).map(([k, schema]) => [k, parseWith(schema, raw[k], `path.${k}`)]),
+      );
+      const ctx = { req, res, body, query, params, access: res.locals.access as Access };
+      const out: Reply<unknown> = await def.handler(ctx as CtxOf<BS, QS, PS>);
+      await this.send(route, req, res, raw, out);
     });
     this.methods[def.method](def.path, ...handlers);
+  }
+
+  /** A route of the repository group (see `RepoRouteDef`). */
+  repoRoute<B extends Opt = undefined, Q extends Opt = undefined, T = never, P extends OptParams = undefined>(
+    def: RepoRouteDef<B, Q, T, P>,
+  ): void {
+    const { repo: needs, handler, ...rest } = def;
+    this.group(rest, REPO_BASE, { org: pathText, repo: pathText }, async (ctx) => {
+      const names = ctx.params as unknown as { org: string; repo: string };
+      return handler({ ...ctx, target: await ctx.access.repo(names.org, names.repo, needs) });
+    });
+  }
+
+  /** A route of the organization group (see `OrgRouteDef`). */
+  orgRoute<B extends Opt = undefined, Q extends Opt = undefined, T = never, P extends OptParams = undefined>(
+    def: OrgRouteDef<B, Q, T, P>,
+  ): void {
+    const { org: needs, handler, ...rest } = def;
+    this.group(rest, ORG_BASE, { org: pathText }, async (ctx) => {
+      const names = ctx.params as unknown as { org: string };
+      return handler({ ...ctx, org: await ctx.access.org(names.org, needs) });
+    });
+  }
+
+  /** A route below `base`, whose parameters the group declares and whose handler it wraps. */
+  private group<BS extends Opt, QS extends Opt, T, PS extends OptParams>(
+    def: Omit<RouteDef<BS, QS, T, PS>, 'handler'>,
+    base: string,
+    baseParams: ParamSchemas,
+    handler: RouteDef<BS, QS, T, PS>['handler'],
+  ): void {
+    this.route({
+      ...def,
+      path: `${base}${def.path}`,
+      params: { ...baseParams, ...def.params } as unknown as PS,
+      handler,
+    });
   }
 
   /** The methods declared on a path, as `Allow` lists them. */
@@ -186,7 +265,7 @@ export class Api {
   }
 
   /** Writes the reply, after checking it is the response the route declares (else a 500). */
-  private send(
+  private async send(
     r: AnyRoute,
     req: Request,
     res: Response,
@@ -225,6 +304,15 @@ export class Api {
         if (ok.kind !== 'empty' && ok.noContent === undefined) throw undeclared('204');
         res.status(204).end();
         return;
+      case 'stream':
+        if (ok.kind !== 'text') throw undeclared('a stream');
+        res.status(200);
+        for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
+        // Backpressure, and a client that goes away stops the reading (the source is closed).
+        await pipeline(Readable.from(out.body), res).catch((err: unknown) => {
+          if ((err as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw err;
+        });
+        return;
       case 'handled':
         if (ok.kind !== 'text') throw undeclared('a handler-written response');
         return;
@@ -232,12 +320,10 @@ export class Api {
   }
 }
 
-/** Path parameters that are numbers: a route matches only when they are digits. */
-export const NUMERIC_PARAMS: ReadonlySet<string> = new Set(['number', 'id']);
-
-function numeric(req: Request): boolean {
+/** Does every numeric path parameter hold digits? (Else the route does not match.) */
+function numeric(req: Request, ints: readonly string[]): boolean {
   const params = req.params as Record<string, string | string[]>;
-  return [...NUMERIC_PARAMS].every((k) => {
+  return ints.every((k) => {
     const v = params[k];
     return typeof v !== 'string' || /^\d+$/.test(v);
   });
@@ -265,56 +351,4 @@ function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFun
     if (auth === 'admin') access.admin();
   }
   next();
-}
-
-type JsonPath = { key: string; parent: JsonPath | undefined };
-function pathText(p: JsonPath): string {
-  const keys: string[] = [];
-  for (let at: JsonPath | undefined = p; at !== undefined; at = at.parent) keys.push(at.key);
-  return keys.reverse().join('.');
-}
-
-/**
- * 400 `validation_failed` when any string (or key) in a parsed JSON value contains NUL. Walks
- * with an explicit stack and builds the path only on failure, so a deeply nested body can
- * neither overflow the call stack nor build huge path strings.
- */
-function rejectNul(root: unknown, rootWhere: string): void {
-  const stack: [unknown, JsonPath][] = [[root, { key: rootWhere, parent: undefined }]];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const [value, at] = item;
-    if (typeof value === 'string') {
-      if (value.includes('\u0000')) {
-        throw ApiError.validation(`${pathText(at)}: must not contain NUL characters`);
-      }
-    } else if (Array.isArray(value)) {
-      value.forEach((v, i) => stack.push([v, { key: String(i), parent: at }]));
-    } else if (typeof value === 'object' && value !== null) {
-      for (const [k, v] of Object.entries(value)) {
-        if (k.includes('\u0000'))
-          throw ApiError.validation(`${pathText(at)}: keys must not contain NUL characters`);
-        stack.push([v, { key: k, parent: at }]);
-      }
-    }
-  }
-}
-
-/** Reads a raw request body of at most `limit` bytes (413 `payload_too_large` beyond). */
-export async function readRawBody(req: Request, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (declared > limit) {
-    req.resume();
-    throw ApiError.tooLarge(`request body may be at most ${limit} bytes`);
-  }
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw ApiError.tooLarge(`request body may be at most ${limit} bytes`);
-    }
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts);
 }

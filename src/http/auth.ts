@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from './errors.ts';
 import type { AuthThrottle } from './throttle.ts';
@@ -40,6 +40,11 @@ export function hashToken(plaintext: string): string {
   return createHash('sha256').update(plaintext, 'utf8').digest('hex');
 }
 
+/** A new random token value (`prefix` and 48 hex digits); store only its `hashToken`. */
+export function newTokenValue(prefix = 'triad_'): string {
+  return `${prefix}${randomBytes(24).toString('hex')}`;
+}
+
 export type AuthUser = { id: number; username: string; isAdmin: boolean };
 export type TokenGrant = {
   id: number | null;
@@ -59,6 +64,15 @@ export type Principal =
 
 export type OrgRef = { id: number; name: string };
 export type RepoRef = { id: number; orgId: number; name: string; isPrivate: boolean };
+/** A repository and its organization, as a route resolved and authorised them. */
+export type RepoTarget = { org: OrgRef; repo: RepoRef };
+
+/**
+ * Who acts, as a service sees it: plain facts a route takes from `Access` (services never see
+ * `Access` or the request). `role` is the caller's role in the organization of the resource,
+ * when the route looked it up (site admins count as owners).
+ */
+export type Actor = { id: number; username: string; isAdmin: boolean; role?: Role | undefined };
 
 /** What authorization needs to know about the world; implemented by the feature services. */
 export interface Directory {
@@ -72,6 +86,8 @@ export interface Directory {
 }
 
 export type OrgNeeds = { scope?: Scope; role?: Role };
+/** Which private repositories of an organization a caller may list: all, none, or the one its token targets. */
+export type PrivateShown = 'all' | 'none' | { repoId: number };
 /** `authenticated`: a token is required even on a public repository (e.g. the step log read). */
 export type RepoNeeds = { scope?: Scope; role?: Role; authenticated?: boolean };
 
@@ -106,6 +122,17 @@ export class Access {
       throw ApiError.forbidden(`token lacks the ${scope} scope`);
     }
     return p.user;
+  }
+
+  /** The calling user as an `Actor` (401 without a user token, 403 without `scope`). */
+  actor(scope?: Scope): Actor {
+    const u = this.user(scope);
+    return { id: u.id, username: u.username, isAdmin: u.isAdmin };
+  }
+
+  /** The calling user as an `Actor` with its role in the organization. */
+  async actorIn(orgId: number, scope?: Scope): Promise<Actor> {
+    return { ...this.actor(scope), role: await this.roleIn(orgId) };
   }
 
   /** Any valid user token of the personal level (account-wide actions); optionally a scope. */
@@ -182,6 +209,20 @@ export class Access {
     if (!this.reaches(org.id, repo.id)) throw ApiError.forbidden('token is restricted to another target');
     if (needs.role !== undefined) await this.requireRole(org.id, needs.role);
     return { org, repo };
+  }
+
+  /**
+   * The private repositories of an org the caller may list (those `repo(..., {scope:
+   * 'repo:read'})` answers): for a member whose token has repo:read, all the token reaches.
+   */
+  async privateReposShown(orgId: number): Promise<PrivateShown> {
+    const p = this.principal;
+    if (p.kind !== 'user' || !scopeAllows(p.grant.scopes, 'repo:read')) return 'none';
+    if ((await this.roleIn(orgId)) === undefined) return 'none';
+    if (p.grant.level === 'personal' || (p.grant.level === 'org' && p.grant.targetOrgId === orgId))
+      return 'all';
+    if (p.grant.level === 'repo' && p.grant.targetRepoId !== null) return { repoId: p.grant.targetRepoId };
+    return 'none';
   }
 
   /** Public repositories are visible to all; private ones to members whose token reaches them. */

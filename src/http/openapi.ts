@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { NUMERIC_PARAMS, type AnyRoute, type Api, type AuthKind } from './api.ts';
+import type { AnyRoute, Api, AuthKind } from './api.ts';
+import { isPathInt } from './params.ts';
 import { errorEnvelope } from './errors.ts';
 import { listEnvelope, queryIntTarget } from './pagination.ts';
 import type { ErrorStatus, HeaderDoc } from './responses.ts';
@@ -207,11 +208,11 @@ function parametersOf(r: AnyRoute, schemas: Schemas): unknown[] {
       in: 'path',
       required: true,
       schema:
-        declared !== undefined
-          ? schemas.convert(declared, 'input')
-          : NUMERIC_PARAMS.has(name)
+        declared === undefined
+          ? { type: 'string', minLength: 1 }
+          : isPathInt(declared)
             ? { type: 'integer', minimum: 0 }
-            : { type: 'string', minLength: 1 },
+            : schemas.convert(declared, 'input'),
       ...(rest
         ? {
             description: 'may span several segments (`a/b/c`); an encoded `/` (`%2F`) is accepted too',

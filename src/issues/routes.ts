@@ -1,33 +1,37 @@
 import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
+import { pathInt, pathText } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
-import { catalogLabelSchema, commentSchema, issueSchema } from './schemas.ts';
 import {
   addLabelBody,
   assigneeRef,
+  catalogLabelSchema,
   commentBody,
+  commentSchema,
   createIssueBody,
   createLabelBody,
+  issueSchema,
   listIssuesQuery,
   updateIssueBody,
-  type IssuesService,
-} from './service.ts';
+} from './schemas.ts';
+import type { IssuesService } from './service.ts';
 
 const WRITE_403 = 'the token lacks issues:write or does not reach the repository';
 const READ_403 = 'a private repository and the token lacks issues:read or does not reach it';
 const ENRICHED = 'the enriched issue (labels, assignees, severity)';
 
-/** A path number: digits only (anything else names no issue and is a 404 in the service). */
-const num = (raw: string | undefined): number =>
-  raw !== undefined && /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+const READ = { scope: 'issues:read' } as const;
+const WRITE = { scope: 'issues:write' } as const;
+const NUMBER = { number: pathInt };
 
 export function issueRoutes(api: Api, issues: IssuesService): void {
-  const base = '/api/v1/repos/:org/:repo/issues';
-  const repoOf = (params: Record<string, string>) => [params.org ?? '', params.repo ?? ''] as const;
+  const base = '/issues';
+  const { labels, reads, writes } = issues;
 
-  api.route({
+  api.repoRoute({
     method: 'get',
     path: base,
+    repo: READ,
     tag: 'issues',
     auth: 'public',
     summary:
@@ -36,41 +40,36 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     query: listIssuesQuery,
     returns: respond.list(issueSchema, 'issues (without comments)'),
     errors: { 403: READ_403 },
-    handler: async ({ access, params, query }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:read' });
-      return reply.list(await issues.list(t, query));
-    },
+    handler: async ({ target, query }) => reply.list(await reads.list(target, query)),
   });
   // Registered before `/issues/:number` so `labels` is never taken for an issue number.
-  api.route({
+  api.repoRoute({
     method: 'get',
     path: `${base}/labels`,
+    repo: READ,
     tag: 'issues',
     auth: 'public',
     summary: 'The merged label catalog of the repository (admin, org and repo labels; most specific wins)',
     operationId: 'listRepoLabelCatalog',
     returns: respond.data(z.array(catalogLabelSchema), 'labels by name'),
     errors: { 403: READ_403 },
-    handler: async ({ access, params }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:read' });
-      return reply.ok(await issues.catalog(t));
-    },
+    handler: async ({ target }) => reply.ok(await labels.catalog(target)),
   });
-  api.route({
+  api.repoRoute({
     method: 'get',
     path: `${base}/:number`,
+    repo: READ,
+    params: NUMBER,
     tag: 'issues',
     auth: 'public',
     summary: 'An issue, with `comments` when it has any',
     operationId: 'getIssue',
     returns: respond.data(issueSchema, 'the issue'),
     errors: { 403: READ_403, 404: 'no such repository or issue' },
-    handler: async ({ access, params }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:read' });
-      return reply.ok(await issues.detail(t, num(params.number)));
-    },
+    handler: async ({ target, params }) => reply.ok(await reads.detail(target, params.number)),
   });
-  api.route({
+  api.repoRoute({
+    repo: WRITE,
     method: 'post',
     path: base,
     tag: 'issues',
@@ -93,12 +92,12 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
         { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/data/number' },
       ]),
     ),
-    handler: async ({ access, params, body }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.created(await issues.create(t, access, body));
-    },
+    handler: async ({ access, target, body }) =>
+      reply.created(await writes.create(target, access.actor(), body)),
   });
-  api.route({
+  api.repoRoute({
+    repo: WRITE,
+    params: NUMBER,
     method: 'patch',
     path: `${base}/:number`,
     tag: 'issues',
@@ -109,14 +108,15 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     body: updateIssueBody,
     returns: respond.data(issueSchema, 'the updated issue'),
     errors: { 403: `${WRITE_403}, or title, body or state changed by neither the author nor an org owner` },
-    handler: async ({ access, params, body }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.ok(await issues.update(t, access, num(params.number), body));
-    },
+    // The author or an org owner may change title, body and state: the service decides from the role.
+    handler: async ({ access, target, params, body }) =>
+      reply.ok(await writes.update(target, await access.actorIn(target.org.id), params.number, body)),
   });
-  api.route({
+  api.repoRoute({
     method: 'post',
     path: `${base}/:number/comments`,
+    repo: WRITE,
+    params: NUMBER,
     tag: 'issues',
     auth: 'token',
     summary: 'Comment on an issue (issues:write); the first comment opens a `new` issue',
@@ -124,12 +124,12 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     body: commentBody,
     returns: respond.created(commentSchema, 'the new comment'),
     errors: { 403: WRITE_403 },
-    handler: async ({ access, params, body }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.created(await issues.comment(t, access, num(params.number), body.body));
-    },
+    handler: async ({ access, target, params, body }) =>
+      reply.created(await writes.comment(target, access.actor(), params.number, body.body)),
   });
-  api.route({
+  api.repoRoute({
+    repo: WRITE,
+    params: NUMBER,
     method: 'post',
     path: `${base}/:number/labels`,
     tag: 'issues',
@@ -139,28 +139,28 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     body: addLabelBody,
     returns: respond.data(issueSchema, ENRICHED),
     errors: { 403: WRITE_403, 404: 'no such repository, issue or label' },
-    handler: async ({ access, params, body }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.ok(await issues.addLabel(t, access, num(params.number), body.name));
-    },
+    handler: async ({ target, params, body }) =>
+      reply.ok(await writes.addLabel(target, params.number, body.name)),
   });
-  api.route({
+  api.repoRoute({
     method: 'delete',
     path: `${base}/:number/labels/:name`,
+    repo: WRITE,
+    params: { number: pathInt, name: pathText },
     tag: 'issues',
     auth: 'token',
     summary: 'Remove a label by (URL-encoded) name (issues:write); returns the enriched issue',
     operationId: 'removeIssueLabel',
     returns: respond.data(issueSchema, ENRICHED),
     errors: { 403: WRITE_403, 404: 'no such repository or issue, or the issue has no such label' },
-    handler: async ({ access, params }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.ok(await issues.removeLabel(t, access, num(params.number), params.name ?? ''));
-    },
+    handler: async ({ target, params }) =>
+      reply.ok(await writes.removeLabel(target, params.number, params.name)),
   });
-  api.route({
+  api.repoRoute({
     method: 'post',
     path: `${base}/:number/assignees`,
+    repo: WRITE,
+    params: NUMBER,
     tag: 'issues',
     auth: 'token',
     summary:
@@ -174,24 +174,22 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
       404: 'no such repository or issue, or the assignee is not an org member',
       409: '`display_name` matches several members',
     },
-    handler: async ({ access, params, body }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.ok(await issues.addAssignee(t, access, num(params.number), body));
-    },
+    handler: async ({ target, params, body }) =>
+      reply.ok(await writes.addAssignee(target, params.number, body)),
   });
-  api.route({
+  api.repoRoute({
     method: 'delete',
     path: `${base}/:number/assignees/:id`,
+    repo: WRITE,
+    params: { number: pathInt, id: pathInt },
     tag: 'issues',
     auth: 'token',
     summary: 'Unassign a user by id (issues:write); returns the enriched issue',
     operationId: 'removeIssueAssignee',
     returns: respond.data(issueSchema, ENRICHED),
     errors: { 403: WRITE_403, 404: 'no such repository or issue, or the user is not assigned' },
-    handler: async ({ access, params }) => {
-      const t = await access.repo(...repoOf(params), { scope: 'issues:write' });
-      return reply.ok(await issues.removeAssignee(t, access, num(params.number), num(params.id)));
-    },
+    handler: async ({ target, params }) =>
+      reply.ok(await writes.removeAssignee(target, params.number, params.id)),
   });
 
   // The label catalog (DESIGN.md section 5).
@@ -205,14 +203,12 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     body: createLabelBody,
     returns: respond.created(catalogLabelSchema, 'the new label'),
     errors: { 409: 'a site label of this name exists' },
-    handler: async ({ access, body }) => {
-      access.admin();
-      return reply.created(await issues.createLabel('admin', {}, body));
-    },
+    handler: async ({ body }) => reply.created(await labels.create({ scope: 'admin' }, body)),
   });
-  api.route({
+  api.orgRoute({
+    org: { scope: 'issues:write', role: 'owner' },
     method: 'post',
-    path: '/api/v1/orgs/:org/labels',
+    path: '/labels',
     tag: 'labels',
     auth: 'token',
     summary: 'Create an organization label (org owner, issues:write)',
@@ -223,14 +219,13 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
       403: 'not an owner of the organization, or the token lacks issues:write or reach',
       409: 'an organization label of this name exists',
     },
-    handler: async ({ access, params, body }) => {
-      const org = await access.org(params.org ?? '', { scope: 'issues:write', role: 'owner' });
-      return reply.created(await issues.createLabel('org', { orgId: org.id }, body));
-    },
+    handler: async ({ org, body }) =>
+      reply.created(await labels.create({ scope: 'org', orgId: org.id }, body)),
   });
-  api.route({
+  api.repoRoute({
+    repo: { scope: 'issues:write', role: 'owner' },
     method: 'post',
-    path: '/api/v1/repos/:org/:repo/labels',
+    path: '/labels',
     tag: 'labels',
     auth: 'token',
     summary: 'Create a repository label (org owner, issues:write)',
@@ -241,9 +236,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
       403: 'not an owner of the organization, or the token lacks issues:write or reach',
       409: 'a repository label of this name exists',
     },
-    handler: async ({ access, params, body }) => {
-      const { repo } = await access.repo(...repoOf(params), { scope: 'issues:write', role: 'owner' });
-      return reply.created(await issues.createLabel('repo', { repoId: repo.id }, body));
-    },
+    handler: async ({ target, body }) =>
+      reply.created(await labels.create({ scope: 'repo', repoId: target.repo.id }, body)),
   });
 }

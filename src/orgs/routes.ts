@@ -1,12 +1,15 @@
 import { reply, respond, type Api } from '../http/api.ts';
 import { apiPath } from '../http/responses.ts';
 import { pageQuery } from '../http/pagination.ts';
+import { pathText } from '../http/params.ts';
 import { ApiError } from '../http/errors.ts';
-import { userRefJson, type UsersService } from '../users/service.ts';
-import { createOrgBody, memberBody, orgJson, type OrgsService } from './service.ts';
-import { memberSchema, orgSchema } from './schemas.ts';
+import type { UsersService } from '../users/service.ts';
+import { userRefJson } from '../users/schemas.ts';
+import type { OrgsService } from './service.ts';
+import { createOrgBody, memberBody, memberSchema, orgJson, orgSchema } from './schemas.ts';
 
 const OWNER_ONLY = 'not an owner of the organization, or the token lacks the admin scope or reach';
+const OWNER = { role: 'owner', scope: 'admin' } as const;
 
 export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): void {
   api.route({
@@ -37,16 +40,18 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
   api.route({
     method: 'get',
     path: '/api/v1/orgs/:org',
+    params: { org: pathText },
     tag: 'orgs',
     auth: 'public',
     operationId: 'getOrg',
     summary: 'An organization',
     returns: respond.data(orgSchema, 'the organization'),
-    handler: async ({ params }) => reply.ok(orgJson(await orgs.get(params.org ?? ''))),
+    handler: async ({ params }) => reply.ok(orgJson(await orgs.get(params.org))),
   });
-  api.route({
+  api.orgRoute({
+    org: { role: 'member' },
     method: 'get',
-    path: '/api/v1/orgs/:org/members',
+    path: '/members',
     tag: 'orgs',
     auth: 'token',
     operationId: 'listMembers',
@@ -54,14 +59,13 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     query: pageQuery(),
     returns: respond.list(memberSchema, 'members, by username'),
     errors: { 403: 'not a member of the organization, or the token is restricted to another target' },
-    handler: async ({ access, params, query }) => {
-      const org = await access.org(params.org ?? '', { role: 'member' });
-      return reply.list(await orgs.members(org.id, query));
-    },
+    handler: async ({ org, query }) => reply.list(await orgs.members(org.id, query)),
   });
-  api.route({
+  api.orgRoute({
+    org: OWNER,
     method: 'put',
-    path: '/api/v1/orgs/:org/members/:username',
+    path: '/members/:username',
+    params: { username: pathText },
     tag: 'orgs',
     auth: 'token',
     operationId: 'setMember',
@@ -69,17 +73,18 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     body: memberBody,
     returns: respond.data(memberSchema, 'the member with the new role (the member list shape)'),
     errors: { 403: OWNER_ONLY, 404: 'no such organization or user', 409: 'the last owner cannot be demoted' },
-    handler: async ({ access, params, body }) => {
-      const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
-      const user = await users.byUsername(params.username ?? '');
+    handler: async ({ org, params, body }) => {
+      const user = await users.byUsername(params.username);
       const r = await orgs.setMember(org.id, user.id, body.role);
       // The same member shape as the member list.
       return reply.ok({ user: { ...userRefJson(user), email: user.email }, role: r.role });
     },
   });
-  api.route({
+  api.orgRoute({
+    org: OWNER,
     method: 'delete',
-    path: '/api/v1/orgs/:org/members/:username',
+    path: '/members/:username',
+    params: { username: pathText },
     tag: 'orgs',
     auth: 'token',
     operationId: 'removeMember',
@@ -90,9 +95,8 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
       404: 'no such organization or member',
       409: 'the last owner cannot be removed',
     },
-    handler: async ({ access, params }) => {
-      const org = await access.org(params.org ?? '', { role: 'owner', scope: 'admin' });
-      const user = await users.byUsername(params.username ?? '').catch((e: unknown) => {
+    handler: async ({ org, params }) => {
+      const user = await users.byUsername(params.username).catch((e: unknown) => {
         throw e instanceof ApiError ? ApiError.notFound('member') : e;
       });
       await orgs.removeMember(org.id, user.id);

@@ -1,8 +1,30 @@
 import { z } from 'zod';
+import { isoTime } from '../db/sql.ts';
+import { handleSchema } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { userRefSchema } from '../users/schemas.ts';
+import type { OrgRow } from './repository.ts';
 
-/** Response shapes of organizations; the JSON mappers in service.ts return these types. */
+// ----- requests ----------------------------------------------------------------------------------
+
+/** Names that would shadow server routes at the root (clone URLs live at /:org/:repo). */
+export const RESERVED_ORG_NAMES = new Set(['api', 'healthz', 'readyz', 'metrics']);
+
+export const orgNameSchema = handleSchema.refine(
+  (n) => !RESERVED_ORG_NAMES.has(n.toLowerCase()),
+  'this name is reserved',
+);
+
+export const createOrgBody = z.object({
+  name: orgNameSchema,
+  description: z.string().max(10_000).optional(),
+});
+export type CreateOrgBody = z.infer<typeof createOrgBody>;
+export const memberBody = z.object({ role: z.enum(['owner', 'member']) });
+
+// ----- responses ---------------------------------------------------------------------------------
+
+/** Response shapes of organizations, and the mapper from rows. */
 export const orgSchema = z
   .object({ id: z.int(), name: z.string(), description: z.string(), created_at: timestamp })
   .meta({ id: 'Organization' });
@@ -17,3 +39,7 @@ export const memberSchema = z
   })
   .meta({ id: 'Member' });
 export type MemberJson = z.infer<typeof memberSchema>;
+
+export function orgJson(o: OrgRow): OrgJson {
+  return { id: o.id, name: o.name, description: o.description, created_at: isoTime(o.createdAt) };
+}

@@ -1,79 +1,70 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
 import type { OrgRef, Role } from '../http/auth.ts';
+import { isUniqueViolation } from '../db/sql.ts';
+import type { Db } from '../db/query.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { isUniqueViolation, userRefJson } from '../users/service.ts';
-import { User } from '../users/entities.ts';
-import { Org, OrgMember } from './entities.ts';
-import type { MemberJson, OrgJson } from './schemas.ts';
+import type { UsersService } from '../users/service.ts';
+import { userRefJson } from '../users/schemas.ts';
+import * as db from './repository.ts';
+import type { OrgRow } from './repository.ts';
+import type { CreateOrgBody, MemberJson } from './schemas.ts';
 
-/** Names that would shadow server routes at the root (clone URLs live at /:org/:repo). */
-export const RESERVED_ORG_NAMES = new Set(['api', 'healthz', 'readyz', 'metrics']);
-
-export const orgNameSchema = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(
-    /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/,
-    'letters, digits, ".", "_" and "-", not at either end',
-  )
-  .refine((n) => !RESERVED_ORG_NAMES.has(n.toLowerCase()), 'this name is reserved');
-
-export const createOrgBody = z.object({
-  name: orgNameSchema,
-  description: z.string().max(10_000).optional(),
-});
-export const memberBody = z.object({ role: z.enum(['owner', 'member']) });
-
-export function orgJson(o: Org): OrgJson {
-  return { id: o.id, name: o.name, description: o.description, created_at: o.createdAt.toISOString() };
-}
+export type { OrgRow };
+export { RESERVED_ORG_NAMES } from './schemas.ts';
 
 export class OrgsService {
   private readonly em: () => EntityManager;
+  private readonly users: Pick<UsersService, 'lock' | 'page'>;
   private readonly maxOwned: number;
 
-  constructor(deps: { em: () => EntityManager; maxOrgsPerUser?: number }) {
+  constructor(deps: {
+    em: () => EntityManager;
+    users: Pick<UsersService, 'lock' | 'page'>;
+    maxOrgsPerUser?: number;
+  }) {
     this.em = deps.em;
+    this.users = deps.users;
     this.maxOwned = deps.maxOrgsPerUser ?? 50;
   }
 
-  async find(name: string): Promise<Org | undefined> {
-    const rows = await this.em().execute<{ id: number }[]>(
-      'select id from orgs where lower(name) = lower(?)',
-      [name],
-    );
-    if (rows[0] === undefined) return undefined;
-    return (await this.em().findOne(Org, { id: rows[0].id })) ?? undefined;
+  async find(name: string): Promise<OrgRow | undefined> {
+    return db.orgByName(this.em(), name);
   }
 
-  async get(name: string): Promise<Org> {
+  async get(name: string): Promise<OrgRow> {
     const org = await this.find(name);
     if (org === undefined) throw ApiError.notFound('organization');
     return org;
   }
 
-  async byId(id: number): Promise<Org> {
-    const org = await this.em().findOne(Org, { id });
-    if (org === null) throw ApiError.notFound('organization');
+  async byId(id: number): Promise<OrgRow> {
+    const org = await db.orgById(this.em(), id);
+    if (org === undefined) throw ApiError.notFound('organization');
     return org;
   }
 
   async ref(name: string): Promise<OrgRef | undefined> {
-    const rows = await this.em().execute<OrgRef[]>('select id, name from orgs where lower(name) = lower(?)', [
-      name,
-    ]);
-    return rows[0];
+    return db.refByName(this.em(), name);
+  }
+
+  /** Names of the organizations of `ids` that exist (one query). */
+  async names(ids: readonly number[]): Promise<Map<number, string>> {
+    return db.namesByIds(this.em(), [...new Set(ids)]);
   }
 
   async role(orgId: number, userId: number): Promise<Role | undefined> {
-    const rows = await this.em().execute<{ role: Role }[]>(
-      'select role from org_members where org_id = ? and user_id = ?',
-      [orgId, userId],
-    );
-    return rows[0]?.role;
+    return (await db.member(this.em(), orgId, userId))?.role;
+  }
+
+  /** Holds the organization's row lock until `tx` ends (serialises changes within it). */
+  async lock(tx: Db, orgId: number): Promise<void> {
+    await db.lockOrg(tx, orgId);
+  }
+
+  /** Which of `userIds` are members of the organization, lowest id first (one query). */
+  async membersAmong(orgId: number, userIds: readonly number[]): Promise<number[]> {
+    return db.memberIdsAmong(this.em(), orgId, userIds);
   }
 
   /**
@@ -81,32 +72,21 @@ export class OrgsService {
    * who already owns `maxOrgsPerUser` organizations gets 409 `limit_exceeded` (the creator's
    * row is locked, so concurrent creates cannot pass the cap).
    */
-  async create(
-    creatorId: number,
-    body: z.infer<typeof createOrgBody>,
-    opts: { capped?: boolean } = {},
-  ): Promise<Org> {
+  async create(creatorId: number, body: CreateOrgBody, opts: { capped?: boolean } = {}): Promise<OrgRow> {
     const conflict = () => ApiError.conflict(`organization "${body.name}" already exists`);
     try {
       return await this.em().transactional(async (tx) => {
         if (opts.capped !== false) {
-          await tx.execute('select id from users where id = ? for no key update', [creatorId]);
-          const [owned] = await tx.execute<{ n: string }[]>(
-            `select count(*) as n from org_members where user_id = ? and role = 'owner'`,
-            [creatorId],
-          );
-          if (Number(owned?.n ?? 0) >= this.maxOwned) {
+          await this.users.lock(tx, creatorId);
+          if ((await db.ownedCount(tx, creatorId)) >= this.maxOwned) {
             throw ApiError.limitExceeded(
               `organization limit reached: a user may own at most ${this.maxOwned} organizations`,
             );
           }
         }
-        const taken = await tx.execute('select 1 from orgs where lower(name) = lower(?)', [body.name]);
-        if (taken.length > 0) throw conflict();
-        const org = tx.create(Org, { name: body.name, description: body.description ?? '' });
-        await tx.flush();
-        tx.create(OrgMember, { orgId: org.id, userId: creatorId, role: 'owner' });
-        await tx.flush();
+        if ((await db.refByName(tx, body.name)) !== undefined) throw conflict();
+        const org = await db.insertOrg(tx, body.name, body.description ?? '');
+        await db.insertMember(tx, org.id, creatorId, 'owner');
         return org;
       });
     } catch (e) {
@@ -116,59 +96,46 @@ export class OrgsService {
     }
   }
 
+  /** One page of the members, by username (case-insensitive), with their roles. */
   async members(orgId: number, q: PageQuery): Promise<Page<MemberJson>> {
-    const em = this.em();
-    const [count] = await em.execute<{ n: string }[]>(
-      'select count(*) as n from org_members where org_id = ?',
-      [orgId],
-    );
-    const rows = await em.execute<{ user_id: number; role: Role }[]>(
-      `select m.user_id, m.role from org_members m join users u on u.id = m.user_id
-        where m.org_id = ? order by lower(u.username) limit ? offset ?`,
-      [orgId, q.per_page, offsetOf(q)],
-    );
-    const users = await em.find(User, { id: { $in: rows.map((r) => r.user_id) } });
-    const byId = new Map(users.map((u) => [u.id, u]));
-    const items = rows.flatMap((r): MemberJson[] => {
-      const u = byId.get(r.user_id);
-      return u === undefined ? [] : [{ user: { ...userRefJson(u), email: u.email }, role: r.role }];
+    const all = await db.members(this.em(), orgId);
+    const roles = new Map(all.map((m) => [m.userId, m.role]));
+    const users = await this.users.page([...roles.keys()], q.per_page, offsetOf(q));
+    const items = users.flatMap((u): MemberJson[] => {
+      const role = roles.get(u.id);
+      return role === undefined ? [] : [{ user: { ...userRefJson(u), email: u.email }, role }];
     });
-    return { items, total: Number(count?.n ?? 0), page: q.page, perPage: q.per_page };
+    return { items, total: all.length, page: q.page, perPage: q.per_page };
   }
 
   /** Adds a member or changes a role; the last owner cannot be demoted (409). */
   async setMember(orgId: number, userId: number, role: Role): Promise<{ role: Role; created: boolean }> {
     return this.em().transactional(async (tx) => {
-      await tx.execute('select id from orgs where id = ? for update', [orgId]);
-      const existing = await tx.findOne(OrgMember, { orgId, userId });
-      if (existing === null) {
-        tx.create(OrgMember, { orgId, userId, role });
-        await tx.flush();
+      await db.lockOrg(tx, orgId);
+      const existing = await db.member(tx, orgId, userId);
+      if (existing === undefined) {
+        await db.insertMember(tx, orgId, userId, role);
         return { role, created: true };
       }
       if (existing.role === 'owner' && role !== 'owner') await this.assertAnotherOwner(tx, orgId, userId);
-      existing.role = role;
-      await tx.flush();
+      if (existing.role !== role) await db.setRole(tx, orgId, userId, role);
       return { role, created: false };
     });
   }
 
   async removeMember(orgId: number, userId: number): Promise<void> {
     await this.em().transactional(async (tx) => {
-      await tx.execute('select id from orgs where id = ? for update', [orgId]);
-      const existing = await tx.findOne(OrgMember, { orgId, userId });
-      if (existing === null) throw ApiError.notFound('member');
+      await db.lockOrg(tx, orgId);
+      const existing = await db.member(tx, orgId, userId);
+      if (existing === undefined) throw ApiError.notFound('member');
       if (existing.role === 'owner') await this.assertAnotherOwner(tx, orgId, userId);
-      tx.remove(existing);
-      await tx.flush();
+      await db.deleteMember(tx, orgId, userId);
     });
   }
 
   private async assertAnotherOwner(tx: EntityManager, orgId: number, userId: number): Promise<void> {
-    const others = await tx.execute(
-      `select 1 from org_members where org_id = ? and role = 'owner' and user_id <> ? limit 1`,
-      [orgId, userId],
-    );
-    if (others.length === 0) throw ApiError.conflict('an organization must keep at least one owner');
+    if (!(await db.hasOtherOwner(tx, orgId, userId))) {
+      throw ApiError.conflict('an organization must keep at least one owner');
+    }
   }
 }

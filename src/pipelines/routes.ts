@@ -1,17 +1,20 @@
 import { reply, respond, type Api } from '../http/api.ts';
+import { pathInt, pathText } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
-import { listQuery, type PipelinesService } from './service.ts';
-import { pipelineListSchema, pipelineSchema } from './schemas.ts';
+import type { PipelinesService } from './service.ts';
+import { listQuery, pipelineListSchema, pipelineSchema } from './schemas.ts';
 
 const READ_403 = 'a private repository and the token lacks ci:read or does not reach it';
 const WRITE_403 = 'not a member of the organization, or the token lacks ci:write or reach';
 
-const num = (raw: string | undefined): number =>
-  raw !== undefined && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+const READ = { scope: 'ci:read' } as const;
+const WRITE = { scope: 'ci:write', role: 'member' } as const;
+const NUMBER = { number: pathInt };
 
 export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
-  const base = '/api/v1/repos/:org/:repo/pipelines';
-  api.route({
+  const base = '/pipelines';
+  api.repoRoute({
+    repo: READ,
     method: 'get',
     path: base,
     tag: 'pipelines',
@@ -23,12 +26,11 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
       paged: (b) => ({ total: b.total, page: b.page, perPage: b.per_page }),
     }),
     errors: { 403: READ_403 },
-    handler: async ({ access, params, query }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'ci:read' });
-      return reply.bare(await pipelines.list(repo.id, query));
-    },
+    handler: async ({ target, query }) => reply.bare(await pipelines.list(target.repo.id, query)),
   });
-  api.route({
+  api.repoRoute({
+    repo: READ,
+    params: NUMBER,
     method: 'get',
     path: `${base}/:number`,
     tag: 'pipelines',
@@ -37,12 +39,11 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     summary: 'One pipeline with its steps (bare object)',
     returns: respond.bare(pipelineSchema, 'the pipeline with its steps'),
     errors: { 403: READ_403, 404: 'no such repository or pipeline' },
-    handler: async ({ access, params }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'ci:read' });
-      return reply.bare(await pipelines.get(repo.id, num(params.number)));
-    },
+    handler: async ({ target, params }) => reply.bare(await pipelines.get(target.repo.id, params.number)),
   });
-  api.route({
+  api.repoRoute({
+    repo: { ...READ, authenticated: true },
+    params: { number: pathInt, step: pathText },
     method: 'get',
     path: `${base}/:number/steps/:step/log`,
     tag: 'pipelines',
@@ -62,16 +63,14 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
       403: 'the token lacks ci:read or does not reach the repository',
       404: 'no such repository, pipeline or step, or the step has not started',
     },
-    handler: async ({ access, params, res }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
-        scope: 'ci:read',
-        authenticated: true,
-      });
-      await pipelines.streamLog(repo.id, num(params.number), params.step ?? '', res);
-      return reply.handled();
+    handler: async ({ target, params }) => {
+      const log = await pipelines.log(target.repo.id, params.number, params.step);
+      return reply.stream(log.headers, log.body);
     },
   });
-  api.route({
+  api.repoRoute({
+    repo: WRITE,
+    params: NUMBER,
     method: 'post',
     path: `${base}/:number/cancel`,
     tag: 'pipelines',
@@ -80,15 +79,11 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     summary: 'Cancel a pending or running pipeline and its pending/running steps (ci:write, org member)',
     returns: respond.bare(pipelineSchema, 'the cancelled pipeline with its steps'),
     errors: { 403: WRITE_403, 404: 'no such repository or pipeline', 409: 'the pipeline has finished' },
-    handler: async ({ access, params }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
-        scope: 'ci:write',
-        role: 'member',
-      });
-      return reply.bare(await pipelines.cancel(repo.id, num(params.number)));
-    },
+    handler: async ({ target, params }) => reply.bare(await pipelines.cancel(target.repo.id, params.number)),
   });
-  api.route({
+  api.repoRoute({
+    repo: WRITE,
+    params: NUMBER,
     method: 'post',
     path: `${base}/:number/rerun`,
     tag: 'pipelines',
@@ -110,13 +105,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
         { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/number' },
       ]),
     ),
-    handler: async ({ access, params }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
-        scope: 'ci:write',
-        role: 'member',
-      });
-      const user = access.user();
-      return reply.bare(await pipelines.rerun(repo.id, num(params.number), user.id), 201);
-    },
+    handler: async ({ access, target, params }) =>
+      reply.bare(await pipelines.rerun(target.repo.id, params.number, access.actor().id), 201),
   });
 }

@@ -1,10 +1,42 @@
 import { z } from 'zod';
+import { isoTime } from '../db/sql.ts';
+import { pageQuery } from '../http/pagination.ts';
+import { timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { vcsEnum } from '../repos/schemas.ts';
 import { PIPELINE_EVENTS } from './pipeline-file.ts';
-import { PIPELINE_STATUSES, STEP_STATUSES } from './model.ts';
+import { PIPELINE_STATUSES, STEP_STATUSES, type RepoInfo } from './model.ts';
+import type { PipelineRow, StepRow } from './repository.ts';
 
-/** Response shapes of pipelines and of the agent protocol; the service's mappers return these types. */
+// ----- requests (the user side and the agent protocol) ------------------------------------------
+
+const reportedTime = timestampInput.nullish();
+export const stepStatusBody = z.object({
+  status: z.enum(STEP_STATUSES),
+  exit_code: z.number().int().min(-2147483648).max(2147483647).nullish(),
+  started_at: reportedTime,
+  finished_at: reportedTime,
+  /** The agent cut the middle of the log to stay under the step log limit. */
+  log_truncated: z.boolean().optional(),
+});
+export type StepStatusBody = z.infer<typeof stepStatusBody>;
+export const heartbeatBody = z.object({
+  /** Ids of the pipelines this agent process is running now. */
+  running: z.array(z.number().int().min(1).max(2147483647)).max(10_000).optional(),
+});
+export const pipelineStatusBody = z.object({
+  status: z.enum(PIPELINE_STATUSES),
+  finished_at: reportedTime,
+  started_at: reportedTime,
+  error_message: z.string().max(10_000).nullish(),
+});
+export type PipelineStatusBody = z.infer<typeof pipelineStatusBody>;
+export const listQuery = pageQuery(20, 50).extend({ status: z.enum(PIPELINE_STATUSES).optional() });
+export type ListQuery = z.infer<typeof listQuery>;
+
+// ----- responses ---------------------------------------------------------------------------------
+
+/** Response shapes of pipelines and of the agent protocol, and the mappers from rows. */
 export const pipelineStatusEnum = z.enum(PIPELINE_STATUSES).meta({ id: 'PipelineStatus' });
 export const stepStatusEnum = z.enum(STEP_STATUSES).meta({ id: 'StepStatus' });
 const eventEnum = z.enum(PIPELINE_EVENTS).meta({ id: 'PipelineEvent' });
@@ -114,3 +146,85 @@ export const logAckSchema = z
 export const queueSchema = z
   .object({ pending: z.int().min(0), running: z.int().min(0), agents: z.int().min(0) })
   .meta({ id: 'Queue' });
+
+const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
+
+/** What a pipeline runs on and why: shared by the pipeline record and the agent's job. */
+function commitFields(p: PipelineRow) {
+  const { number, commit_node, branch, tag, event, events } = p;
+  return { number, commit_node, branch, tag, event, events };
+}
+
+/** A pipeline (with its steps for single reads); `username` names the triggering user. */
+export function pipelineJson(p: PipelineRow, username: string | null, steps?: StepRow[]): PipelineJson {
+  return {
+    id: p.id,
+    ...commitFields(p),
+    status: p.status,
+    trigger_by: p.trigger_by,
+    trigger_user: p.trigger_by === null ? null : { id: p.trigger_by, username },
+    created_at: isoTime(p.created_at),
+    started_at: isoOrNull(p.started_at),
+    finished_at: isoOrNull(p.finished_at),
+    ...(p.error_message === null ? {} : { error_message: p.error_message }),
+    ...(steps === undefined ? {} : { steps: steps.map(stepJson) }),
+  };
+}
+
+export function stepJson(s: StepRow): StepJson {
+  return {
+    id: s.id,
+    number: s.number,
+    name: s.name,
+    image: s.image,
+    status: s.status,
+    exit_code: s.exit_code,
+    started_at: isoOrNull(s.started_at),
+    finished_at: isoOrNull(s.finished_at),
+  };
+}
+
+/** Where and how the agent runs a claimed pipeline. */
+export type JobContext = {
+  repo: RepoInfo;
+  cloneUrl: string;
+  cloneToken: string | null;
+  /** The server's longest step (a step's own `timeout` may only be shorter). */
+  maxStepSeconds: number;
+  logMaxBytes: number;
+};
+
+/** The job an agent gets for a claimed pipeline: steps, clone credential and CI environment. */
+export function jobJson(p: PipelineRow, steps: readonly StepRow[], c: JobContext): JobJson {
+  const max = c.maxStepSeconds;
+  return {
+    pipeline_id: p.id,
+    ...commitFields(p),
+    clone_url: c.cloneUrl,
+    clone_token: c.cloneToken,
+    vcs: c.repo.vcs,
+    org: c.repo.org,
+    repo: c.repo.name,
+    steps: steps.map((s) => ({
+      id: s.id,
+      number: s.number,
+      name: s.name,
+      image: s.image,
+      commands: s.commands,
+      environment: s.environment,
+      status: s.status,
+      timeout_seconds: Math.min(s.timeout_seconds ?? max, max),
+    })),
+    ci_env: {
+      CI: 'true',
+      CI_PIPELINE_ID: String(p.id),
+      CI_PIPELINE_NUMBER: String(p.number),
+      CI_COMMIT: p.commit_node,
+      CI_BRANCH: p.branch,
+      CI_TAG: p.tag,
+      CI_EVENT: p.event,
+      CI_REPO: `${c.repo.org}/${c.repo.name}`,
+    },
+    log_max_bytes: c.logMaxBytes,
+  };
+}

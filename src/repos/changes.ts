@@ -4,11 +4,12 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { emitEvents } from '../events/outbox.ts';
-import type { VcsKind } from '../vcs/index.ts';
-import { pushEvents, snapshot, type PushContext, type PushEvent, type Snapshot } from '../vcs/pushes.ts';
-import { recoverRepository } from '../vcs/recovery.ts';
+import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
+import type { RefMove, Snapshot } from '../vcs/driver.ts';
+import { driverFor, type VcsKind } from '../vcs/index.ts';
+import * as db from './repository.ts';
+import type { SnapshotJson } from './repository.ts';
 
-const PUSH_LOCK = 0x70757368; // "push"
 /** Pushes (to different repositories) holding a database connection at once, per process. */
 const MAX_CONCURRENT_PUSHES = 8;
 
@@ -28,11 +29,11 @@ type Deps = {
   /** Where in-flight push markers live (on the repository volume, shared by replicas). */
   markerDir: string;
   repoById: (id: number) => Promise<ChangedRepo | undefined>;
-  /** Called inside the push transaction with the push's events (CI triggers). */
-  onPushEvents?: (
+  /** Called inside the change's transaction (in a savepoint) with the refs that moved (CI triggers). */
+  onRefMoves?: (
     tx: EntityManager,
     repoId: number,
-    events: PushEvent[],
+    moves: RefMove[],
     senderId: number | null,
   ) => Promise<unknown>;
   /** Called after a repository's refs changed (cache invalidation). */
@@ -152,12 +153,13 @@ export class RepoChanges {
     let seen: Marker[] = [];
     let outcome: { value: T } | { error: unknown } | undefined;
     let changed = false;
-    const ctx: PushContext = {
-      vcs: repo.vcs,
-      dir: repo.path,
-      defaultBranch: repo.defaultBranch,
+    const driver = driverFor(repo.vcs);
+    const links: CommitLinks = {
+      shortId: driver.constants.shortId,
       commitUrl: (id) => `${this.deps.baseUrl()}/api/v1/repos/${repo.org}/${repo.name}/changeset/${id}`,
     };
+    const moveOpts = { defaultBranch: repo.defaultBranch, maxCommits: MAX_PUSH_COMMITS };
+    const moves = (from: Snapshot, to: Snapshot) => driver.moves(repo.path, from, to, moveOpts);
     let locked = false;
     try {
       await this.deps
@@ -165,34 +167,22 @@ export class RepoChanges {
         .fork()
         .transactional(async (tx) => {
           if (opts.wait === 'try') {
-            const [row] = await tx.execute<{ ok: boolean }[]>(
-              'select pg_try_advisory_xact_lock(?, ?) as ok',
-              [PUSH_LOCK, repo.id],
-            );
-            if (row?.ok !== true) return;
+            if (!(await db.tryPushLock(tx, repo.id))) return;
           } else {
             const ms = Math.max(1000, Math.floor(opts.wait - Date.now()));
-            await tx.execute(`set local lock_timeout = ${ms}`);
-            await tx
-              .execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repo.id])
-              .catch((e: unknown) => {
-                throw (e as { code?: string }).code === '55P03'
-                  ? new PushLockTimeout('push lock wait timed out')
-                  : e;
-              });
-            await tx.execute('set local lock_timeout = 0');
+            if (!(await db.pushLock(tx, repo.id, ms))) throw new PushLockTimeout('push lock wait timed out');
           }
           locked = true;
-          const repaired = await recoverRepository(repo.vcs, repo.path);
+          const repaired = await driver.recover(repo.path);
           if (repaired.length > 0)
             log.warn({ repo: repo.id, repaired }, 'repaired leftovers of an interrupted write');
-          const before = await snapshot(repo.vcs, repo.path);
+          const before = await driver.snapshot(repo.path);
           seen = await this.markers(repo.id);
           const recorded = (await loadState(tx, repo.id)) ?? seen[0]?.base ?? before;
-          const missed = await pushEvents(ctx, recorded, before);
+          const missed = await moves(recorded, before);
           if (missed.length > 0)
             log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
-          await this.record(tx, repo.id, missed, null);
+          await this.record(tx, repo.id, links, missed, null);
           let final = before;
           if (mutate !== undefined) {
             await fs.mkdir(this.deps.markerDir, { recursive: true });
@@ -202,10 +192,10 @@ export class RepoChanges {
             } catch (error) {
               outcome = { error };
             }
-            final = await snapshot(repo.vcs, repo.path);
-            await this.record(tx, repo.id, await pushEvents(ctx, before, final), senderId);
+            final = await driver.snapshot(repo.path);
+            await this.record(tx, repo.id, links, await moves(before, final), senderId);
           }
-          await saveState(tx, repo.id, final);
+          await db.saveRefState(tx, repo.id, toJson(final));
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
         });
     } catch (e) {
@@ -239,17 +229,23 @@ export class RepoChanges {
     return out.sort((a, b) => a.at - b.at);
   }
 
-  /** Outbox rows and CI triggers for events; a CI trigger failure keeps the events. */
-  private async record(tx: EntityManager, repoId: number, events: PushEvent[], senderId: number | null) {
-    if (events.length === 0) return;
+  /** Outbox rows and CI triggers for ref moves; a CI trigger failure keeps the events. */
+  private async record(
+    tx: EntityManager,
+    repoId: number,
+    links: CommitLinks,
+    moves: RefMove[],
+    senderId: number | null,
+  ) {
+    if (moves.length === 0) return;
     await emitEvents(
       tx,
-      events.map((e) => ({ type: e.type, repoId, senderId, payload: e.payload })),
+      moves.map((m) => refEvent(m, links, repoId, senderId)),
     );
-    const trigger = this.deps.onPushEvents;
+    const trigger = this.deps.onRefMoves;
     if (trigger === undefined) return;
     try {
-      await tx.transactional((sp) => trigger(sp, repoId, events, senderId));
+      await tx.transactional((sp) => trigger(sp, repoId, moves, senderId));
     } catch (err) {
       this.deps.log.error({ err, repo: repoId }, 'CI triggers failed; push events kept');
     }
@@ -257,14 +253,6 @@ export class RepoChanges {
 }
 
 // ---------------------------------------------------------------- recorded ref state
-
-type SnapshotJson = {
-  tip: string;
-  branches: [string, string][];
-  bookmarks: [string, string][];
-  tags: [string, string][];
-  mark: number;
-};
 
 function toJson(s: Snapshot): SnapshotJson {
   const sorted = (m: Map<string, string>) => [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -288,19 +276,8 @@ function fromJson(j: SnapshotJson): Snapshot {
 }
 
 async function loadState(tx: EntityManager, repoId: number): Promise<Snapshot | undefined> {
-  const [row] = await tx.execute<{ state: SnapshotJson }[]>(
-    'select state from repo_ref_states where repo_id = ?',
-    [repoId],
-  );
-  return row === undefined ? undefined : fromJson(row.state);
-}
-
-async function saveState(tx: EntityManager, repoId: number, s: Snapshot): Promise<void> {
-  await tx.execute(
-    `insert into repo_ref_states (repo_id, state) values (?, ?::jsonb)
-       on conflict (repo_id) do update set state = excluded.state, updated_at = now()`,
-    [repoId, JSON.stringify(toJson(s))],
-  );
+  const state = await db.refState(tx, repoId);
+  return state === undefined ? undefined : fromJson(state);
 }
 
 // ---------------------------------------------------------------- in-process queueing

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
-import type { Access } from '../http/auth.ts';
+import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
 import type { VcsKind } from '../vcs/index.ts';
@@ -12,9 +12,9 @@ import {
   ReadNotFound,
   type LogEntry,
   type ContentLimits,
-  type ReaderPool,
   type RepoReader,
 } from '../vcs/reader.ts';
+import { type ReaderPool } from '../vcs/pool.ts';
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 
@@ -27,8 +27,11 @@ const revText = z
 const revQuery = z.object({ rev: revText.default('tip') });
 const logQuery = pageQuery().extend({ rev: revText.default('tip') });
 /** Documents the path parameters (the service judges them): a revision, a relative path. */
-const revParam = revText.meta({
+const revParam = z.string().meta({
   description: 'a revision: hash, branch, bookmark, tag or `tip`; may contain `/`',
+  minLength: 1,
+  maxLength: 256,
+  pattern: '^[^\\u0000-\\u001f\\u007f]*$',
 });
 const pathParam = z.string().meta({
   description: 'a path relative to the repository root; no `..` segments, backslashes or control characters',
@@ -55,12 +58,11 @@ export class ContentsService {
     this.limits = limits;
   }
 
-  private async reader(access: Access, org: string, name: string): Promise<RepoReader> {
-    const { repo } = await access.repo(org, name, { scope: 'repo:read' });
+  private async reader({ repo }: RepoTarget): Promise<RepoReader> {
     let w = this.where.get(repo.id);
     if (w === undefined) {
       const full = await this.repos.get(repo.id);
-      w = { vcs: full.vcs as VcsKind, path: this.repos.path(full) };
+      w = { vcs: full.vcs, path: this.repos.path(full) };
       if (this.where.size > 10_000) this.where.clear();
       this.where.set(repo.id, w);
     }
@@ -94,31 +96,31 @@ export class ContentsService {
     return rev;
   }
 
-  async tree(access: Access, org: string, repo: string, rawPath: unknown, rev: string) {
+  async tree(target: RepoTarget, rawPath: unknown, rev: string) {
     const p = ContentsService.path(rawPath);
     const r = ContentsService.rev(rev);
-    const reader = await this.reader(access, org, repo);
+    const reader = await this.reader(target);
     return this.read(() => reader.tree(r, p));
   }
 
-  async blob(access: Access, org: string, repo: string, rawPath: unknown, rev: string) {
+  async blob(target: RepoTarget, rawPath: unknown, rev: string) {
     const p = ContentsService.path(rawPath);
     const r = ContentsService.rev(rev);
     if (p === '') throw ApiError.notFound('file');
-    const reader = await this.reader(access, org, repo);
+    const reader = await this.reader(target);
     return this.read(() => reader.blob(r, p, this.limits.blobMaxBytes));
   }
 
-  async log(access: Access, org: string, repo: string, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
+  async log(target: RepoTarget, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
     const r = ContentsService.rev(q.rev);
-    const reader = await this.reader(access, org, repo);
+    const reader = await this.reader(target);
     const out = await this.read(() => reader.log(r, q.page, q.per_page));
     return { items: out.entries, total: out.total, page: q.page, perPage: q.per_page };
   }
 
-  async changeset(access: Access, org: string, repo: string, rev: string) {
+  async changeset(target: RepoTarget, rev: string) {
     const r = ContentsService.rev(rev);
-    const reader = await this.reader(access, org, repo);
+    const reader = await this.reader(target);
     return this.read(() => reader.changeset(r, this.limits));
   }
 }
@@ -137,29 +139,34 @@ export function contentRoutes(
   limits: ContentLimits = DEFAULT_LIMITS,
 ): ContentsService {
   const svc = new ContentsService(repos, pool, limits);
-  const p = (params: Record<string, string>, k: string): string => params[k] ?? '';
-  for (const [operationId, path] of [
-    ['getRootTree', '/api/v1/repos/:org/:repo/tree'],
-    ['getTree', '/api/v1/repos/:org/:repo/tree/*path'],
-  ] as const) {
-    api.route({
-      method: 'get',
-      path,
-      tag: 'contents',
-      auth: 'public',
-      operationId,
-      summary: 'Directory listing at a revision (`rev`, default tip): dirs first, then files',
-      query: revQuery,
-      params: { path: pathParam },
-      returns: respond.data(z.array(treeEntrySchema), 'the entries of the directory'),
-      errors: READ_ERRORS,
-      handler: async ({ access, params, query }) =>
-        reply.ok(await svc.tree(access, p(params, 'org'), p(params, 'repo'), params.path, query.rev)),
-    });
-  }
-  api.route({
+  const READ = { scope: 'repo:read' } as const;
+  const tree = {
+    repo: READ,
     method: 'get',
-    path: '/api/v1/repos/:org/:repo/blob/*path',
+    tag: 'contents',
+    auth: 'public',
+    summary: 'Directory listing at a revision (`rev`, default tip): dirs first, then files',
+    query: revQuery,
+    returns: respond.data(z.array(treeEntrySchema), 'the entries of the directory'),
+    errors: READ_ERRORS,
+  } as const;
+  api.repoRoute({
+    ...tree,
+    path: '/tree',
+    operationId: 'getRootTree',
+    handler: async ({ target, query }) => reply.ok(await svc.tree(target, undefined, query.rev)),
+  });
+  api.repoRoute({
+    ...tree,
+    path: '/tree/*path',
+    operationId: 'getTree',
+    params: { path: pathParam },
+    handler: async ({ target, params, query }) => reply.ok(await svc.tree(target, params.path, query.rev)),
+  });
+  api.repoRoute({
+    repo: READ,
+    method: 'get',
+    path: '/blob/*path',
     tag: 'contents',
     auth: 'public',
     operationId: 'getBlob',
@@ -169,12 +176,12 @@ export function contentRoutes(
     params: { path: pathParam },
     returns: respond.data(fileContentSchema, 'the file'),
     errors: READ_ERRORS,
-    handler: async ({ access, params, query }) =>
-      reply.ok(await svc.blob(access, p(params, 'org'), p(params, 'repo'), params.path, query.rev)),
+    handler: async ({ target, params, query }) => reply.ok(await svc.blob(target, params.path, query.rev)),
   });
-  api.route({
+  api.repoRoute({
+    repo: READ,
     method: 'get',
-    path: '/api/v1/repos/:org/:repo/log',
+    path: '/log',
     tag: 'contents',
     auth: 'public',
     operationId: 'listCommits',
@@ -182,12 +189,12 @@ export function contentRoutes(
     query: logQuery,
     returns: respond.list(commitSchema, 'commits, newest first'),
     errors: READ_ERRORS,
-    handler: async ({ access, params, query }) =>
-      reply.list(await svc.log(access, p(params, 'org'), p(params, 'repo'), query)),
+    handler: async ({ target, query }) => reply.list(await svc.log(target, query)),
   });
-  api.route({
+  api.repoRoute({
+    repo: READ,
     method: 'get',
-    path: '/api/v1/repos/:org/:repo/changeset/*rev',
+    path: '/changeset/*rev',
     tag: 'contents',
     auth: 'public',
     operationId: 'getChangeset',
@@ -196,10 +203,10 @@ export function contentRoutes(
     params: { rev: revParam },
     returns: respond.data(changesetSchema, 'the changeset'),
     errors: READ_ERRORS,
-    handler: async ({ access, params }) => {
+    handler: async ({ target, params }) => {
       // As for every other path segment, a NUL names nothing (404).
-      if (p(params, 'rev').includes('\u0000')) throw ApiError.notFound('revision');
-      return reply.ok(await svc.changeset(access, p(params, 'org'), p(params, 'repo'), p(params, 'rev')));
+      if (params.rev.includes('\u0000')) throw ApiError.notFound('revision');
+      return reply.ok(await svc.changeset(target, params.rev));
     },
   });
   return svc;

@@ -3,9 +3,8 @@ import type { Logger } from 'pino';
 import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import { FOSSIL_READER, FOSSIL_WRITER, type VcsKind } from '../vcs/index.ts';
+import { driverFor } from '../vcs/index.ts';
 import type { Spool } from '../vcs/spool.ts';
-import { cloneHint, wireRequest } from '../vcs/transport.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
 import { transfer } from './transfer.ts';
@@ -60,8 +59,8 @@ async function credentialsOf(req: Request, dir: Directory): Promise<Principal> {
 /**
  * Clone and push at `{base_url}/:org/:repo` with the stock clients: git smart HTTP, the
  * Mercurial wire protocol and Fossil sync, each served by the VCS's own backend; nothing else is
- * served there (see `wireRequest`). Pull needs repo:read (anonymous for public repositories);
- * push needs repo:write and org membership. Pushes go through `RepoChanges` (push lock, events,
+ * served there (see each kind's `transport.classify`). Pull needs repo:read (anonymous for public
+ * repositories); push needs repo:write and org membership. Pushes go through `RepoChanges` (push lock, events,
  * recorded ref state); the transfer itself is bounded and cleaned up by `transfer`.
  */
 export function hostingHandler(deps: Deps): RequestHandler {
@@ -99,49 +98,49 @@ export function hostingHandler(deps: Deps): RequestHandler {
         return;
       }
       const repo = await deps.repos.get(ref!.id);
-      const vcs = repo.vcs as VcsKind;
+      const vcs = repo.vcs;
+      const driver = driverFor(vcs);
       const query = new URL(req.originalUrl, 'http://x').searchParams;
-      const wire = wireRequest(vcs, req.method, subpath, query, req.headers['content-type']);
+      const wire = driver.transport.classify(req.method, subpath, query, req.headers['content-type']);
       if (wire.kind === 'refuse') {
         deny(res, wire.status, wire.message);
         return;
       }
       const op = wire.kind === 'wire' ? wire.op : 'read';
-      let remoteUser: string | undefined;
       if (op === 'write') {
         if (principal.kind === 'anonymous') throw new Challenge('authentication required to push');
         await access.repo(orgName, repoName, { scope: 'repo:write', role: 'member' });
-        remoteUser = principal.kind === 'user' ? principal.user.username : undefined;
       } else {
         if (repo.isPrivate && principal.kind === 'anonymous') throw new Challenge('authentication required');
         await access.repo(orgName, repoName, { scope: 'repo:read' });
-        remoteUser = principal.kind === 'user' ? principal.user.username : undefined;
       }
       if (wire.kind === 'hint') {
         res
           .status(200)
           .type('text/plain; charset=utf-8')
-          .send(cloneHint(vcs, `${deps.baseUrl()}/${orgName}/${repo.name}`));
+          .send(driver.transport.cloneHint(`${deps.baseUrl()}/${orgName}/${repo.name}`));
         return;
       }
-      if (vcs === 'fossil') {
-        const canWrite = await access
-          .repo(orgName, repoName, { scope: 'repo:write', role: 'member' })
-          .then(() => true)
-          .catch(() => false);
-        remoteUser = canWrite ? FOSSIL_WRITER : FOSSIL_READER;
-      }
+      // A `sync` request (Fossil) carries clone and push alike: the backend enforces the rights of
+      // the user it is given, and only a caller allowed to write takes the push lock.
+      const canWrite =
+        op === 'write' ||
+        (op === 'sync' &&
+          (await access
+            .repo(orgName, repoName, { scope: 'repo:write', role: 'member' })
+            .then(() => true)
+            .catch(() => false)));
+      const username = principal.kind === 'user' ? principal.user.username : undefined;
       const repoPath = deps.repos.path(repo);
-      // Fossil sync carries clone and push alike: only a caller allowed to write takes the lock.
-      const writes = wire.mutates && (vcs !== 'fossil' || remoteUser === FOSSIL_WRITER);
+      const writes = wire.mutates && canWrite;
       await transfer(
         {
-          vcs,
+          driver,
           repoPath,
           subpath,
           scriptName: `/${orgName}/${urlRepo}`,
           query: wire.query,
-          remoteUser,
+          remoteUser: driver.transport.remoteUser(username, canWrite),
           write: op === 'write',
           req,
           res,
@@ -150,14 +149,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
           ? {
               changes: deps.changes,
               senderId: principal.kind === 'user' ? principal.user.id : null,
-              repo: {
-                id: repo.id,
-                vcs,
-                path: repoPath,
-                defaultBranch: repo.defaultBranch,
-                org: orgName,
-                name: repo.name,
-              },
+              repo: deps.repos.changed(repo, orgName),
             }
           : undefined,
         { spool: deps.spool, log: deps.log, ...deps.limits },

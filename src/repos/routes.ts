@@ -1,29 +1,29 @@
 import { reply, respond, type Api } from '../http/api.ts';
 import { apiPath } from '../http/responses.ts';
 import { pageQuery } from '../http/pagination.ts';
-import { createRepoBody, updateRepoBody, type ReposService } from './service.ts';
-import { repoSchema } from './schemas.ts';
+import type { ReposService } from './service.ts';
+import { createRepoBody, repoSchema, updateRepoBody } from './schemas.ts';
 
 const NO_READ = 'a private repository and the token lacks repo:read or does not reach it';
 
 export function repoRoutes(api: Api, repos: ReposService): void {
-  api.route({
+  api.orgRoute({
     method: 'get',
-    path: '/api/v1/orgs/:org/repos',
+    path: '/repos',
+    org: {},
     tag: 'repos',
     auth: 'public',
     operationId: 'listRepos',
     summary: 'Repositories of an organization: public ones, plus private ones the caller can read',
     query: pageQuery(),
     returns: respond.list(repoSchema, 'repositories, by name'),
-    handler: async ({ access, params, query }) => {
-      const org = await access.org(params.org ?? '');
-      return reply.list(await repos.listForOrg(org, access, query));
-    },
+    handler: async ({ access, org, query }) =>
+      reply.list(await repos.listForOrg(org, await access.privateReposShown(org.id), query)),
   });
-  api.route({
+  api.orgRoute({
     method: 'post',
-    path: '/api/v1/orgs/:org/repos',
+    path: '/repos',
+    org: { scope: 'repo:write', role: 'member' },
     tag: 'repos',
     auth: 'token',
     operationId: 'createRepo',
@@ -45,28 +45,24 @@ export function repoRoutes(api: Api, repos: ReposService): void {
         'listPipelines',
       ].map((id) => [id, { org: '$response.body#/data/org', repo: '$response.body#/data/name' }]),
     ),
-    handler: async ({ access, params, body }) => {
-      const org = await access.org(params.org ?? '', { scope: 'repo:write', role: 'member' });
-      return reply.created(repos.json(await repos.create(org, body), org.name));
-    },
+    handler: async ({ org, body }) => reply.created(repos.json(await repos.create(org, body), org.name)),
   });
-  api.route({
+  api.repoRoute({
     method: 'get',
-    path: '/api/v1/repos/:org/:repo',
+    path: '',
+    repo: { scope: 'repo:read' },
     tag: 'repos',
     auth: 'public',
     operationId: 'getRepo',
     summary: 'A repository',
     returns: respond.data(repoSchema, 'the repository'),
     errors: { 403: NO_READ },
-    handler: async ({ access, params }) => {
-      const { org, repo } = await access.repo(params.org ?? '', params.repo ?? '', { scope: 'repo:read' });
-      return reply.ok(repos.json(await repos.get(repo.id), org.name));
-    },
+    handler: async ({ target }) => reply.ok(repos.json(await repos.get(target.repo.id), target.org.name)),
   });
-  api.route({
+  api.repoRoute({
     method: 'patch',
-    path: '/api/v1/repos/:org/:repo',
+    path: '',
+    repo: { scope: 'repo:write', role: 'owner' },
     tag: 'repos',
     auth: 'token',
     operationId: 'updateRepo',
@@ -74,29 +70,21 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     body: updateRepoBody,
     returns: respond.data(repoSchema, 'the updated repository'),
     errors: { 403: 'not an owner of the organization, or the token lacks repo:write or reach' },
-    handler: async ({ access, params, body }) => {
-      const { org, repo } = await access.repo(params.org ?? '', params.repo ?? '', {
-        scope: 'repo:write',
-        role: 'owner',
-      });
-      return reply.ok(repos.json(await repos.update(repo.id, body), org.name));
-    },
+    handler: async ({ target, body }) =>
+      reply.ok(repos.json(await repos.update(target.repo.id, body), target.org.name)),
   });
-  api.route({
+  api.repoRoute({
     method: 'delete',
-    path: '/api/v1/repos/:org/:repo',
+    path: '',
+    repo: { scope: 'admin', role: 'owner' },
     tag: 'repos',
     auth: 'token',
     operationId: 'deleteRepo',
     summary: 'Delete the repository, its storage and all its data (admin scope, org owner)',
     returns: respond.empty('the repository and all its data are deleted'),
     errors: { 403: 'not an owner of the organization, or the token lacks the admin scope or reach' },
-    handler: async ({ access, params }) => {
-      const { repo } = await access.repo(params.org ?? '', params.repo ?? '', {
-        scope: 'admin',
-        role: 'owner',
-      });
-      await repos.delete(repo.id);
+    handler: async ({ target }) => {
+      await repos.delete(target.repo.id);
       return reply.noContent();
     },
   });

@@ -4,6 +4,33 @@ import { VCS_KINDS } from '../vcs/index.ts';
 
 export const vcsEnum = z.enum(VCS_KINDS).meta({ id: 'Vcs' });
 
+// ----- requests ----------------------------------------------------------------------------------
+
+export const repoNameSchema = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(
+    /^[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?$/,
+    'letters, digits, ".", "_" and "-"; no leading "." or "-"',
+  )
+  .refine((n) => !n.toLowerCase().endsWith('.git'), 'must not end with ".git"')
+  .refine((n) => n !== '.' && n !== '..', 'reserved name');
+
+export const createRepoBody = z.object({
+  name: repoNameSchema,
+  description: z.string().max(10_000).optional(),
+  is_private: z.boolean().optional(),
+  vcs: z.enum(VCS_KINDS).optional(),
+});
+export type CreateRepoBody = z.infer<typeof createRepoBody>;
+export const updateRepoBody = z
+  .object({ description: z.string().max(10_000).optional(), is_private: z.boolean().optional() })
+  .strict();
+export type UpdateRepoBody = z.infer<typeof updateRepoBody>;
+
+// ----- responses ---------------------------------------------------------------------------------
+
 /** Response shapes of repositories and their contents. */
 export const repoSchema = z
   .object({

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
 import type { CgiResult } from '../vcs/cgi.ts';
 import { BodyTooLarge, hasBody, receiveBody, type Spool } from '../vcs/spool.ts';
+import type { VcsDriver } from '../vcs/driver.ts';
 import { serveBackend, type BackendRequest } from '../vcs/transport.ts';
 import { PushLockTimeout, type ChangedRepo, type RepoChanges } from './changes.ts';
 
@@ -17,7 +18,9 @@ class ClientGone extends Error {}
 export type Push = { changes: RepoChanges; repo: ChangedRepo; senderId: number | null };
 export type TransferLimits = { spool: Spool; log: Logger; timeoutMs: number; maxBodyBytes: number };
 
-type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' | 'signal'>;
+type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' | 'signal'> & {
+  driver: VcsDriver;
+};
 
 /**
  * One request at a clone URL, from the body to the last byte of the answer, bounded by the
@@ -52,16 +55,17 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
     const tmpDir = path.join(ws.dir, 'tmp');
     await fs.mkdir(tmpDir);
     const scriptDir = await limits.spool.scriptDir();
-    const backend: BackendRequest = { ...r, input, tmpDir, scriptDir, signal: ac.signal };
+    const { driver, ...rest } = r;
+    const backend: BackendRequest = { ...rest, input, tmpDir, scriptDir, signal: ac.signal };
     if (push === undefined) {
-      answer(res, await serveBackend(backend), ac.signal, log);
+      answer(res, await serveBackend(driver, backend), ac.signal, log);
       return;
     }
     const output = path.join(ws.dir, 'response');
     const result = await push.changes.change(
       push.repo,
       push.senderId,
-      () => serveBackend({ ...backend, output }),
+      () => serveBackend(driver, { ...backend, output }),
       { signal: ac.signal, deadline },
     );
     if (result.outcome === 'ok') {

@@ -1,11 +1,18 @@
-import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
 import { apiPath } from '../http/responses.ts';
 import type { Access, AuthUser } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery } from '../http/pagination.ts';
-import { createTokenBody, createUserBody, userJson, type UsersService } from './service.ts';
-import { newTokenSchema, tokenSchema, userSchema } from './schemas.ts';
+import { pathInt, pathText } from '../http/params.ts';
+import type { UsersService } from './service.ts';
+import {
+  createTokenBody,
+  createUserBody,
+  newTokenSchema,
+  tokenSchema,
+  userJson,
+  userSchema,
+} from './schemas.ts';
 
 const CI_CREDENTIAL = 'a CI clone credential cannot manage tokens';
 
@@ -18,10 +25,7 @@ function tokenOwner(access: Access): AuthUser {
   return user;
 }
 
-const idParam = (raw: string | undefined): number => {
-  const n = Number(raw);
-  return Number.isSafeInteger(n) && n > 0 ? n : -1;
-};
+const USERNAME = { username: pathText };
 
 export function userRoutes(api: Api, users: UsersService): void {
   api.route({
@@ -72,6 +76,7 @@ export function userRoutes(api: Api, users: UsersService): void {
   api.route({
     method: 'delete',
     path: '/api/v1/user/tokens/:id',
+    params: { id: pathInt },
     tag: 'users',
     auth: 'token',
     operationId: 'deleteToken',
@@ -79,7 +84,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     returns: respond.empty('the token is deleted'),
     errors: { 403: CI_CREDENTIAL, 404: 'no token of the caller has this id' },
     handler: async ({ access, params }) => {
-      await users.deleteToken(tokenOwner(access).id, idParam(params.id));
+      await users.deleteToken(tokenOwner(access).id, params.id);
       return reply.noContent();
     },
   });
@@ -97,14 +102,12 @@ export function userRoutes(api: Api, users: UsersService): void {
       getUser: { username: '$response.body#/data/username' },
       createUserToken: { username: '$response.body#/data/username' },
     },
-    handler: async ({ access, body }) => {
-      access.admin();
-      return reply.created(userJson(await users.create(body)));
-    },
+    handler: async ({ body }) => reply.created(userJson(await users.create(body))),
   });
   api.route({
     method: 'post',
     path: '/api/v1/admin/users/:username/tokens',
+    params: USERNAME,
     tag: 'admin',
     auth: 'admin',
     operationId: 'createUserToken',
@@ -116,8 +119,7 @@ export function userRoutes(api: Api, users: UsersService): void {
       409: 'the user already holds TRIAD_MAX_TOKENS_PER_USER tokens (`limit_exceeded`)',
     },
     handler: async ({ access, body, params }) => {
-      access.admin();
-      const user = await users.byUsername(z.string().parse(params.username));
+      const user = await users.byUsername(params.username);
       // A site admin may grant any scope to anyone, but not beyond the expiry of its own token.
       const p = access.principal;
       const minter = p.kind === 'user' ? p.grant : undefined;
@@ -127,15 +129,13 @@ export function userRoutes(api: Api, users: UsersService): void {
   api.route({
     method: 'get',
     path: '/api/v1/admin/users/:username',
+    params: USERNAME,
     tag: 'admin',
     auth: 'admin',
     operationId: 'getUser',
     summary: 'A user by username, case-insensitive (site admin)',
     returns: respond.data(userSchema, 'the user'),
     errors: { 404: 'no such user' },
-    handler: async ({ access, params }) => {
-      access.admin();
-      return reply.ok(userJson(await users.byUsername(params.username ?? '')));
-    },
+    handler: async ({ params }) => reply.ok(userJson(await users.byUsername(params.username))),
   });
 }

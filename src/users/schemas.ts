@@ -1,8 +1,37 @@
 import { z } from 'zod';
+import { isoTime } from '../db/sql.ts';
 import { ALL_SCOPES } from '../http/auth.ts';
+import { handleSchema, nonBlank, timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
+import type { TokenRow, UserRefRow, UserRow } from './repository.ts';
 
-/** Response shapes of users and tokens; the JSON mappers in service.ts return these types. */
+// ----- requests ----------------------------------------------------------------------------------
+
+export const usernameSchema = handleSchema;
+
+export const createUserBody = z.object({
+  username: usernameSchema,
+  email: z.email().max(255),
+  display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
+  is_admin: z.boolean().optional(),
+});
+export type CreateUserBody = z.infer<typeof createUserBody>;
+
+export const createTokenBody = z.object({
+  name: z.string().trim().min(1).max(255).meta(nonBlank),
+  scopes: z
+    .array(z.enum(ALL_SCOPES as [string, ...string[]]))
+    .min(1)
+    .refine((s) => new Set(s).size === s.length, 'scopes must not repeat'),
+  expires_at: timestampInput.nullish(),
+  level: z.enum(['personal', 'org', 'repo']).default('personal'),
+  target: z.string().min(1).max(200).optional(),
+});
+export type CreateTokenBody = z.infer<typeof createTokenBody>;
+
+// ----- responses ---------------------------------------------------------------------------------
+
+/** Response shapes of users and tokens, and the mappers from rows to them. */
 export const userSchema = z
   .object({
     id: z.int(),
@@ -41,3 +70,35 @@ export type TokenJson = z.infer<typeof tokenSchema>;
 export const newTokenSchema = z
   .object({ ...tokenSchema.shape, token: z.string().meta({ description: 'the plaintext, shown only here' }) })
   .meta({ id: 'NewToken' });
+
+export function userJson(u: UserRow): UserJson {
+  return {
+    id: u.id,
+    username: u.username,
+    email: u.email,
+    display_name: u.displayName,
+    is_admin: u.isAdmin,
+    avatar_url: u.avatarUrl,
+    created_at: isoTime(u.createdAt),
+  };
+}
+
+/** The short form used inside other objects (authors, assignees, members). */
+export function userRefJson(u: UserRefRow): UserRefJson {
+  return { id: u.id, username: u.username, display_name: u.displayName, avatar_url: u.avatarUrl };
+}
+
+const isoOrNull = (v: Date | string | null): string | null => (v === null ? null : isoTime(v));
+
+export function tokenJson(t: TokenRow, target: string | null): TokenJson {
+  return {
+    id: t.id,
+    name: t.name,
+    scopes: t.scopes,
+    level: t.level,
+    target,
+    expires_at: isoOrNull(t.expiresAt),
+    created_at: isoTime(t.createdAt),
+    last_used_at: isoOrNull(t.lastUsedAt),
+  };
+}

@@ -1,11 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { z } from 'zod';
 import { ApiError } from '../http/errors.ts';
-import { nonBlank, timestampInput } from '../http/input.ts';
+import { isDbId, isoTime, isUniqueViolation } from '../db/sql.ts';
+import type { Db } from '../db/query.ts';
 import {
   ALL_SCOPES,
   hashToken,
+  newTokenValue,
   scopeAllows,
   type AuthUser,
   type Scope,
@@ -13,132 +13,79 @@ import {
   type TokenLevel,
 } from '../http/auth.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { ApiToken, User } from './entities.ts';
-import type { TokenJson, UserJson, UserRefJson } from './schemas.ts';
+import * as db from './repository.ts';
+import type { UserRefRow, UserRow } from './repository.ts';
+import { tokenJson, type CreateTokenBody, type CreateUserBody, type TokenJson } from './schemas.ts';
 
-export const usernameSchema = z
-  .string()
-  .min(1)
-  .max(64)
-  .regex(
-    /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/,
-    'letters, digits, ".", "_" and "-", not at either end',
-  );
+export type { UserRefRow, UserRow };
 
-export const createUserBody = z.object({
-  username: usernameSchema,
-  email: z.email().max(255),
-  display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
-  is_admin: z.boolean().optional(),
-});
-export type CreateUserBody = z.infer<typeof createUserBody>;
+/** A token's target: an organization, and for a repository token also the repository. */
+export type TokenTarget = { orgId: number | null; repoId: number | null };
 
-export const createTokenBody = z.object({
-  name: z.string().trim().min(1).max(255).meta(nonBlank),
-  scopes: z
-    .array(z.enum(ALL_SCOPES as [string, ...string[]]))
-    .min(1)
-    .refine((s) => new Set(s).size === s.length, 'scopes must not repeat'),
-  expires_at: timestampInput.nullish(),
-  level: z.enum(['personal', 'org', 'repo']).default('personal'),
-  target: z.string().min(1).max(200).optional(),
-});
-export type CreateTokenBody = z.infer<typeof createTokenBody>;
+/** Token targets (`org` or `org/repo`) by name and back; supplied by the org and repo services. */
+export type TargetDirectory = {
+  /** Resolves a target the user may name (404 otherwise). */
+  resolve: (
+    level: Exclude<TokenLevel, 'personal'>,
+    target: string,
+    userId: number,
+  ) => Promise<{ orgId: number; repoId: number | null }>;
+  /** The names of targets (`org`, `org/repo`, or null for a personal token), in one go. */
+  names: (targets: readonly TokenTarget[]) => Promise<(string | null)[]>;
+};
 
-export function userJson(u: User): UserJson {
-  return {
-    id: u.id,
-    username: u.username,
-    email: u.email,
-    display_name: u.displayName,
-    is_admin: u.isAdmin,
-    avatar_url: u.avatarUrl,
-    created_at: u.createdAt.toISOString(),
-  };
-}
-
-/** The short form used inside other objects (authors, assignees, members). */
-export function userRefJson(u: Pick<User, 'id' | 'username' | 'displayName' | 'avatarUrl'>): UserRefJson {
-  return { id: u.id, username: u.username, display_name: u.displayName, avatar_url: u.avatarUrl };
-}
-
-function tokenJson(t: ApiToken, target: string | null): TokenJson {
-  return {
-    id: t.id,
-    name: t.name,
-    scopes: t.scopes,
-    level: t.level as TokenLevel,
-    target,
-    expires_at: t.expiresAt?.toISOString() ?? null,
-    created_at: t.createdAt.toISOString(),
-    last_used_at: t.lastUsedAt?.toISOString() ?? null,
-  };
-}
-
-export function newTokenValue(): string {
-  return `triad_${randomBytes(24).toString('hex')}`;
-}
-
-/** Resolves a token target (`org` or `org/repo`) to ids; supplied by the org and repo services. */
-export type TargetResolver = (
-  level: Exclude<TokenLevel, 'personal'>,
-  target: string,
-  userId: number,
-) => Promise<{ orgId: number; repoId: number | null }>;
+/** The facts of a user minting a clone credential for a CI pipeline. */
+export type CloneTokenGrant = {
+  userId: number;
+  pipelineId: number;
+  orgId: number;
+  repoId: number;
+  expiresAt: Date;
+};
 
 export class UsersService {
   private readonly em: () => EntityManager;
-  private readonly resolveTarget: TargetResolver;
-  private readonly targetName: (orgId: number | null, repoId: number | null) => Promise<string | null>;
-
+  private readonly targets: TargetDirectory;
   private readonly maxTokens: number;
 
   constructor(deps: {
     em: () => EntityManager;
-    resolveTarget: TargetResolver;
-    targetName: (orgId: number | null, repoId: number | null) => Promise<string | null>;
+    targets: TargetDirectory;
     /** Tokens one user may hold (CI clone credentials not counted); 409 beyond. */
     maxTokensPerUser?: number;
   }) {
     this.em = deps.em;
-    this.resolveTarget = deps.resolveTarget;
-    this.targetName = deps.targetName;
+    this.targets = deps.targets;
     this.maxTokens = deps.maxTokensPerUser ?? 100;
   }
 
-  async get(id: number): Promise<User> {
-    const u = await this.em().findOne(User, { id });
-    if (u === null) throw ApiError.notFound('user');
+  async get(id: number): Promise<UserRow> {
+    const u = await db.userById(this.em(), id);
+    if (u === undefined) throw ApiError.notFound('user');
     return u;
   }
 
-  async byUsername(username: string): Promise<User> {
-    const rows = await this.em().execute<{ id: number }[]>(
-      'select id from users where lower(username) = lower(?)',
-      [username],
-    );
-    if (rows[0] === undefined) throw ApiError.notFound('user');
-    return this.get(rows[0].id);
+  async byUsername(username: string): Promise<UserRow> {
+    const u = await db.userByName(this.em(), username);
+    if (u === undefined) throw ApiError.notFound('user');
+    return u;
   }
 
-  async create(body: CreateUserBody): Promise<User> {
+  async create(body: CreateUserBody): Promise<UserRow> {
     const em = this.em();
-    const taken = await em.execute('select 1 from users where lower(username) = lower(?)', [body.username]);
-    if (taken.length > 0) throw ApiError.conflict(`username "${body.username}" is taken`);
-    const user = em.create(User, {
-      username: body.username,
-      email: body.email,
-      displayName: body.display_name ?? body.username,
-      isAdmin: body.is_admin ?? false,
-      avatarUrl: '',
-    });
+    const taken = () => ApiError.conflict(`username "${body.username}" is taken`);
+    if ((await db.userByName(em, body.username)) !== undefined) throw taken();
     try {
-      await em.flush();
+      return await db.insertUser(em, {
+        username: body.username,
+        email: body.email,
+        displayName: body.display_name ?? body.username,
+        isAdmin: body.is_admin ?? false,
+      });
     } catch (e) {
-      if (isUniqueViolation(e)) throw ApiError.conflict(`username "${body.username}" is taken`);
+      if (isUniqueViolation(e)) throw taken();
       throw e;
     }
-    return user;
   }
 
   /**
@@ -154,7 +101,7 @@ export class UsersService {
     body: CreateTokenBody,
     minter?: TokenGrant,
     opts: { checkReach?: boolean } = {},
-  ) {
+  ): Promise<TokenJson & { token: string }> {
     const now = Date.now();
     let expiresAt = body.expires_at == null ? null : new Date(body.expires_at);
     if (expiresAt !== null && expiresAt.getTime() <= now) {
@@ -169,14 +116,14 @@ export class UsersService {
         );
       }
     }
-    let target: { orgId: number | null; repoId: number | null } = { orgId: null, repoId: null };
+    let target: TokenTarget = { orgId: null, repoId: null };
     if (body.level === 'personal') {
       if (body.target !== undefined)
         throw ApiError.validation('body.target: not allowed for a personal token');
     } else {
       if (body.target === undefined)
         throw ApiError.validation(`body.target: required for a ${body.level} token`);
-      target = await this.resolveTarget(body.level, body.target, userId);
+      target = await this.targets.resolve(body.level, body.target, userId);
     }
     if (minter !== undefined && opts.checkReach !== false) {
       const missing = body.scopes.filter((s) => !mayGrant(minter.scopes, s));
@@ -192,108 +139,81 @@ export class UsersService {
     }
     const plaintext = newTokenValue();
     const token = await this.em().transactional(async (tx) => {
-      // The user's row lock (which foreign-key checks do not wait for) serialises this user's
-      // creates, so concurrent ones cannot pass the cap.
-      await tx.execute('select id from users where id = ? for no key update', [userId]);
-      const [held] = await tx.execute<{ n: string }[]>(
-        'select count(*) as n from api_tokens where user_id = ? and pipeline_id is null',
-        [userId],
-      );
-      if (Number(held?.n ?? 0) >= this.maxTokens) {
+      // The user's row lock serialises this user's creates, so concurrent ones cannot pass the cap.
+      await db.lockUser(tx, userId);
+      if ((await db.heldTokens(tx, userId)) >= this.maxTokens) {
         throw ApiError.limitExceeded(
           `token limit reached: a user may hold at most ${this.maxTokens} tokens (expired ones count until deleted); delete one first`,
         );
       }
-      const t = tx.create(ApiToken, {
+      return db.insertToken(tx, {
         userId,
         name: body.name,
-        tokenHash: hashToken(plaintext),
+        hash: hashToken(plaintext),
         scopes: body.scopes,
         level: body.level,
         targetOrgId: target.orgId,
         targetRepoId: target.repoId,
         expiresAt,
-        lastUsedAt: null,
       });
-      await tx.flush();
-      return t;
     });
-    return {
-      ...tokenJson(token, await this.targetName(token.targetOrgId ?? null, token.targetRepoId ?? null)),
-      token: plaintext,
-    };
+    const [name = null] = await this.targets.names([target]);
+    return { ...tokenJson(token, name), token: plaintext };
   }
 
   /** The user's tokens, oldest first, one page (CI clone credentials are not listed). */
   async listTokens(userId: number, q: PageQuery): Promise<Page<TokenJson>> {
-    const [tokens, total] = await this.em().findAndCount(
-      ApiToken,
-      { userId, pipelineId: null },
-      { orderBy: { id: 'asc' }, limit: q.per_page, offset: offsetOf(q) },
+    const { rows, total } = await db.tokensPage(this.em(), userId, q.per_page, offsetOf(q));
+    const names = await this.targets.names(
+      rows.map((t) => ({ orgId: t.targetOrgId, repoId: t.targetRepoId })),
     );
-    const items = await Promise.all(
-      tokens.map(async (t) =>
-        tokenJson(t, await this.targetName(t.targetOrgId ?? null, t.targetRepoId ?? null)),
-      ),
-    );
+    const items = rows.map((t, i) => tokenJson(t, names[i] ?? null));
     return { items, total, page: q.page, perPage: q.per_page };
   }
 
   async deleteToken(userId: number, id: number): Promise<void> {
-    const n = await this.em().nativeDelete(ApiToken, { id, userId });
-    if (n === 0) throw ApiError.notFound('token');
+    if (!isDbId(id) || !(await db.deleteToken(this.em(), userId, id))) throw ApiError.notFound('token');
   }
 
   /**
    * Bootstrap: the admin user exists (created or promoted) and, when a token is given, that
    * plaintext is a valid personal token of it with every scope.
    */
-  async ensureAdmin(admin: { username: string; email: string; token: string | undefined }): Promise<User> {
-    const em = this.em();
-    return em.transactional(async (tx) => {
-      await tx.execute('select pg_advisory_xact_lock(?)', [0x61646d6e]);
-      const rows = await tx.execute<{ id: number }[]>(
-        'select id from users where lower(username) = lower(?)',
-        [admin.username],
-      );
-      let user = rows[0] === undefined ? null : await tx.findOne(User, { id: rows[0].id });
-      if (user === null) {
-        user = tx.create(User, {
+  async ensureAdmin(admin: { username: string; email: string; token: string | undefined }): Promise<UserRow> {
+    return this.em().transactional(async (tx) => {
+      await db.lockAdminBootstrap(tx);
+      let user = await db.userByName(tx, admin.username);
+      if (user === undefined) {
+        user = await db.insertUser(tx, {
           username: admin.username,
           email: admin.email,
           displayName: admin.username,
           isAdmin: true,
-          avatarUrl: '',
         });
-      } else {
-        user.isAdmin = true;
+      } else if (!user.isAdmin) {
+        await db.makeAdmin(tx, user.id);
+        user = { ...user, isAdmin: true };
       }
-      await tx.flush();
       if (admin.token !== undefined) {
         const hash = hashToken(admin.token);
-        const existing = await tx.findOne(ApiToken, { tokenHash: hash });
-        if (existing !== null && existing.userId !== user.id) {
+        const existing = await db.tokenByHash(tx, hash);
+        if (existing !== undefined && existing.userId !== user.id) {
           throw new Error('TRIAD_ADMIN_TOKEN is already a token of another user');
         }
-        const t =
-          existing ??
-          tx.create(ApiToken, {
+        if (existing === undefined) {
+          await db.insertToken(tx, {
             userId: user.id,
             name: 'bootstrap (TRIAD_ADMIN_TOKEN)',
-            tokenHash: hash,
+            hash,
             scopes: ALL_SCOPES,
             level: 'personal',
             targetOrgId: null,
             targetRepoId: null,
             expiresAt: null,
-            lastUsedAt: null,
           });
-        t.scopes = ALL_SCOPES;
-        t.level = 'personal';
-        t.targetOrgId = null;
-        t.targetRepoId = null;
-        t.expiresAt = null;
-        await tx.flush();
+        } else {
+          await db.widenToken(tx, existing.id, ALL_SCOPES);
+        }
       }
       return user;
     });
@@ -306,25 +226,22 @@ export class UsersService {
   async createFirstAdmin(
     username: string,
     email: string,
-  ): Promise<{ user: User; token: string } | undefined> {
+  ): Promise<{ user: UserRow; token: string } | undefined> {
     return this.em().transactional(async (tx) => {
-      await tx.execute('select pg_advisory_xact_lock(?)', [0x61646d6e]);
-      if ((await tx.execute('select 1 from users limit 1')).length > 0) return undefined;
-      const user = tx.create(User, { username, email, displayName: username, isAdmin: true, avatarUrl: '' });
-      await tx.flush();
+      await db.lockAdminBootstrap(tx);
+      if (await db.anyUser(tx)) return undefined;
+      const user = await db.insertUser(tx, { username, email, displayName: username, isAdmin: true });
       const token = newTokenValue();
-      tx.create(ApiToken, {
+      await db.insertToken(tx, {
         userId: user.id,
         name: 'first start',
-        tokenHash: hashToken(token),
+        hash: hashToken(token),
         scopes: ALL_SCOPES,
         level: 'personal',
         targetOrgId: null,
         targetRepoId: null,
         expiresAt: null,
-        lastUsedAt: null,
       });
-      await tx.flush();
       return { user, token };
     });
   }
@@ -332,41 +249,21 @@ export class UsersService {
   async userByTokenHash(
     hash: string,
   ): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined> {
-    const rows = await this.em().execute<
-      {
-        id: number;
-        scopes: string[];
-        level: TokenLevel;
-        target_org_id: number | null;
-        target_repo_id: number | null;
-        expires_at: Date | null;
-        user_id: number;
-        username: string;
-        is_admin: boolean;
-        pipeline: boolean;
-      }[]
-    >(
-      `select t.id, t.scopes, t.level, t.target_org_id, t.target_repo_id, t.expires_at,
-              t.pipeline_id is not null as pipeline,
-              u.id as user_id, u.username, u.is_admin
-         from api_tokens t join users u on u.id = t.user_id
-        where t.token_hash = ?`,
-      [hash],
-    );
-    const r = rows[0];
+    const r = await db.grantByHash(this.em(), hash);
     if (r === undefined) return undefined;
+    const expiresAt = r.expiresAt === null ? null : new Date(isoTime(r.expiresAt));
     return {
-      user: { id: r.user_id, username: r.username, isAdmin: r.is_admin },
+      user: { id: r.userId, username: r.username, isAdmin: r.isAdmin },
       grant: {
         id: r.id,
         scopes: r.scopes,
         level: r.level,
-        targetOrgId: r.target_org_id,
-        targetRepoId: r.target_repo_id,
+        targetOrgId: r.targetOrgId,
+        targetRepoId: r.targetRepoId,
         pipeline: r.pipeline,
-        expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
+        expiresAt,
       },
-      expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
+      expiresAt,
     };
   }
 
@@ -382,11 +279,61 @@ export class UsersService {
     if (now - (this.touched.get(id) ?? 0) < 60_000) return;
     if (this.touched.size > 10_000) this.touched.clear();
     this.touched.set(id, now);
-    await this.em().execute(
-      `update api_tokens set last_used_at = now()
-        where id = ? and (last_used_at is null or last_used_at < now() - interval '1 minute')`,
-      [id],
-    );
+    await db.touchToken(this.em(), id);
+  }
+
+  // ----- for other features ----------------------------------------------------------------------
+
+  /** The users of `ids` that exist, by id (one query for any number of ids). */
+  async refs(ids: readonly (number | null)[], tx: Db = this.em()): Promise<Map<number, UserRefRow>> {
+    const wanted = [...new Set(ids.filter((i): i is number => i !== null))];
+    const rows = await db.refsByIds(tx, wanted);
+    return new Map(rows.map((u) => [u.id, u]));
+  }
+
+  /** Usernames of the users of `ids` that exist (one query). */
+  async usernames(ids: readonly (number | null)[]): Promise<Map<number, string>> {
+    return db.usernamesByIds(this.em(), [...new Set(ids.filter((i): i is number => i !== null))]);
+  }
+
+  /** Ids of the users with this display name (case-insensitive), lowest first, at most `limit`. */
+  async idsByDisplayName(name: string, limit?: number): Promise<number[]> {
+    return db.idsByDisplayName(this.em(), name, limit);
+  }
+
+  /** A page of the users of `ids`, by username (case-insensitive). */
+  async page(ids: readonly number[], limit: number, offset: number): Promise<UserRow[]> {
+    return ids.length === 0 ? [] : db.usersPage(this.em(), ids, limit, offset);
+  }
+
+  /** Holds the user's row lock until `tx` ends: serialises the user's capped creates. */
+  async lock(tx: Db, userId: number): Promise<void> {
+    await db.lockUser(tx, userId);
+  }
+
+  /**
+   * Mints a pipeline's clone credential in `tx`: a repo-level `repo:read` token of the user who
+   * triggered it, expiring at `expiresAt`, not listed to the user. Returns the plaintext.
+   */
+  async createCloneToken(tx: Db, g: CloneTokenGrant): Promise<string> {
+    const token = newTokenValue();
+    await db.insertToken(tx, {
+      userId: g.userId,
+      name: `ci clone for pipeline ${g.pipelineId}`,
+      hash: hashToken(token),
+      scopes: ['repo:read'],
+      level: 'repo',
+      targetOrgId: g.orgId,
+      targetRepoId: g.repoId,
+      expiresAt: g.expiresAt,
+      pipelineId: g.pipelineId,
+    });
+    return token;
+  }
+
+  /** Revokes the clone credentials of these pipelines, in `tx`. */
+  async revokeCloneTokens(tx: Db, pipelineIds: readonly number[]): Promise<void> {
+    await db.deletePipelineTokens(tx, pipelineIds);
   }
 }
 
@@ -396,8 +343,4 @@ function mayGrant(held: readonly string[], scope: string): boolean {
   if (scope === 'read') return held.includes('write');
   if (scope === 'write' || scope === 'admin') return false;
   return scopeAllows(held, scope as Scope);
-}
-
-export function isUniqueViolation(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && 'code' in e && e.code === '23505';
 }

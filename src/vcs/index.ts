@@ -1,102 +1,58 @@
-import { execFile } from 'node:child_process';
+/**
+ * The VCS drivers by kind (driver.ts documents the contract) and what the rest of the server
+ * needs beyond them: where a repository is stored, the operations set of a server.
+ */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { FossilReader } from './fossil.ts';
-import { GitReader } from './git.ts';
-import { HgReader } from './hg.ts';
-import { ReaderPool, type RepoReader } from './reader.ts';
+import type { VcsKind } from './constants.ts';
+import type { VcsDriver } from './driver.ts';
+import { fossilDriver } from './fossil/driver.ts';
+import { gitDriver } from './git/driver.ts';
+import { hgDriver } from './hg/driver.ts';
+import type { OpsOptions, VcsOps } from './ops.ts';
+import type { RepoReader } from './reader.ts';
 
-const run = promisify(execFile);
+export { VCS_KINDS, type VcsKind } from './constants.ts';
+export type { VcsDriver } from './driver.ts';
 
-export const VCS_KINDS = ['hg', 'git', 'fossil'] as const;
-export type VcsKind = (typeof VCS_KINDS)[number];
+const DRIVERS: Record<VcsKind, VcsDriver> = { git: gitDriver, hg: hgDriver, fossil: fossilDriver };
 
-/** Fossil users Triad maps authenticated HTTP callers to (REMOTE_USER). */
-export const FOSSIL_READER = 'triad-reader';
-export const FOSSIL_WRITER = 'triad-writer';
-
-/**
- * Fossil's "backoffice" (e-mail alerts and the like; Triad uses none) would run after web
- * requests in a child that leaves the request's process group (setsid) and can linger for a
- * minute: every repository Triad serves has it off (set at creation, and before serving a
- * repository created earlier).
- */
-export const FOSSIL_BACKOFFICE_OFF = `REPLACE INTO config(name, value, mtime) VALUES ('backoffice-disable', '1', now()), ('backoffice-nodelay', '1', now())`;
-
-export const DEFAULT_BRANCH: Record<VcsKind, string> = { hg: 'default', git: 'main', fossil: 'trunk' };
+export function driverFor(kind: VcsKind): VcsDriver {
+  return DRIVERS[kind];
+}
 
 /** Storage is keyed by the repository id, so renames and org renames never move files. */
 export function repoPath(root: string, id: number, vcs: VcsKind): string {
-  return path.join(root, vcs === 'fossil' ? `${id}.fossil` : `${id}.${vcs}`);
-}
-
-const quietEnv = { ...process.env, HGPLAIN: '1', GIT_TERMINAL_PROMPT: '0' };
-
-/** Creates an empty repository of the given kind at `dest` (which must not exist). */
-export async function initRepository(vcs: VcsKind, dest: string): Promise<void> {
-  await fs.mkdir(path.dirname(dest), { recursive: true });
-  switch (vcs) {
-    case 'git':
-      await run('git', ['init', '--bare', '--quiet', `--initial-branch=${DEFAULT_BRANCH.git}`, dest], {
-        env: quietEnv,
-      });
-      await run('git', ['-C', dest, 'config', 'http.receivepack', 'true'], { env: quietEnv });
-      return;
-    case 'hg':
-      await run('hg', ['init', dest], { env: quietEnv });
-      return;
-    case 'fossil': {
-      const env = { ...quietEnv, USER: 'triad' };
-      await run('fossil', ['new', '--admin-user', 'triad', dest], { env });
-      // Triad authenticates HTTP requests and passes REMOTE_USER as one of these two users;
-      // nobody else (including anonymous sync) gets any capability.
-      const sql = [
-        `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now())`,
-        `UPDATE user SET cap = '' WHERE login IN ('nobody', 'anonymous', 'reader', 'developer')`,
-        `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_READER}', lower(hex(randomblob(20))), 'goz', 'Triad pull access')`,
-        `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL_WRITER}', lower(hex(randomblob(20))), 'giozh', 'Triad push access')`,
-        FOSSIL_BACKOFFICE_OFF,
-      ].join('; ');
-      await run('fossil', ['sql', '-R', dest, sql], { env });
-      return;
-    }
-  }
+  return path.join(root, `${id}.${vcs}`);
 }
 
 export async function removeRepository(dest: string): Promise<void> {
   await fs.rm(dest, { recursive: true, force: true });
 }
 
-/** A read driver for one repository (see reader.ts); persistent processes are pooled by ReaderPool. */
+/** A reader for one repository (the `ReaderPool`'s factory). */
 export function openReader(vcs: VcsKind, dir: string): RepoReader {
-  switch (vcs) {
-    case 'git':
-      return new GitReader(dir);
-    case 'hg':
-      return new HgReader(dir);
-    case 'fossil':
-      return new FossilReader(dir);
-  }
+  return DRIVERS[vcs].openReader(dir);
 }
 
-const pools = new WeakMap<object, ReaderPool>();
+/** The operations of every kind, sharing options (one set per server); `close` ends all persistent processes. */
+export class VcsOpsSet {
+  private readonly byKind: Record<VcsKind, VcsOps>;
 
-/**
- * The reader pool of one server instance, keyed by an object of that instance (its ReposService).
- * The push handler calls `readerPool(repos).invalidate(repos.path(repo))` after a push.
- */
-export function readerPool(owner: object): ReaderPool {
-  let pool = pools.get(owner);
-  if (pool === undefined) {
-    pool = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
-    pools.set(owner, pool);
+  constructor(opts: OpsOptions) {
+    const o = { tmpDir: opts.tmpDir, timeoutMs: opts.timeoutMs ?? 60_000 };
+    this.byKind = {
+      git: gitDriver.createOps(o),
+      hg: hgDriver.createOps(o),
+      fossil: fossilDriver.createOps(o),
+    };
   }
-  return pool;
-}
 
-/** Ends every pooled reader process of a server instance (at shutdown). */
-export function closeReaderPool(owner: object): void {
-  pools.get(owner)?.close();
-  pools.delete(owner);
+  get(kind: VcsKind): VcsOps {
+    return this.byKind[kind];
+  }
+
+  close(): void {
+    for (const ops of Object.values(this.byKind)) ops.close();
+  }
 }

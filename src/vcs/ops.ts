@@ -11,16 +11,13 @@
  * reaches a VCS as data (a full ref name after `refs/heads/`, a dictionary lookup inside the
  * Mercurial extension, a hex SQL literal), never as an option, a revision expression or a revset.
  *
- * Locking: the calls marked "mutates" change the repository and must run while the caller holds
- * the repository's push lock (the one repository-change path), so that the snapshots taken before
- * and after see exactly this change; afterwards the caller invalidates pooled readers as after a
- * push. The others only read (a dry-run merge works in memory, in the object store or on SQL) and
+ * Locking: the calls marked "mutates" change the repository and must run inside the `mutate`
+ * function of `RepoChanges.change` (src/repos/changes.ts, the one repository-change path), which
+ * holds the repository's push lock, so that the snapshots taken before and after see exactly this
+ * change; it also records the events and invalidates pooled readers. The others only read (a dry-run merge works in memory, in the object store or on SQL) and
  * may run at any time, also during a push.
  */
-import { FossilOps } from './fossil/ops.ts';
-import { GitOps } from './git/ops.ts';
-import { HgOps } from './hg/ops.ts';
-import type { VcsKind } from './index.ts';
+import type { VcsKind } from './constants.ts';
 
 export type Author = { name: string; email: string };
 
@@ -162,24 +159,6 @@ export type OpsOptions = {
   /** Time limit of one VCS command (and of one Mercurial command-server request). Default 60 s. */
   timeoutMs?: number;
 };
-
-/** The operations of every kind, sharing options; `close` ends all persistent processes. */
-export class VcsOpsSet {
-  private readonly byKind: Record<VcsKind, VcsOps>;
-
-  constructor(opts: OpsOptions) {
-    const o = { tmpDir: opts.tmpDir, timeoutMs: opts.timeoutMs ?? 60_000 };
-    this.byKind = { git: new GitOps(o), hg: new HgOps(o), fossil: new FossilOps(o) };
-  }
-
-  get(kind: VcsKind): VcsOps {
-    return this.byKind[kind];
-  }
-
-  close(): void {
-    for (const ops of Object.values(this.byKind)) ops.close();
-  }
-}
 
 // ------------------------------------------------------------------ helpers for the drivers
 

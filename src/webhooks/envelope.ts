@@ -2,7 +2,8 @@ import { RequestContext, type MikroORM } from '@mikro-orm/core';
 import { ApiError } from '../http/errors.ts';
 import type { OrgsService } from '../orgs/service.ts';
 import type { ReposService } from '../repos/service.ts';
-import { userRefJson, type UsersService } from '../users/service.ts';
+import { userRefJson } from '../users/schemas.ts';
+import type { UsersService } from '../users/service.ts';
 import type { UserRefJson } from '../users/schemas.ts';
 
 /**

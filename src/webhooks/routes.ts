@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
 import type { Access } from '../http/auth.ts';
 import { pageQuery } from '../http/pagination.ts';
+import { pathInt, pathText, type ParamSchemas } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
 import {
   bulkQueuedSchema,
@@ -15,9 +16,10 @@ import {
 } from './schemas.ts';
 import type { Owner, WebhooksService } from './service.ts';
 
-/** A path number: digits only (anything else names nothing: 404 in the service). */
-const num = (raw: string | undefined): number =>
-  raw !== undefined && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
+/** The parsed path parameters of a webhook route (names as text, ids as numbers). */
+type Params = Record<string, unknown>;
+const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+const num = (v: unknown): number => (typeof v === 'number' ? v : NaN);
 
 type Group = {
   base: string;
@@ -25,9 +27,11 @@ type Group = {
   /** Operation names: `listRepoWebhooks`, `listOrgWebhooks`, … */
   op: 'Repo' | 'Org';
   /** Authorizes the caller (admin scope and org owner) and names the webhooks' owner. */
-  owner: (access: Access, params: Record<string, string>) => Promise<Owner>;
+  owner: (access: Access, params: Params) => Promise<Owner>;
   /** Path of one webhook below the base URL (`Location`). */
   one: (params: Record<string, string>, id: number) => string;
+  /** The schemas of the base path's parameters. */
+  params: ParamSchemas;
   notFound: string;
 };
 
@@ -37,10 +41,11 @@ const GROUPS: Group[] = [
     what: 'repository',
     op: 'Repo',
     owner: async (access, p) => {
-      const t = await access.repo(p.org ?? '', p.repo ?? '', { scope: 'admin', role: 'owner' });
+      const t = await access.repo(text(p.org), text(p.repo), { scope: 'admin', role: 'owner' });
       return { orgId: t.org.id, repoId: t.repo.id };
     },
     one: (p, id) => apiPath('repos', p.org ?? '', p.repo ?? '', 'webhooks', id),
+    params: { org: pathText, repo: pathText },
     notFound: 'no such repository or webhook, or the repository is private and out of reach',
   },
   {
@@ -48,10 +53,11 @@ const GROUPS: Group[] = [
     what: 'organization (every repository of the organization)',
     op: 'Org',
     owner: async (access, p) => {
-      const org = await access.org(p.org ?? '', { scope: 'admin', role: 'owner' });
+      const org = await access.org(text(p.org), { scope: 'admin', role: 'owner' });
       return { orgId: org.id, repoId: null };
     },
     one: (p, id) => apiPath('orgs', p.org ?? '', 'webhooks', id),
+    params: { org: pathText },
     notFound: 'no such organization or webhook',
   },
 ];
@@ -59,17 +65,16 @@ const GROUPS: Group[] = [
 const FORBIDDEN = 'the token lacks the admin scope or does not reach here, or the caller is not an org owner';
 const BAD_BODY =
   'invalid body (`validation_failed`): unknown event type, malformed URL, or a target address the server refuses (the message names the reason)';
-const webhookId = z.int().min(1).meta({ description: 'the webhook `id`' });
-const deliveryParam = z.int().min(1).meta({ description: 'the delivery record `id`' });
+const deliveryParam = pathInt;
 
 /** Repository and organization webhooks: the same routes under two bases (admin scope + org owner). */
 export function webhookRoutes(api: Api, hooks: WebhooksService): void {
   for (const g of GROUPS) {
     const one = `${g.base}/:webhook_id`;
-    const id = (p: Record<string, string>) => num(p.webhook_id);
+    const id = (p: Params) => num(p.webhook_id);
     const actor = (access: Access) => ({ userId: access.user().id });
     const errors = { 403: FORBIDDEN, 404: g.notFound };
-    const params = { webhook_id: webhookId };
+    const params: ParamSchemas = { ...g.params, webhook_id: pathInt };
     const toHook = { webhook_id: '$response.body#/data/id' };
     api.route({
       method: 'get',
@@ -78,6 +83,7 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       auth: 'token',
       operationId: `list${g.op}Webhooks`,
       summary: `Webhooks of a ${g.what} (paged)`,
+      params: g.params,
       query: pageQuery(),
       returns: respond.list(webhookSchema, 'webhooks (never their secrets)'),
       errors,
@@ -91,6 +97,7 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       auth: 'token',
       operationId: `create${g.op}Webhook`,
       summary: `Create a webhook of a ${g.what}: {url, secret?, events[], is_active?}; the secret is write-only`,
+      params: g.params,
       body: createWebhookBody,
       returns: respond.created(webhookSchema, 'the webhook', (w, p) => g.one(p, w.id)),
       errors: {

@@ -1,20 +1,10 @@
+import { EVENT_TYPES, type EventType } from '../events/catalog.ts';
 import { z } from 'zod';
 import { timestamp } from '../http/responses.ts';
 
-/** Event types a webhook may subscribe to (the spec's current variant). */
-export const WEBHOOK_EVENT_TYPES = [
-  'push',
-  'tag',
-  'pull_request.opened',
-  'pull_request.closed',
-  'pull_request.merged',
-  'pull_request.commented',
-  'issue.opened',
-  'issue.closed',
-  'issue.reopened',
-  'issue.commented',
-] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+/** The event types a webhook may subscribe to: every type of the event catalog. */
+export const WEBHOOK_EVENT_TYPES = EVENT_TYPES as readonly [EventType, ...EventType[]];
+export type WebhookEventType = EventType;
 const KNOWN = new Set<string>(WEBHOOK_EVENT_TYPES);
 
 /** The event of a ping and the history entry written when the service disables a webhook. */

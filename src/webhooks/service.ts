@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { isUniqueViolation } from '../users/service.ts';
+import { isUniqueViolation } from '../db/sql.ts';
 import { envelope, repositoryInfo, type WebhookLookups } from './envelope.ts';
 import { deliveryDetailJson, deliveryJson, queuedJson, webhookJson } from './records.ts';
 import { webhooksRepository as repo, type Owner } from './repository.ts';

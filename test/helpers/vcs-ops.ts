@@ -1,13 +1,12 @@
 /**
  * Server repositories for the VCS-operation tests, filled through the stock clients: a server
- * repository made by `initRepository` (git bare, hg, fossil file) and a client working copy that
+ * repository made by the driver's `init` (git bare, hg, fossil file) and a client working copy that
  * commits and pushes to it (Fossil: a check-out opened on the server file).
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { initRepository, type VcsKind } from '../../src/vcs/index.ts';
-import { snapshot } from '../../src/vcs/pushes.ts';
-import { PersistentProcess, type Parser } from '../../src/vcs/reader.ts';
+import { driverFor, type VcsKind } from '../../src/vcs/index.ts';
+import { PersistentProcess, type Parser } from '../../src/vcs/process.ts';
 import { ok, tempDir, vcsEnv, writeFile } from './vcs.ts';
 
 export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };
@@ -101,7 +100,7 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
   const srv = path.join(root, kind === 'fossil' ? 'srv.fossil' : 'srv');
   const work = path.join(root, 'work');
   const tmp = path.join(root, 'tmp');
-  await initRepository(kind, srv);
+  await driverFor(kind).init(srv);
   const base = {
     kind,
     root,
@@ -228,7 +227,9 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
           `select b.uuid, coalesce((select group_concat(t.tagname || ':' || x.tagtype) from tagxref x join tag t on t.tagid = x.tagid where x.rid = e.objid), '') from event e join blob b on b.rid = e.objid order by e.objid`,
         ],
         root,
-      ).then(async (rows) => `${rows}${JSON.stringify([...(await snapshot('fossil', srv)).branches])}`);
+      ).then(
+        async (rows) => `${rows}${JSON.stringify([...(await driverFor('fossil').snapshot(srv)).branches])}`,
+      );
     },
     fileAt: (rev, file) => ok('fossil', ['cat', '-R', srv, '-r', rev, file], root).catch(() => undefined),
     async parents(rev) {

@@ -185,10 +185,12 @@ describe('a server killed while a pipeline runs', () => {
     const at = `/api/v1/repos/${repo.org}/${repo.name}/pipelines/1`;
     const running = await waitPipeline(user.client, at, (p) => p.steps?.[0]?.status === 'running');
     expect(running.status).toBe('running');
-    for (let i = 0; i < 50 && (await processesWith(`8${marker}`)).length === 0; i++) {
+    // wait for the step's own command (bwrap's command line names it too, before the sandbox is set up)
+    const stepRunning = async () => (await processesWith(`8${marker}`)).some((l) => l.includes(': sleep 8'));
+    for (let i = 0; i < 200 && !(await stepRunning()); i++) {
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect((await processesWith(marker)).length).toBeGreaterThan(0);
+    expect(await stepRunning()).toBe(true);
     const work = path.join(data, 'work');
     const workspaces = async () =>
       (await fs.readdir(work).catch(() => [] as string[])).filter((n) =>

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import { InvalidRefName, RefNotFound, VcsOpsSet, type VcsOps } from '../../src/vcs/ops.ts';
+import { VcsOpsSet } from '../../src/vcs/index.ts';
+import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 import { ok } from '../helpers/vcs.ts';
 

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { HgOps } from '../../src/vcs/hg/ops.ts';
-import { InvalidRefName, RefNotFound, VcsOpsSet, type VcsOps } from '../../src/vcs/ops.ts';
+import { VcsOpsSet } from '../../src/vcs/index.ts';
+import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
 import { VcsTimeout } from '../../src/vcs/run.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 

@@ -3,17 +3,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  BadPath,
-  blobContent,
-  normalisePath,
-  PersistentProcess,
-  ReaderPool,
-  Respawning,
-  unifiedHunks,
-  type Parser,
-  type RepoReader,
-} from '../../src/vcs/reader.ts';
+import { BadPath, blobContent, normalisePath, type RepoReader } from '../../src/vcs/reader.ts';
+import { PersistentProcess, Respawning, type Parser } from '../../src/vcs/process.ts';
+import { ReaderPool } from '../../src/vcs/pool.ts';
+import { unifiedHunks } from '../../src/vcs/diff.ts';
 
 describe('normalisePath', () => {
   test('drops empty and "." segments and joins URL segments', () => {

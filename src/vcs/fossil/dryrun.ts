@@ -13,6 +13,7 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { FOSSIL } from '../constants.ts';
 import { runCommand, withTempDir } from '../run.ts';
 
 /** One path the source changed since the pivot: file hashes (null = absent) and permissions. */
@@ -95,7 +96,7 @@ export async function dryRun(
         const names = ['base', 'local', 'other', 'merged'].map((n) => path.join(dir, `${i}.${n}`));
         const [base, local, other, merged] = names as [string, string, string, string];
         await Promise.all([fs.writeFile(base, p), fs.writeFile(local, t), fs.writeFile(other, s)]);
-        const r3 = await runCommand('fossil', ['3-way-merge', base, local, other, merged], {
+        const r3 = await runCommand(FOSSIL.bin, ['3-way-merge', base, local, other, merged], {
           env: opts.env,
           timeoutMs: opts.timeoutMs,
           cwd: dir,

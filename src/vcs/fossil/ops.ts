@@ -27,14 +27,9 @@ import {
   type VcsOps,
 } from '../ops.ts';
 import { runChecked, runCommand, withTempDir } from '../run.ts';
+import { FOSSIL } from '../constants.ts';
 import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
-
-const ENV = { ...process.env, USER: 'triad', LANG: 'C.UTF-8' };
-
-/** A SQL text literal that cannot break out of the statement whatever it holds. */
-function sqlText(s: string): string {
-  return `CAST(X'${Buffer.from(s, 'utf8').toString('hex')}' AS TEXT)`;
-}
+import { sqlText } from './sql.ts';
 
 const BRANCH_TAG = `(SELECT tagid FROM tag WHERE tagname = 'branch')`;
 const CLOSED_TAG = `(SELECT tagid FROM tag WHERE tagname = 'closed')`;
@@ -92,8 +87,8 @@ export class FossilOps implements VcsOps {
   /** One read-only SQL statement answering one JSON value per row. */
   private async query<T>(file: string, sql: string): Promise<T[]> {
     const input = `.mode list\n.headers off\n${sql.replace(/\s*\n\s*/g, ' ').trim()};\n`;
-    const r = await runChecked('fossil', ['sql', '-R', file, '--readonly'], {
-      env: ENV,
+    const r = await runChecked(FOSSIL.bin, ['sql', '-R', file, '--readonly'], {
+      env: FOSSIL.env,
       input,
       timeoutMs: this.timeoutMs,
     });
@@ -211,18 +206,21 @@ export class FossilOps implements VcsOps {
       const home = path.join(tmp, 'home');
       const co = path.join(tmp, 'co');
       await fs.mkdir(home);
-      const env = { ...ENV, USER: login, FOSSIL_HOME: home };
+      const env = { ...FOSSIL.env, USER: login, FOSSIL_HOME: home };
       const opts = { env, timeoutMs: this.timeoutMs, cwd: co };
-      await runChecked('fossil', ['open', '--nosync', '--workdir', co, repo, target], { ...opts, cwd: tmp });
+      await runChecked(FOSSIL.bin, ['open', '--nosync', '--workdir', co, repo, target], {
+        ...opts,
+        cwd: tmp,
+      });
       try {
-        const merge = await runChecked('fossil', ['merge', source], opts);
+        const merge = await runChecked(FOSSIL.bin, ['merge', source], opts);
         const report = `${merge.stdout.toString('utf8')}\n${merge.stderr}`;
         const files = mergeConflicts(report);
         // A conflict summary without a file line this code knows: name the files `fossil changes`
         // marks as conflicted, so nothing with conflict markers is ever committed.
         const unparsed = files.length === 0 && /merge conflicts?/.test(report);
         // Whether the merge changed any file (a squash of nothing is refused); plain merges commit anyway.
-        const changes = needChanges || unparsed ? await runChecked('fossil', ['changes'], opts) : undefined;
+        const changes = needChanges || unparsed ? await runChecked(FOSSIL.bin, ['changes'], opts) : undefined;
         if (unparsed) {
           const marked = (changes?.stdout.toString('utf8') ?? '')
             .split('\n')
@@ -240,10 +238,10 @@ export class FossilOps implements VcsOps {
         return await then(co, env, { files, changed });
       } finally {
         // Forget the check-out in the repository's config (fossil close), even on failure.
-        const closed = await runCommand('fossil', ['close', '--force'], opts).catch(() => undefined);
+        const closed = await runCommand(FOSSIL.bin, ['close', '--force'], opts).catch(() => undefined);
         if (closed?.code !== 0) {
           await runCommand(
-            'fossil',
+            FOSSIL.bin,
             ['sql', '-R', repo, `DELETE FROM config WHERE name = ${sqlText(`ckout:${co}/`)}`],
             {
               env,
@@ -261,7 +259,7 @@ export class FossilOps implements VcsOps {
     if (h.ahead === 0) return { state: 'behind', conflictedFiles: [], ...base };
     const r = await dryRun(h.files, (hashes) => this.contents(dir, hashes), {
       tmpDir: this.tmpDir,
-      env: ENV,
+      env: FOSSIL.env,
       timeoutMs: this.timeoutMs,
     });
     if (r.conflicts.length > 0) return { state: 'conflict', conflictedFiles: r.conflicts, ...base };
@@ -286,7 +284,7 @@ export class FossilOps implements VcsOps {
       if (input.style === 'squash') {
         if (!m.changed) return { kind: 'nothing_to_merge' };
         // The same check-in without the merge link: Fossil records merge parents in vmerge.
-        await runChecked('fossil', ['sql', 'DELETE FROM localdb.vmerge'], opts);
+        await runChecked(FOSSIL.bin, ['sql', 'DELETE FROM localdb.vmerge'], opts);
       }
       await fs.writeFile(path.join(path.dirname(co), 'message'), message);
       const args = ['commit', '-M', path.join(path.dirname(co), 'message'), '--user-override', user];
@@ -298,7 +296,7 @@ export class FossilOps implements VcsOps {
         '--allow-older',
         '--allow-empty',
       );
-      const r = await runCommand('fossil', args, opts);
+      const r = await runCommand(FOSSIL.bin, args, opts);
       const out = r.stdout.toString('utf8');
       const id = /^New_Version: ([0-9a-f]+)$/m.exec(out)?.[1];
       if (r.code !== 0 || id === undefined) {
@@ -322,8 +320,8 @@ export class FossilOps implements VcsOps {
     if (expectedHead !== undefined && expectedHead.toLowerCase() !== head) return 'moved';
     // Fossil has no branch deletion: a "closed" tag on every open leaf closes the branch.
     for (const { id, login } of rows) {
-      await runChecked('fossil', ['tag', 'add', '--raw', '-R', dir, 'closed', id], {
-        env: { ...ENV, USER: login },
+      await runChecked(FOSSIL.bin, ['tag', 'add', '--raw', '-R', dir, 'closed', id], {
+        env: { ...FOSSIL.env, USER: login },
         timeoutMs: this.timeoutMs,
       });
     }
@@ -345,8 +343,8 @@ export class FossilOps implements VcsOps {
     if (commit === undefined) return { kind: 'not_found' };
     const user = cleanAuthor(input.author).name;
     // `fossil tag add NAME ID` writes a control artifact with the symbolic tag sym-NAME.
-    await runChecked('fossil', ['tag', 'add', '--user-override', user, '-R', dir, input.name, commit], {
-      env: { ...ENV, USER: row?.login ?? 'triad' },
+    await runChecked(FOSSIL.bin, ['tag', 'add', '--user-override', user, '-R', dir, input.name, commit], {
+      env: { ...FOSSIL.env, USER: row?.login ?? 'triad' },
       timeoutMs: this.timeoutMs,
     });
     return { kind: 'created', name: input.name, commit };

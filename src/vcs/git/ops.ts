@@ -20,15 +20,8 @@ import {
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
+import { GIT } from '../constants.ts';
 import { runChecked, runCommand, type RunResult } from '../run.ts';
-
-const ENV = {
-  ...process.env,
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  LANG: 'C.UTF-8',
-};
 
 /** `git check-ref-format` rules for one name below `refs/heads/` or `refs/tags/`. */
 export function gitRefNameOk(name: string): boolean {
@@ -54,16 +47,16 @@ export class GitOps implements VcsOps {
   }
 
   private git(dir: string, args: string[], extra: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
-    return runCommand('git', ['-C', dir, ...args], {
-      env: extra.env ?? ENV,
+    return runCommand(GIT.bin, ['-C', dir, ...args], {
+      env: extra.env ?? GIT.env,
       input: extra.input,
       timeoutMs: this.timeoutMs,
     });
   }
 
   private async gitOk(dir: string, args: string[], extra: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
-    const r = await runChecked('git', ['-C', dir, ...args], {
-      env: extra.env ?? ENV,
+    const r = await runChecked(GIT.bin, ['-C', dir, ...args], {
+      env: extra.env ?? GIT.env,
       input: extra.input,
       timeoutMs: this.timeoutMs,
     });
@@ -178,7 +171,7 @@ export class GitOps implements VcsOps {
   private identityEnv(a: Author): NodeJS.ProcessEnv {
     const { name, email } = cleanAuthor(a);
     return {
-      ...ENV,
+      ...GIT.env,
       GIT_AUTHOR_NAME: name,
       GIT_AUTHOR_EMAIL: email,
       GIT_COMMITTER_NAME: name,

@@ -5,7 +5,6 @@
  * (no working directory, nothing to clean up). Processes are kept per repository (at most
  * `MAX_SERVERS`, least recently used first out, idle ones closed after a minute).
  */
-import { fileURLToPath } from 'node:url';
 import {
   cleanAuthor,
   defaultMergeMessage,
@@ -20,43 +19,14 @@ import {
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
-import { PersistentProcess, ProcessDied, type Parser } from '../reader.ts';
+import { ProcessDied, type PersistentProcess } from '../process.ts';
 import { VcsTimeout } from '../run.ts';
+import { frame, resultParser, startServer } from './cmdserver.ts';
 
-const HG = '/usr/bin/hg';
-const EXTENSION = fileURLToPath(new URL('./triadops.py', import.meta.url));
-const ENV = { ...process.env, HGPLAIN: '1', HGENCODING: 'UTF-8', HGRCPATH: '', LANG: 'C.UTF-8' };
 const MAX_SERVERS = 16;
 const IDLE_MS = 60_000;
 
 type Answer = Record<string, unknown> & { kind?: string; message?: string };
-
-/** Command-server frames (channel byte, 4-byte length, data) up to the result frame ('r'). */
-const resultParser: Parser<Buffer> = (buf) => {
-  const out: Buffer[] = [];
-  let at = 0;
-  for (;;) {
-    if (buf.length < at + 5) return undefined;
-    const ch = String.fromCharCode(buf[at] ?? 0);
-    const len = buf.readUInt32BE(at + 1);
-    if (ch === 'I' || ch === 'L') throw new Error('hg command server asked for input');
-    if (buf.length < at + 5 + len) return undefined;
-    const data = buf.subarray(at + 5, at + 5 + len);
-    at += 5 + len;
-    if (ch === 'r') return { value: Buffer.concat([...out, data]), used: at };
-    if (ch !== 'o' && ch !== 'e' && ch !== 'd' && ch.toUpperCase() === ch) {
-      throw new Error(`hg command server: channel ${ch}`);
-    }
-  }
-};
-
-/** The hello frame: the server's capabilities. */
-const helloParser: Parser<string> = (buf) => {
-  if (buf.length < 5) return undefined;
-  const len = buf.readUInt32BE(1);
-  if (buf.length < 5 + len) return undefined;
-  return { value: buf.toString('utf8', 5, 5 + len), used: 5 + len };
-};
 
 type Slot = { proc: PersistentProcess; ready: Promise<void>; lastUsed: number };
 
@@ -98,12 +68,8 @@ export class HgOps implements VcsOps {
       return slot;
     }
     if (slot !== undefined) this.drop(dir);
-    const proc = new PersistentProcess(
-      HG,
-      ['serve', '--cmdserver', 'pipe', '-R', dir, '--config', `extensions.triadops=${EXTENSION}`],
-      { env: ENV, cwd: dir },
-    );
-    const ready = proc.request('', helloParser).then((hello) => {
+    const { proc, hello: greeting } = startServer(dir, 'triadops');
+    const ready = greeting.then((hello) => {
       if (!/^capabilities:.*\btriadops\b/m.test(hello)) {
         proc.kill();
         throw new Error(`hg command server without the triadops extension: ${proc.takeStderr().trim()}`);
@@ -133,10 +99,7 @@ export class HgOps implements VcsOps {
   /** One `triadops` request with the time limit; the server is killed when it runs over. */
   private async once(dir: string, req: Record<string, unknown>): Promise<Answer> {
     const slot = this.server(dir);
-    const body = Buffer.from(JSON.stringify(req), 'utf8');
-    const head = Buffer.alloc(4);
-    head.writeUInt32BE(body.length);
-    const frame = Buffer.concat([Buffer.from('triadops\n'), head, body]);
+    const request = frame('triadops', Buffer.from(JSON.stringify(req), 'utf8'));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -146,8 +109,8 @@ export class HgOps implements VcsOps {
       }, this.timeoutMs);
     });
     try {
-      const out = await Promise.race([
-        slot.ready.then(() => slot.proc.request(frame, resultParser)),
+      const { result: out } = await Promise.race([
+        slot.ready.then(() => slot.proc.request(request, resultParser)),
         timeout,
       ]);
       const nl = out.indexOf(10);

@@ -1,10 +1,5 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import type { VcsKind } from './index.ts';
-
-const exec = promisify(execFile);
 
 async function exists(p: string): Promise<boolean> {
   return fs
@@ -29,12 +24,12 @@ async function lockFiles(dir: string): Promise<string[]> {
 }
 
 /**
- * Git: what a receive-pack (or the gc it runs) killed mid-way leaves behind: the quarantine
+ * What a receive-pack (or the gc it runs) killed mid-way leaves behind: the quarantine
  * directories of unaccepted objects, temporary pack files, and lock files on refs, packed-refs,
  * HEAD, shallow and the pack indexes. A stale ref lock would make every later push to that branch
  * fail. Called only under the push lock, when no Triad push is running on the repository.
  */
-async function gitLeftovers(dir: string): Promise<string[]> {
+export async function recover(dir: string): Promise<string[]> {
   const objects = path.join(dir, 'objects');
   const found: string[] = [];
   for (const n of await entries(objects)) if (n.startsWith('incoming-')) found.push(path.join(objects, n));
@@ -50,35 +45,4 @@ async function gitLeftovers(dir: string): Promise<string[]> {
   }
   for (const p of found) await fs.rm(p, { recursive: true, force: true });
   return found.map((p) => path.relative(dir, p));
-}
-
-/**
- * Mercurial: a transaction interrupted (its process killed) leaves a journal, and every later
- * write fails with "abandoned transaction found" until `hg recover` rolls it back.
- */
-async function hgLeftovers(dir: string): Promise<string[]> {
-  const journals = ['.hg/store/journal', '.hg/journal'];
-  const left = [];
-  for (const j of journals) if (await exists(path.join(dir, j))) left.push(j);
-  if (left.length === 0) return [];
-  await exec('/usr/bin/hg', ['-R', dir, '--config', 'ui.interactive=false', 'recover'], {
-    env: { ...process.env, HGPLAIN: '1', HGRCPATH: '' },
-  });
-  return left;
-}
-
-/**
- * Repairs what an interrupted write left in a repository, so the next push works. Returns what
- * was repaired (empty when the repository was clean). Fossil needs nothing: SQLite rolls an
- * interrupted transaction back the next time the repository is opened.
- */
-export async function recoverRepository(vcs: VcsKind, dir: string): Promise<string[]> {
-  switch (vcs) {
-    case 'git':
-      return gitLeftovers(dir);
-    case 'hg':
-      return hgLeftovers(dir);
-    case 'fossil':
-      return [];
-  }
 }

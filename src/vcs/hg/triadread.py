@@ -1,42 +1,4 @@
-import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import {
-  blobContent,
-  DEFAULT_LIMITS,
-  isoUtc,
-  PersistentProcess,
-  ReadNotFound,
-  Respawning,
-  sortEntries,
-  splitMessage,
-  type BlobContent,
-  type Changeset,
-  type DiffResult,
-  type LogEntry,
-  type LogPage,
-  type NotFoundKind,
-  type Parser,
-  type RepoReader,
-  type TreeEntry,
-} from './reader.ts';
-
-export const HG_BIN = '/usr/bin/hg';
-export const HG_SHORT = 12;
-const ENV = { ...process.env, HGPLAIN: '1', HGENCODING: 'UTF-8', HGRCPATH: '', LANG: 'C.UTF-8' };
-
-/**
- * A Mercurial extension loaded only into Triad's command servers. It adds a command-server
- * command `triadread` next to `runcommand`: request `OP\0REV\0ARGS...`, answered in one result
- * frame with Mercurial's own API (revision lookup with `scmutil.revsymbol`, manifest walk,
- * filelog data, `patch.diff`): a JSON line, then raw bytes for a blob. Measured on a
- * 10,000-commit repository: stock commands (`log -T json`, `files`, `cat`, `diff`, 2-3 per read)
- * cost 2-7 ms per read through `runcommand` (dispatch, ui copies, revsets, templating; `hg root`
- * alone ~0.6 ms); `triadread` 0.3-0.7 ms, 1.5 ms for a changeset with diff. (`hg triad-read` is
- * the same on the command line, for debugging.)
- */
-const EXTENSION = `"""Triad contents reader for "hg serve --cmdserver pipe": the "triadread" server command
+"""Triad contents reader for "hg serve --cmdserver pipe": the "triadread" server command
 answers one contents read (a JSON line, then for "blob" the raw file bytes)."""
 import json
 import os
@@ -101,7 +63,7 @@ def _entry(repo, node):
 
 
 def _out(ui, obj, data=None):
-    head = json.dumps(obj, separators=(',', ':')).encode('utf-8') + b'\\n'
+    head = json.dumps(obj, separators=(',', ':')).encode('utf-8') + b'\n'
     return head if data is None else head + data
 
 
@@ -190,7 +152,7 @@ def _capped_diff(ui, repo, ctx, filemax, totalmax):
         elif old.flags() != new.flags():
             head.append(b'old mode %s' % _gitmode(old.flags()))
             head.append(b'new mode %s' % _gitmode(new.flags()))
-        big[f] = b'\\n'.join(head) + b'\\n'
+        big[f] = b'\n'.join(head) + b'\n'
     state = {'parts': [], 'total': 0, 'full': False, 'cut': []}
 
     def add(path, header, body):
@@ -229,7 +191,7 @@ def _capped_diff(ui, repo, ctx, filemax, totalmax):
         text = b''.join(body)
         if not (hdr and (text or len(hdr) > 1)) and not text:
             continue
-        header = b'\\n'.join(hdr) + b'\\n' if hdr and (text or len(hdr) > 1) else b''
+        header = b'\n'.join(hdr) + b'\n' if hdr and (text or len(hdr) > 1) else b''
         add(path, header, None if over else text)
     for f in pending:
         add(f, big[f], None)
@@ -266,14 +228,14 @@ def _fresh(repo):
 
 
 def _serverread(self):
-    """Command-server command "triadread": one \\0-separated request (OP REV ARGS...), one
+    """Command-server command "triadread": one NUL-separated request (OP REV ARGS...), one
     result frame (a JSON line, then a blob's bytes). No dispatch, no ui copy, no templating."""
     args = self._readlist()
     try:
         repo = _fresh(self.repo)
         out = _answer(repo.ui, repo, *args)
     except Exception as e:  # a read must never take the server down
-        out = json.dumps({'error': 'internal', 'message': str(e)}).encode('utf-8') + b'\\n'
+        out = json.dumps({'error': 'internal', 'message': str(e)}).encode('utf-8') + b'\n'
     self.cresult.write(out)
 
 
@@ -285,166 +247,3 @@ def _prefixmatcher(repo, path):
     if not path:
         return matchmod.always()
     return matchmod.match(repo.root, b'', [b'path:' + path])
-`;
-
-let extensionFile: string | undefined;
-/** Writes the extension once per process (content-addressed, so concurrent servers agree). */
-function extensionPath(): string {
-  if (extensionFile !== undefined) return extensionFile;
-  const hash = createHash('sha256').update(EXTENSION).digest('hex').slice(0, 16);
-  const file = path.join(os.tmpdir(), `triad-hg-read-${hash}.py`);
-  if (!fs.existsSync(file)) {
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, EXTENSION, { mode: 0o644 });
-    fs.renameSync(tmp, file);
-  }
-  extensionFile = file;
-  return file;
-}
-
-type Result = { out: Buffer; err: string };
-
-/** Reads command-server frames (channel byte, 4-byte big-endian length, data) up to the 'r' (result) frame. */
-const resultParser: Parser<Result> = (buf) => {
-  const out: Buffer[] = [];
-  let err = '';
-  let at = 0;
-  for (;;) {
-    if (buf.length < at + 5) return undefined;
-    const ch = String.fromCharCode(buf[at] ?? 0);
-    const len = buf.readUInt32BE(at + 1);
-    if (ch === 'I' || ch === 'L') throw new Error('hg command server asked for input');
-    if (buf.length < at + 5 + len) return undefined;
-    const data = buf.subarray(at + 5, at + 5 + len);
-    at += 5 + len;
-    if (ch === 'o') out.push(data);
-    else if (ch === 'e') err += data.toString('utf8');
-    else if (ch === 'r') return { value: { out: Buffer.concat([...out, data]), err }, used: at };
-    else if (ch !== 'd' && ch.toUpperCase() === ch) throw new Error(`hg command server: channel ${ch}`);
-  }
-};
-
-/** The hello frame the server writes first. */
-const helloParser: Parser<string> = (buf) => {
-  if (buf.length < 5) return undefined;
-  const len = buf.readUInt32BE(1);
-  if (buf.length < 5 + len) return undefined;
-  return { value: buf.toString('utf8', 5, 5 + len), used: 5 + len };
-};
-
-type Entry = { id: string; user: string; time: number; desc: string; branch: string; tags: string[] };
-type Answer = {
-  error?: NotFoundKind | 'op' | 'internal';
-  message?: string;
-  id?: string;
-  dirs?: string[];
-  files?: [string, number][];
-  size?: number;
-  total?: number;
-  entries?: Entry[];
-  diff?: string;
-} & Partial<Entry>;
-
-/**
- * Mercurial: one `hg serve --cmdserver pipe` per repository with the triadread extension. The
- * repository is reloaded when its changelog, phases, obsstore, bookmarks or local tags changed
- * on disk (checked by stat before each read), so pushes are seen at once.
- */
-export class HgReader implements RepoReader {
-  private readonly proc: Respawning;
-
-  constructor(dir: string) {
-    const ext = extensionPath();
-    this.proc = new Respawning(() => {
-      const p = new PersistentProcess(
-        HG_BIN,
-        ['serve', '--cmdserver', 'pipe', '-R', dir, '--config', `extensions.triadread=${ext}`],
-        { env: ENV, cwd: dir },
-      );
-      p.request('', helloParser).catch(() => undefined);
-      return p;
-    });
-  }
-
-  busy(): boolean {
-    return this.proc.busy();
-  }
-  close(): void {
-    this.proc.close();
-  }
-
-  /**
-   * One `triadread` command-server request (added by the extension next to `runcommand`): the
-   * arguments travel as data, never as a command line, so nothing in them is read as an option.
-   */
-  private async read(op: string, rev: string, ...args: string[]): Promise<{ answer: Answer; rest: Buffer }> {
-    // A leading '-' would name a negative revision number: nothing.
-    if (rev.startsWith('-')) throw new ReadNotFound('revision');
-    const body = Buffer.from([op, rev, ...args].join('\0'), 'utf8');
-    const head = Buffer.alloc(4);
-    head.writeUInt32BE(body.length);
-    const frame = Buffer.concat([Buffer.from('triadread\n'), head, body]);
-    const r = await this.proc.run((p) => p.request(frame, resultParser));
-    const nl = r.out.indexOf(10);
-    if (nl < 0) throw new Error(`hg triadread: no answer ${r.err.trim()}`);
-    const answer = JSON.parse(r.out.toString('utf8', 0, nl)) as Answer;
-    if (answer.error === 'op' || answer.error === 'internal') {
-      throw new Error(`hg triadread ${op}: ${answer.message ?? answer.error}`);
-    }
-    if (answer.error !== undefined) throw new ReadNotFound(answer.error);
-    return { answer, rest: r.out.subarray(nl + 1) };
-  }
-
-  async resolve(rev: string): Promise<string | undefined> {
-    try {
-      return (await this.read('resolve', rev)).answer.id;
-    } catch (e) {
-      if (e instanceof ReadNotFound) return undefined;
-      throw e;
-    }
-  }
-
-  async tree(rev: string, p: string): Promise<TreeEntry[]> {
-    const { answer } = await this.read('tree', rev, p);
-    return sortEntries([
-      ...(answer.dirs ?? []).map((name) => ({ name, is_dir: true, size: 0 })),
-      ...(answer.files ?? []).map(([name, size]) => ({ name, is_dir: false, size })),
-    ]);
-  }
-
-  async blob(rev: string, p: string, maxBytes = DEFAULT_LIMITS.blobMaxBytes): Promise<BlobContent> {
-    if (p === '') throw new ReadNotFound('file');
-    const max = Math.max(1, Math.trunc(maxBytes));
-    const { answer, rest } = await this.read('blob', rev, p, String(max));
-    return blobContent(p, Buffer.from(rest), answer.size ?? rest.length, max);
-  }
-
-  private entry(e: Entry): LogEntry {
-    return {
-      id: e.id,
-      short_id: e.id.slice(0, HG_SHORT),
-      author: e.user,
-      date: isoUtc(e.time * 1000),
-      ...splitMessage(e.desc),
-      branch: e.branch,
-      tags: e.tags,
-    };
-  }
-
-  async log(rev: string, page: number, perPage: number): Promise<LogPage> {
-    const { answer } = await this.read('log', rev, String((page - 1) * perPage), String(perPage));
-    return { entries: (answer.entries ?? []).map((e) => this.entry(e)), total: answer.total ?? 0 };
-  }
-
-  async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {
-    const caps = [limits.diffMaxFileBytes, limits.diffMaxBytes].map((n) => String(Math.trunc(n)));
-    const { answer } = await this.read('changeset', rev, ...caps);
-    const e = answer as Entry & Partial<DiffResult>;
-    return {
-      ...this.entry(e),
-      diff: e.diff ?? '',
-      diff_truncated: e.diff_truncated ?? false,
-      diff_truncated_files: e.diff_truncated_files ?? [],
-    };
-  }
-}

@@ -1,32 +1,23 @@
 import { randomBytes } from 'node:crypto';
+import { FOSSIL } from '../constants.ts';
 import {
   blobContent,
-  cappedDiff,
   DEFAULT_LIMITS,
   isoUtc,
   Lru,
-  PersistentProcess,
   ReadNotFound,
-  Respawning,
   sortEntries,
   splitMessage,
   type BlobContent,
   type Changeset,
   type LogEntry,
   type LogPage,
-  type Parser,
   type RepoReader,
-  type SizedChange,
   type TreeEntry,
-} from './reader.ts';
-
-export const FOSSIL_SHORT = 10;
-const ENV = { ...process.env, USER: 'triad', LANG: 'C.UTF-8' };
-
-/** A SQL text literal that cannot break out of the statement (or line) whatever it holds. */
-function sqlText(s: string): string {
-  return `CAST(X'${Buffer.from(s, 'utf8').toString('hex')}' AS TEXT)`;
-}
+} from '../reader.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { cappedDiff, type SizedChange } from '../diff.ts';
+import { sqlText } from './sql.ts';
 
 type Row = {
   rid: number;
@@ -62,7 +53,7 @@ export class FossilReader implements RepoReader {
 
   constructor(file: string) {
     this.proc = new Respawning(() => {
-      const p = new PersistentProcess('fossil', ['sql', '--readonly', '-R', file], { env: ENV });
+      const p = new PersistentProcess(FOSSIL.bin, ['sql', '--readonly', '-R', file], { env: FOSSIL.env });
       const ready = Buffer.from('~ready~\n');
       const parse: Parser<undefined> = (buf) => {
         const at = buf.indexOf(ready);
@@ -169,7 +160,7 @@ export class FossilReader implements RepoReader {
   private entry(row: Row): LogEntry {
     return {
       id: row.uuid,
-      short_id: row.uuid.slice(0, FOSSIL_SHORT),
+      short_id: row.uuid.slice(0, FOSSIL.shortId),
       author: row.user,
       date: julianIso(row.mtime),
       ...splitMessage(row.comment),

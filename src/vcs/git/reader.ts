@@ -2,15 +2,13 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { GIT } from '../constants.ts';
 import {
   blobContent,
-  cappedDiff,
   DEFAULT_LIMITS,
   isoUtc,
   Lru,
-  PersistentProcess,
   ReadNotFound,
-  Respawning,
   sortEntries,
   splitMessage,
   type BlobContent,
@@ -19,16 +17,14 @@ import {
   type DiffResult,
   type LogEntry,
   type LogPage,
-  type Parser,
   type RepoReader,
-  type SizedChange,
   type TreeEntry,
   readPrefix,
-} from './reader.ts';
+} from '../reader.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { cappedDiff, type SizedChange } from '../diff.ts';
 
 const exec = promisify(execFile);
-const ENV = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', LANG: 'C.UTF-8' };
-export const GIT_SHORT = 12;
 
 type Obj = { id: string; type: string; size: number; data: Buffer | undefined };
 type Cmd = { op: 'info' | 'contents'; name: string };
@@ -131,7 +127,7 @@ export class GitReader implements RepoReader {
   constructor(dir: string) {
     this.dir = dir;
     this.proc = new Respawning(
-      () => new PersistentProcess('git', ['-C', dir, 'cat-file', '--batch-command'], { env: ENV }),
+      () => new PersistentProcess(GIT.bin, ['-C', dir, 'cat-file', '--batch-command'], { env: GIT.env }),
     );
   }
 
@@ -194,7 +190,7 @@ export class GitReader implements RepoReader {
       .join(':');
     if (this.refsCache?.key === stamp) return this.refsCache;
     const { stdout } = await exec(
-      'git',
+      GIT.bin,
       [
         '-C',
         this.dir,
@@ -203,7 +199,7 @@ export class GitReader implements RepoReader {
         'refs/heads',
         'refs/tags',
       ],
-      { env: ENV, maxBuffer: 64 * 1024 * 1024 },
+      { env: GIT.env, maxBuffer: 64 * 1024 * 1024 },
     );
     const headRef = fs.readFileSync(path.join(this.dir, 'HEAD'), 'utf8').trim();
     const branches = new Map<string, string>();
@@ -236,7 +232,7 @@ export class GitReader implements RepoReader {
   private entry(c: Commit, refs: Refs, branch: string): LogEntry {
     return {
       id: c.id,
-      short_id: c.id.slice(0, GIT_SHORT),
+      short_id: c.id.slice(0, GIT.shortId),
       author: c.author,
       date: isoUtc(c.authorTime),
       ...splitMessage(c.message),
@@ -267,7 +263,12 @@ export class GitReader implements RepoReader {
     if (info.type !== 'blob') throw new ReadNotFound('file');
     if (info.size > maxBytes) {
       // Only the first part is read, by a separate process (the batch process would send it all).
-      const head = await readPrefix('git', ['-C', this.dir, 'cat-file', 'blob', info.id], maxBytes, ENV);
+      const head = await readPrefix(
+        GIT.bin,
+        ['-C', this.dir, 'cat-file', 'blob', info.id],
+        maxBytes,
+        GIT.env,
+      );
       return blobContent(p, head, info.size, maxBytes);
     }
     const obj = await this.one('contents', info.id);
@@ -279,8 +280,8 @@ export class GitReader implements RepoReader {
   private async order(id: string): Promise<string[]> {
     const hit = this.orders.get(id);
     if (hit !== undefined) return hit;
-    const { stdout } = await exec('git', ['-C', this.dir, 'rev-list', id], {
-      env: ENV,
+    const { stdout } = await exec(GIT.bin, ['-C', this.dir, 'rev-list', id], {
+      env: GIT.env,
       maxBuffer: 1024 * 1024 * 1024,
     });
     const ids = stdout.split('\n').filter((l) => l !== '');

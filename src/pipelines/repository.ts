@@ -1,0 +1,262 @@
+import { count, first, one, type Db } from '../db/query.ts';
+import { nextNumber } from '../db/numbers.ts';
+import { textArray } from '../db/sql.ts';
+import type { PipelineEvent } from './pipeline-file.ts';
+import { NOTIFY_CHANNEL, type PipelineStatus, type StepStatus } from './model.ts';
+
+/** The queries of CI pipelines, their steps and step log chunks. */
+
+export type PipelineRow = {
+  id: number;
+  repo_id: number;
+  number: number;
+  commit_node: string;
+  branch: string;
+  tag: string;
+  event: PipelineEvent;
+  events: PipelineEvent[];
+  status: PipelineStatus;
+  trigger_by: number | null;
+  error_message: string | null;
+  agent_id: number | null;
+  agent_instance: string | null;
+  created_at: Date | string;
+  started_at: Date | string | null;
+  finished_at: Date | string | null;
+};
+export type StepRow = {
+  id: number;
+  pipeline_id: number;
+  number: number;
+  name: string;
+  image: string;
+  commands: string[];
+  environment: Record<string, string>;
+  status: StepStatus;
+  exit_code: number | null;
+  started_at: Date | string | null;
+  finished_at: Date | string | null;
+  log_size: string;
+  timeout_seconds: number | null;
+  log_truncated: boolean;
+};
+export type LogChunkRow = { offset: string; size: number; blob_key: string };
+
+const PIPELINE = `id, repo_id, number, commit_node, branch, tag, event, events, status, trigger_by,
+  error_message, agent_id, agent_instance, created_at, started_at, finished_at`;
+
+/** Wakes the agents long-polling for work (see queue-waker.ts); delivered at commit. */
+export async function notifyQueued(tx: Db): Promise<void> {
+  await tx.execute(`select pg_notify('${NOTIFY_CHANNEL}', '')`);
+}
+
+export function countByStatus(db: Db, status: PipelineStatus): Promise<number> {
+  return count(db, 'select count(*) as n from pipelines where status = ?', [status]);
+}
+
+export async function queueDepth(db: Db): Promise<{ pending: number; running: number }> {
+  const r = await one<{ pending: string; running: string }>(
+    db,
+    `select count(*) filter (where status = 'pending') as pending,
+            count(*) filter (where status = 'running') as running from pipelines
+      where status in ('pending', 'running')`,
+  );
+  return { pending: Number(r.pending), running: Number(r.running) };
+}
+
+// ----- reads -------------------------------------------------------------------------------------
+
+export function byId(db: Db, id: number): Promise<PipelineRow | undefined> {
+  return first<PipelineRow>(db, `select ${PIPELINE} from pipelines where id = ?`, [id]);
+}
+
+export function byNumber(db: Db, repoId: number, number: number): Promise<PipelineRow | undefined> {
+  return first<PipelineRow>(db, `select ${PIPELINE} from pipelines where repo_id = ? and number = ?`, [
+    repoId,
+    number,
+  ]);
+}
+
+/** One page of a repository's pipelines, newest first, and the total. */
+export async function page(
+  db: Db,
+  repoId: number,
+  status: PipelineStatus | undefined,
+  limit: number,
+  offset: number,
+): Promise<{ rows: PipelineRow[]; total: number }> {
+  const where = `repo_id = ?${status === undefined ? '' : ' and status = ?'}`;
+  const params: unknown[] = status === undefined ? [repoId] : [repoId, status];
+  const total = await count(db, `select count(*) as n from pipelines where ${where}`, params);
+  const rows = await db.execute<PipelineRow[]>(
+    `select ${PIPELINE} from pipelines where ${where} order by number desc limit ? offset ?`,
+    [...params, limit, offset],
+  );
+  return { rows, total };
+}
+
+export function steps(db: Db, pipelineId: number): Promise<StepRow[]> {
+  return db.execute<StepRow[]>('select * from pipeline_steps where pipeline_id = ? order by number', [
+    pipelineId,
+  ]);
+}
+
+export function step(db: Db, id: number): Promise<StepRow | undefined> {
+  return first<StepRow>(db, 'select * from pipeline_steps where id = ?', [id]);
+}
+
+export function logChunks(db: Db, stepId: number): Promise<LogChunkRow[]> {
+  return db.execute<LogChunkRow[]>(
+    'select "offset", size, blob_key from step_log_chunks where step_id = ? order by "offset"',
+    [stepId],
+  );
+}
+
+// ----- triggers ----------------------------------------------------------------------------------
+
+export type ActiveRow = {
+  id: number;
+  events: PipelineEvent[];
+  tag: string;
+  branch: string;
+  status: PipelineStatus;
+};
+
+/** The newest pending or running pipeline of a commit, locked. */
+export function activeForCommit(tx: Db, repoId: number, commit: string): Promise<ActiveRow | undefined> {
+  return first<ActiveRow>(
+    tx,
+    `select id, events, tag, branch, status from pipelines
+      where repo_id = ? and commit_node = ? and status in ('pending', 'running')
+      order by id desc limit 1 for update`,
+    [repoId, commit],
+  );
+}
+
+export async function setEvents(tx: Db, id: number, events: readonly string[], tag: string): Promise<void> {
+  await tx.execute('update pipelines set events = ?::text[], tag = ? where id = ?', [
+    textArray(events),
+    tag,
+    id,
+  ]);
+}
+
+/** A step skipped because its `when` did not match becomes pending. */
+export async function unskipStep(tx: Db, pipelineId: number, number: number): Promise<void> {
+  await tx.execute(
+    `update pipeline_steps set status = 'pending' where pipeline_id = ? and number = ? and status = 'skipped'`,
+    [pipelineId, number],
+  );
+}
+
+export type NewPipeline = {
+  repoId: number;
+  commit: string;
+  branch: string;
+  tag: string;
+  events: readonly string[];
+  status: PipelineStatus;
+  triggerBy: number | null;
+  errorMessage: string | null;
+  steps: readonly {
+    name: string;
+    image: string;
+    commands: readonly string[];
+    environment: Record<string, string>;
+    status: StepStatus;
+    timeoutSeconds: number | null;
+  }[];
+};
+
+/** Inserts a pipeline (numbered by the per-repository allocator) and its steps; returns its id. */
+export async function insertPipeline(tx: Db, p: NewPipeline): Promise<number> {
+  const number = await nextNumber(tx, 'pipelines', p.repoId);
+  const row = await one<{ id: number }>(
+    tx,
+    `insert into pipelines (repo_id, number, commit_node, branch, tag, event, events, status, trigger_by,
+                            error_message, finished_at)
+     values (?, ?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ${p.status === 'pending' ? 'null' : 'now()'}) returning id`,
+    [
+      p.repoId,
+      number,
+      p.commit,
+      p.branch,
+      p.tag,
+      p.events[0],
+      textArray(p.events),
+      p.status,
+      p.triggerBy,
+      p.errorMessage,
+    ],
+  );
+  for (const [i, s] of p.steps.entries()) {
+    await tx.execute(
+      `insert into pipeline_steps (pipeline_id, number, name, image, commands, environment, status,
+                                   timeout_seconds)
+       values (?, ?, ?, ?, ?::text[], ?, ?, ?)`,
+      [
+        row.id,
+        i + 1,
+        s.name,
+        s.image,
+        textArray(s.commands),
+        JSON.stringify(s.environment),
+        s.status,
+        s.timeoutSeconds,
+      ],
+    );
+  }
+  return row.id;
+}
+
+// ----- user actions ------------------------------------------------------------------------------
+
+/** The status of a pipeline, locked for a change. */
+export async function lockStatus(tx: Db, id: number, agentId?: number): Promise<PipelineStatus | undefined> {
+  const row = await first<{ status: PipelineStatus }>(
+    tx,
+    `select status from pipelines where id = ?${agentId === undefined ? '' : ' and agent_id = ?'} for update`,
+    agentId === undefined ? [id] : [id, agentId],
+  );
+  return row?.status;
+}
+
+/** Cancels a pipeline with its pending and running steps (an unclaimed one needs no agent answer). */
+export async function cancel(tx: Db, id: number): Promise<void> {
+  await tx.execute(
+    `update pipelines set status = 'cancelled', finished_at = now(), agent_done = (agent_id is null) where id = ?`,
+    [id],
+  );
+  await tx.execute(
+    `update pipeline_steps set status = 'cancelled', finished_at = coalesce(finished_at, now())
+      where pipeline_id = ? and status in ('pending', 'running')`,
+    [id],
+  );
+}
+
+// ----- the queue ---------------------------------------------------------------------------------
+
+export type Claimed = { id: number; trigger_by: number | null; repo_id: number };
+
+/** Claims the oldest pending pipeline for an agent process (skipping rows others hold). */
+export function claimOldest(
+  tx: Db,
+  agent: { agentId: number; instance: string; nonce: string | null },
+): Promise<Claimed | undefined> {
+  return first<Claimed>(
+    tx,
+    `update pipelines set status = 'running', agent_id = ?, agent_instance = ?, agent_nonce = ?, started_at = now()
+      where id = (select id from pipelines where status = 'pending' order by id for update skip locked limit 1)
+      returning id, trigger_by, repo_id`,
+    [agent.agentId, agent.instance, agent.nonce],
+  );
+}
+
+/** Puts a claimed pipeline back in the queue (when it is still running). */
+export async function unclaim(tx: Db, id: number): Promise<void> {
+  await tx.execute(
+    `update pipelines set status = 'pending', agent_id = null, agent_instance = null, agent_nonce = null,
+       started_at = null where id = ? and status = 'running'`,
+    [id],
+  );
+}

@@ -1,0 +1,122 @@
+import type { Db } from '../db/query.ts';
+import { PIPELINE_FILE, parsePipelineFile, whenMatches } from './pipeline-file.ts';
+import type { Trigger } from './model.ts';
+import * as db from './repository.ts';
+
+/** The repository's file at a commit (undefined when absent). */
+export type FileReader = (repoId: number, rev: string, path: string) => Promise<string | undefined>;
+
+/** A run to create: a commit with the events that name it. */
+export type Run = {
+  repoId: number;
+  commit: string;
+  events: string[];
+  branch: string;
+  tag: string;
+  senderId: number | null;
+};
+
+/**
+ * Pipelines from pushes: each commit with a pipeline file whose `when` matches becomes a pipeline
+ * (or joins the pending or running one of that commit), in the transaction of the push.
+ */
+export class PipelineTrigger {
+  private readonly readFile: FileReader;
+
+  constructor(deps: { readFile: FileReader }) {
+    this.readFile = deps.readFile;
+  }
+
+  /**
+   * Creates pipelines for a batch of triggers in the caller's transaction. Triggers naming the
+   * same commit become one pipeline whose `events` lists each event; a commit that already has
+   * a pending or running pipeline gets the new events added to it instead of a second run.
+   */
+  async trigger(tx: Db, repoId: number, triggers: readonly Trigger[]): Promise<number[]> {
+    const byCommit = new Map<string, Trigger & { events: string[] }>();
+    for (const t of triggers) {
+      const seen = byCommit.get(t.commit);
+      if (seen === undefined) byCommit.set(t.commit, { ...t, events: [t.event] });
+      else {
+        if (!seen.events.includes(t.event)) seen.events.push(t.event);
+        if (seen.branch === '') seen.branch = t.branch;
+        if (seen.tag === '') seen.tag = t.tag;
+      }
+    }
+    const created: number[] = [];
+    for (const t of byCommit.values()) {
+      const existing = await db.activeForCommit(tx, repoId, t.commit);
+      if (existing !== undefined) {
+        const events = [
+          ...existing.events,
+          ...t.events.filter((e) => !(existing.events as string[]).includes(e)),
+        ];
+        await db.setEvents(tx, existing.id, events, existing.tag === '' ? t.tag : existing.tag);
+        if (existing.status === 'pending' && events.length > existing.events.length) {
+          await this.reevaluateSteps(tx, repoId, existing.id, t.commit, events, existing.branch || t.branch);
+        }
+        continue;
+      }
+      const id = await this.create(tx, { repoId, ...t });
+      if (id !== undefined) created.push(id);
+    }
+    return created;
+  }
+
+  /**
+   * A new event joined a pipeline no agent has claimed yet: steps created `skipped` because their
+   * `when` did not match become pending when it matches now (e.g. a step for tags, when the tag
+   * arrives after the push).
+   */
+  private async reevaluateSteps(
+    tx: Db,
+    repoId: number,
+    pipelineId: number,
+    commit: string,
+    events: string[],
+    branch: string,
+  ): Promise<void> {
+    const text = await this.readFile(repoId, commit, PIPELINE_FILE);
+    const parsed = text === undefined ? undefined : parsePipelineFile(text);
+    if (parsed?.ok !== true) return;
+    for (const [i, s] of parsed.file.steps.entries()) {
+      if (s.when === undefined || !whenMatches(s.when, events, branch)) continue;
+      await db.unskipStep(tx, pipelineId, i + 1);
+    }
+  }
+
+  /**
+   * A pipeline for the commit, when it has a pipeline file whose `when` matches: `pending` with
+   * its matching steps (the others `skipped`), `success` when no step matches, or `error` when
+   * the file does not parse. Returns its id (undefined: no pipeline).
+   */
+  async create(tx: Db, run: Run): Promise<number | undefined> {
+    const text = await this.readFile(run.repoId, run.commit, PIPELINE_FILE);
+    if (text === undefined) return undefined;
+    const parsed = parsePipelineFile(text);
+    if (parsed.ok && !whenMatches(parsed.file.when, run.events, run.branch)) return undefined;
+    const steps = parsed.ok ? parsed.file.steps : [];
+    const runnable = steps.filter((s) => whenMatches(s.when, run.events, run.branch));
+    const status = !parsed.ok ? 'error' : runnable.length === 0 ? 'success' : 'pending';
+    const id = await db.insertPipeline(tx, {
+      repoId: run.repoId,
+      commit: run.commit,
+      branch: run.branch,
+      tag: run.tag,
+      events: run.events,
+      status,
+      triggerBy: run.senderId,
+      errorMessage: parsed.ok ? null : parsed.error,
+      steps: steps.map((s) => ({
+        name: s.name,
+        image: s.image,
+        commands: s.commands,
+        environment: s.environment ?? {},
+        status: runnable.includes(s) ? 'pending' : 'skipped',
+        timeoutSeconds: s.timeout ?? null,
+      })),
+    });
+    if (status === 'pending') await db.notifyQueued(tx);
+    return id;
+  }
+}

@@ -1,0 +1,144 @@
+import { count, first, one, namesById, type Db } from '../db/query.ts';
+import type { PrivateShown, RepoRef } from '../http/auth.ts';
+import type { VcsKind } from '../vcs/index.ts';
+
+/** The queries of repository records (table `repos`; contents live in the VCS storage). */
+
+export type RepoRow = {
+  id: number;
+  orgId: number;
+  name: string;
+  description: string;
+  isPrivate: boolean;
+  vcs: VcsKind;
+  defaultBranch: string;
+  createdAt: Date | string;
+  updatedAt: Date | string;
+};
+
+const REPO_REF = 'id, org_id as "orgId", name, is_private as "isPrivate"';
+const REPO = `${REPO_REF}, description, vcs, default_branch as "defaultBranch", created_at as "createdAt",
+  updated_at as "updatedAt"`;
+
+export function repoById(db: Db, id: number): Promise<RepoRow | undefined> {
+  return first<RepoRow>(db, `select ${REPO} from repos where id = ?`, [id]);
+}
+
+/** Repository names compare case-insensitively within their organization. */
+export function refByName(db: Db, orgId: number, name: string): Promise<RepoRef | undefined> {
+  return first<RepoRef>(db, `select ${REPO_REF} from repos where org_id = ? and lower(name) = lower(?)`, [
+    orgId,
+    name,
+  ]);
+}
+
+export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
+  return namesById(db, 'select id, name from repos where id = any(?::int[])', ids);
+}
+
+/** One page of an organization's repositories, by name, and the total. */
+export async function page(
+  db: Db,
+  orgId: number,
+  shown: PrivateShown,
+  limit: number,
+  offset: number,
+): Promise<{ rows: RepoRow[]; total: number }> {
+  const privateFilter = shown === 'all' ? 'true' : shown === 'none' ? 'false' : 'id = ?';
+  const params: unknown[] = typeof shown === 'object' ? [orgId, shown.repoId] : [orgId];
+  const where = `org_id = ? and (not is_private or ${privateFilter})`;
+  const total = await count(db, `select count(*) as n from repos where ${where}`, params);
+  const rows = await db.execute<RepoRow[]>(
+    `select ${REPO} from repos where ${where} order by lower(name) limit ? offset ?`,
+    [...params, limit, offset],
+  );
+  return { rows, total };
+}
+
+export function insertRepo(
+  db: Db,
+  r: Pick<RepoRow, 'orgId' | 'name' | 'description' | 'isPrivate' | 'vcs' | 'defaultBranch'>,
+): Promise<RepoRow> {
+  return one<RepoRow>(
+    db,
+    `insert into repos (org_id, name, description, is_private, vcs, default_branch)
+     values (?, ?, ?, ?, ?, ?) returning ${REPO}`,
+    [r.orgId, r.name, r.description, r.isPrivate, r.vcs, r.defaultBranch],
+  );
+}
+
+/** Sets what is given (undefined keeps the value) and `updated_at`. */
+export function updateRepo(
+  db: Db,
+  id: number,
+  set: { description?: string | undefined; isPrivate?: boolean | undefined },
+): Promise<RepoRow | undefined> {
+  return first<RepoRow>(
+    db,
+    `update repos set description = coalesce(?, description), is_private = coalesce(?, is_private),
+       updated_at = now() where id = ? returning ${REPO}`,
+    [set.description ?? null, set.isPrivate ?? null, id],
+  );
+}
+
+/** Deletes the row; every row of the repository's features goes with it (foreign-key cascades). */
+export async function deleteRepo(db: Db, id: number): Promise<void> {
+  await db.execute('delete from repos where id = ?', [id]);
+}
+
+// ----- changes: the push lock and the recorded ref state (see changes.ts) -------------------------
+
+/** The lock class of a repository's push lock (any constant every Triad process shares). */
+const PUSH_LOCK = 0x70757368; // "push"
+
+/** Takes the repository's push lock for the transaction if it is free; false when it is held. */
+export async function tryPushLock(tx: Db, repoId: number): Promise<boolean> {
+  const row = await first<{ ok: boolean }>(tx, 'select pg_try_advisory_xact_lock(?, ?) as ok', [
+    PUSH_LOCK,
+    repoId,
+  ]);
+  return row?.ok === true;
+}
+
+/**
+ * Waits up to `timeoutMs` for the repository's push lock and holds it for the transaction; false
+ * when the wait timed out (the transaction is then aborted: end it).
+ */
+export async function pushLock(tx: Db, repoId: number, timeoutMs: number): Promise<boolean> {
+  await tx.execute(`set local lock_timeout = ${Math.floor(timeoutMs)}`);
+  try {
+    await tx.execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repoId]);
+  } catch (e) {
+    if ((e as { code?: string }).code === '55P03') return false;
+    throw e;
+  }
+  await tx.execute('set local lock_timeout = 0');
+  return true;
+}
+
+/** A ref snapshot as `repo_ref_states` stores it (JSON). */
+export type SnapshotJson = {
+  tip: string;
+  branches: [string, string][];
+  bookmarks: [string, string][];
+  tags: [string, string][];
+  mark: number;
+};
+
+/** The ref state last recorded for the repository (undefined before its first change). */
+export async function refState(tx: Db, repoId: number): Promise<SnapshotJson | undefined> {
+  const row = await first<{ state: SnapshotJson }>(
+    tx,
+    'select state from repo_ref_states where repo_id = ?',
+    [repoId],
+  );
+  return row?.state;
+}
+
+export async function saveRefState(tx: Db, repoId: number, state: SnapshotJson): Promise<void> {
+  await tx.execute(
+    `insert into repo_ref_states (repo_id, state) values (?, ?::jsonb)
+       on conflict (repo_id) do update set state = excluded.state, updated_at = now()`,
+    [repoId, JSON.stringify(state)],
+  );
+}

@@ -1,0 +1,116 @@
+/**
+ * The contract of a VCS driver. Each kind has one folder (`git/`, `hg/`, `fossil/`) whose
+ * `driver.ts` exports one object implementing `VcsDriver`; `index.ts` looks them up by kind.
+ * Callers never switch on the kind: what differs between Git, Mercurial and Fossil is behind
+ * these calls.
+ *
+ * Repositories are named by their storage path `dir` (a bare git directory, an hg repository, a
+ * fossil file). Nothing here knows about HTTP, the database or webhooks: the driver answers facts
+ * (refs, commits, which refs moved) and the callers turn them into responses and events.
+ *
+ * Locking. "Push lock" below means: call only while holding the repository's push lock, that is
+ * inside `RepoChanges` (src/repos/changes.ts), the one path that changes a repository. Those calls
+ * either change the repository or must not see a change half applied. Every other call only reads
+ * and may run at any time, also while a push is running.
+ *
+ * Errors. Unless a call says otherwise, a VCS command that fails throws (`VcsCommandFailed` from
+ * run.ts, or the error of the process module); "not found" is never an exception except where
+ * documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs of a
+ * merge and `InvalidRefName` for a tag name the VCS refuses.
+ */
+import type { VcsConstants, VcsKind } from './constants.ts';
+import type { OpsOptions, VcsOps } from './ops.ts';
+import type { RepoReader } from './reader.ts';
+import type { VcsTransport } from './transport.ts';
+
+/** The refs of a repository at one moment: what change detection compares before and after. */
+export type Snapshot = {
+  tip: string;
+  /** Git: branch -> head. Mercurial: branch -> heads joined by ','. Fossil: branch -> newest leaf. */
+  branches: Map<string, string>;
+  bookmarks: Map<string, string>;
+  tags: Map<string, string>;
+  /** Mercurial: tip revision number; Fossil: highest artifact rid. New commits lie above it. */
+  mark: number;
+};
+
+export type CommitInfo = {
+  id: string;
+  message: string;
+  /** `date`: ISO 8601 UTC when the VCS's date parses, else as the VCS printed it. */
+  author: { name: string; email: string; date: string };
+};
+
+/**
+ * A branch or bookmark that moved (or appeared). `before` and `after` are the ids a push event
+ * reports: git and Fossil the ref's old and new head ('' when created); Mercurial the
+ * repository's tip before ('' when the ref is new) and after, as its push events always did.
+ */
+export type BranchMove = {
+  type: 'branch' | 'bookmark';
+  name: string;
+  isDefault: boolean;
+  before: string;
+  after: string;
+  created: boolean;
+  /** The commit the ref names now: what CI builds. */
+  head: string;
+  /** Commits the ref gained, newest first, at most the `maxCommits` asked for. */
+  commits: CommitInfo[];
+  /** How many commits it gained in all. */
+  total: number;
+};
+
+/** A tag that was created or moved; `commit` is undefined when the target could not be read. */
+export type TagMove = { type: 'tag'; name: string; target: string; commit: CommitInfo | undefined };
+
+export type RefMove = BranchMove | TagMove;
+
+export type MoveOptions = {
+  /** The repository's default branch (a move of it is `isDefault`). */
+  defaultBranch: string;
+  /** Most commits listed per move (the rest is only counted). */
+  maxCommits: number;
+};
+
+export interface VcsDriver {
+  readonly kind: VcsKind;
+  readonly constants: VcsConstants;
+
+  /** Creates an empty repository at `dest`, which must not exist (its parent is created). */
+  init(dest: string): Promise<void>;
+
+  /**
+   * A reader for the contents API. Its persistent process starts on the first read; the server
+   * keeps readers in its `ReaderPool` (pool.ts). Reads throw `ReadNotFound` (see reader.ts).
+   */
+  openReader(dir: string): RepoReader;
+
+  /** Requests at a clone URL: which wire-protocol request it is, and the CGI backend serving it. */
+  readonly transport: VcsTransport;
+
+  /**
+   * Push lock. Repairs what an interrupted write left (stale locks, an abandoned transaction) so
+   * the next push works; answers what was repaired (empty when the repository was clean).
+   */
+  recover(dir: string): Promise<string[]>;
+
+  /** Push lock. The refs now (outside the lock a push may be half applied). */
+  snapshot(dir: string): Promise<Snapshot>;
+
+  /**
+   * Push lock (it reads the new commits `after` names). The refs that moved from `before` to
+   * `after`, with the commits each gained: branch and bookmark moves first (Mercurial: bookmarks,
+   * then named branches), then tags. Deleted refs are not reported.
+   */
+  moves(dir: string, before: Snapshot, after: Snapshot, opts: MoveOptions): Promise<RefMove[]>;
+
+  /** One file's content at a revision; undefined when the revision or the file does not exist. */
+  fileAt(dir: string, rev: string, file: string): Promise<string | undefined>;
+
+  /**
+   * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need
+   * the push lock). Made once per server; `close()` ends their persistent processes.
+   */
+  createOps(opts: Required<OpsOptions>): VcsOps;
+}

@@ -1,0 +1,38 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { FOSSIL } from '../constants.ts';
+import type { VcsDriver } from '../driver.ts';
+import { output } from '../refs.ts';
+import { FossilOps } from './ops.ts';
+import { FossilReader } from './reader.ts';
+import { fileAt, moves, snapshot } from './refs.ts';
+import { BACKOFFICE_OFF } from './sql.ts';
+import { transport } from './transport.ts';
+
+/** Fossil: repository files, `fossil sql` reads, the Fossil CGI, merges in throw-away check-outs. */
+export const fossilDriver: VcsDriver = {
+  kind: 'fossil',
+  constants: FOSSIL,
+  async init(dest) {
+    await fs.mkdir(path.dirname(dest), { recursive: true });
+    await output(FOSSIL.bin, ['new', '--admin-user', 'triad', dest], FOSSIL.env);
+    // Triad authenticates HTTP requests and passes REMOTE_USER as one of these two users;
+    // nobody else (including anonymous sync) gets any capability.
+    const sql = [
+      `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now())`,
+      `UPDATE user SET cap = '' WHERE login IN ('nobody', 'anonymous', 'reader', 'developer')`,
+      `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.reader}', lower(hex(randomblob(20))), 'goz', 'Triad pull access')`,
+      `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.writer}', lower(hex(randomblob(20))), 'giozh', 'Triad push access')`,
+      BACKOFFICE_OFF,
+    ].join('; ');
+    await output(FOSSIL.bin, ['sql', '-R', dest, sql], FOSSIL.env);
+  },
+  openReader: (file) => new FossilReader(file),
+  transport,
+  // SQLite rolls an interrupted transaction back the next time the repository is opened.
+  recover: () => Promise.resolve([]),
+  snapshot,
+  moves,
+  fileAt,
+  createOps: (opts) => new FossilOps(opts),
+};

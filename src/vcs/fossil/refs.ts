@@ -1,0 +1,80 @@
+/** Fossil snapshots (newest leaf per branch, symbolic tags, the highest rid) and ref moves. */
+import { FOSSIL } from '../constants.ts';
+import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
+import { branchMoves, output, tagMoves } from '../refs.ts';
+
+// `fossil sql` prints rows in SQLite's quote mode; every selected field is hex() so that
+// arbitrary text survives, and the fields are decoded here.
+async function sql(file: string, query: string): Promise<string[][]> {
+  const text = await output(FOSSIL.bin, ['sql', '-R', file, '--readonly', query], FOSSIL.env);
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.split(',').map((f) => Buffer.from(f.replace(/^'|'$/g, ''), 'hex').toString('utf8')));
+}
+
+const BRANCH_OF = (rid: string) =>
+  `(select value from tagxref x where x.rid = ${rid} and x.tagtype > 0 and x.tagid = (select tagid from tag where tagname = 'branch'))`;
+
+export async function snapshot(file: string): Promise<Snapshot> {
+  const [tipRow] = await sql(
+    file,
+    `select hex(b.uuid), hex(cast((select max(rid) from blob) as text)) from event e join blob b on b.rid = e.objid
+      where e.type = 'ci' order by e.mtime desc limit 1`,
+  );
+  const leaves = await sql(
+    file,
+    `select hex(coalesce(${BRANCH_OF('l.rid')}, 'trunk')), hex(b.uuid) from leaf l join blob b on b.rid = l.rid
+       join event e on e.objid = l.rid order by e.mtime asc`,
+  );
+  const tags = await sql(
+    file,
+    `select hex(substr(t.tagname, 5)), hex(b.uuid) from tagxref x join tag t on t.tagid = x.tagid
+       join blob b on b.rid = x.rid where t.tagname like 'sym-%' and x.tagtype = 1`,
+  );
+  const [maxRow] = await sql(file, `select hex(cast(coalesce(max(rid), 0) as text)) from blob`);
+  return {
+    tip: tipRow?.[0] ?? '',
+    branches: new Map(leaves.map(([b = '', u = '']) => [b, u])),
+    bookmarks: new Map(),
+    tags: new Map(tags.map(([n = '', u = '']) => [n, u])),
+    mark: Number(maxRow?.[0] ?? 0),
+  };
+}
+
+/** Check-ins matching `where` (over `event e` joined to `blob b`), newest first. */
+async function commits(file: string, where: string, limit: number): Promise<CommitInfo[]> {
+  const rows = await sql(
+    file,
+    `select hex(b.uuid), hex(e.user), hex(''), hex(strftime('%Y-%m-%dT%H:%M:%SZ', e.mtime)),
+            hex(coalesce(e.ecomment, e.comment, ''))
+       from event e join blob b on b.rid = e.objid where ${where} order by e.mtime desc limit ${limit}`,
+  );
+  return rows.map(([id = '', name = '', email = '', date = '', message = '']) => ({
+    id,
+    message,
+    author: { name, email, date },
+  }));
+}
+
+/** Check-ins on `branch` above `mark` (new since the snapshot that had it). */
+async function newCommits(file: string, branch: string, mark: number, max: number) {
+  const where = `e.type = 'ci' and e.objid > ${mark} and coalesce(${BRANCH_OF('e.objid')}, 'trunk') = '${branch.replace(/'/g, "''")}'`;
+  const [count] = await sql(file, `select hex(cast(count(*) as text)) from event e where ${where}`);
+  return { commits: await commits(file, where, max), total: Number(count?.[0] ?? 0) };
+}
+
+export const moves: VcsDriver['moves'] = async (file, before, after, opts) => {
+  const branches = await branchMoves(before, after, opts, (_head, branch) =>
+    newCommits(file, branch, before.mark, opts.maxCommits),
+  );
+  const tags = await tagMoves(before, after, (ids) => {
+    const list = ids.map((id) => `'${id.replace(/[^0-9a-f]/g, '')}'`).join(', ');
+    return commits(file, `b.uuid in (${list})`, ids.length);
+  });
+  return [...branches, ...tags];
+};
+
+export async function fileAt(file: string, rev: string, name: string): Promise<string | undefined> {
+  return output(FOSSIL.bin, ['cat', '-R', file, '-r', rev, name], FOSSIL.env).catch(() => undefined);
+}

@@ -1,0 +1,32 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { GIT } from '../constants.ts';
+import type { VcsDriver } from '../driver.ts';
+import { output } from '../refs.ts';
+import { GitOps } from './ops.ts';
+import { GitReader } from './reader.ts';
+import { recover } from './recover.ts';
+import { fileAt, moves, snapshot } from './refs.ts';
+import { transport } from './transport.ts';
+
+/** Git: bare repositories, `git cat-file` reads, `git http-backend`, plumbing operations. */
+export const gitDriver: VcsDriver = {
+  kind: 'git',
+  constants: GIT,
+  async init(dest) {
+    await fs.mkdir(path.dirname(dest), { recursive: true });
+    await output(
+      GIT.bin,
+      ['init', '--bare', '--quiet', `--initial-branch=${GIT.defaultBranch}`, dest],
+      GIT.env,
+    );
+    await output(GIT.bin, ['-C', dest, 'config', 'http.receivepack', 'true'], GIT.env);
+  },
+  openReader: (dir) => new GitReader(dir),
+  transport,
+  recover,
+  snapshot,
+  moves,
+  fileAt,
+  createOps: (opts) => new GitOps(opts),
+};

@@ -1,0 +1,49 @@
+import path from 'node:path';
+import { GIT } from '../constants.ts';
+import { cloneHint, notFound, wireParam, type VcsTransport } from '../transport.ts';
+
+const SERVICES = new Set(['git-upload-pack', 'git-receive-pack']);
+
+/**
+ * Git smart HTTP: `info/refs?service=`, `git-upload-pack`, `git-receive-pack`, served by
+ * `git http-backend`; receive-pack is enabled only for requests Triad authorised as pushes.
+ */
+export const transport: VcsTransport = {
+  classify(method, subpath, query) {
+    const p = wireParam(method, subpath, query, 'service');
+    if ('verdict' in p) return p.verdict;
+    const service = p.value;
+    if (subpath === '/info/refs' && method === 'GET' && service !== undefined && SERVICES.has(service)) {
+      // the ref advertisement of a push needs push rights but changes nothing
+      const op = service === 'git-receive-pack' ? 'write' : 'read';
+      return { kind: 'wire', op, mutates: false, query: new URLSearchParams({ service }).toString() };
+    }
+    if (method === 'POST' && SERVICES.has(subpath.slice(1))) {
+      const push = subpath === '/git-receive-pack';
+      return { kind: 'wire', op: push ? 'write' : 'read', mutates: push, query: '' };
+    }
+    return notFound;
+  },
+
+  cloneHint: (url) => cloneHint(GIT.label, `git clone ${url}`),
+
+  remoteUser: (username) => username,
+
+  backend: (b) =>
+    Promise.resolve({
+      command: GIT.bin,
+      args: ['http-backend'],
+      pathInfo: `/${path.basename(b.repoPath)}${b.subpath}`,
+      env: {
+        GIT_PROJECT_ROOT: path.dirname(b.repoPath),
+        GIT_HTTP_EXPORT_ALL: '1',
+        GIT_HTTP_MAX_REQUEST_BUFFER: '100M',
+        GIT_CONFIG_COUNT: '2',
+        GIT_CONFIG_KEY_0: 'http.receivepack',
+        GIT_CONFIG_VALUE_0: b.write ? 'true' : 'false',
+        // an automatic gc after a push stays in the foreground, inside the run's process group
+        GIT_CONFIG_KEY_1: 'gc.autoDetach',
+        GIT_CONFIG_VALUE_1: 'false',
+      },
+    }),
+};

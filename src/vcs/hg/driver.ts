@@ -1,0 +1,46 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { HG } from '../constants.ts';
+import type { VcsDriver } from '../driver.ts';
+import { output } from '../refs.ts';
+import { HgOps } from './ops.ts';
+import { HgReader } from './reader.ts';
+import { fileAt, moves, snapshot } from './refs.ts';
+import { transport } from './transport.ts';
+
+async function exists(p: string): Promise<boolean> {
+  return fs
+    .access(p)
+    .then(() => true)
+    .catch(() => false);
+}
+
+/**
+ * Mercurial: command servers with Triad's extensions for reads (triadread.py) and operations
+ * (triadops.py), hgweb (hgweb.py) for the wire protocol.
+ */
+export const hgDriver: VcsDriver = {
+  kind: 'hg',
+  constants: HG,
+  async init(dest) {
+    await fs.mkdir(path.dirname(dest), { recursive: true });
+    await output(HG.bin, ['init', dest], HG.env);
+  },
+  openReader: (dir) => new HgReader(dir),
+  transport,
+  /**
+   * A transaction interrupted (its process killed) leaves a journal, and every later write fails
+   * with "abandoned transaction found" until `hg recover` rolls it back.
+   */
+  async recover(dir) {
+    const left = [];
+    for (const j of ['.hg/store/journal', '.hg/journal']) if (await exists(path.join(dir, j))) left.push(j);
+    if (left.length > 0)
+      await output(HG.bin, ['-R', dir, '--config', 'ui.interactive=false', 'recover'], HG.env);
+    return left;
+  },
+  snapshot,
+  moves,
+  fileAt,
+  createOps: (opts) => new HgOps(opts),
+};

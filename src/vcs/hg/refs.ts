@@ -1,0 +1,130 @@
+/**
+ * Mercurial snapshots (named-branch heads, bookmarks, tags, the tip revision number) and ref
+ * moves: a bookmark that moved gains the new changesets among its ancestors; the new changesets
+ * no moved bookmark covers count for their named branch.
+ */
+import { HG } from '../constants.ts';
+import type { BranchMove, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
+import { commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
+
+const hg = (dir: string, ...args: string[]) => output(HG.bin, ['-R', dir, ...args], HG.env);
+
+export async function snapshot(dir: string): Promise<Snapshot> {
+  const text = await hg(
+    dir,
+    'log',
+    '--hidden',
+    '-r',
+    'head() or bookmark() or tag() or tip',
+    '-T',
+    `{node}${FIELD}{rev}${FIELD}{branch}${FIELD}{join(bookmarks,"\x1d")}${FIELD}{join(tags,"\x1d")}\n`,
+  );
+  const branches = new Map<string, string>();
+  const bookmarks = new Map<string, string>();
+  const tags = new Map<string, string>();
+  let tip = '';
+  let mark = -1;
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const [node = '', rev = '', branch = '', bms = '', tgs = ''] = line.split(FIELD);
+    if (rev === '-1') continue; // the null revision of an empty repository
+    for (const b of bms.split('\x1d')) if (b !== '') bookmarks.set(b, node);
+    for (const t of tgs.split('\x1d')) {
+      if (t === 'tip') {
+        tip = node;
+        mark = Number(rev);
+      } else if (t !== '') tags.set(t, node);
+    }
+    const heads = branches.get(branch);
+    branches.set(branch, heads === undefined ? node : `${heads},${node}`);
+  }
+  return { tip, branches, bookmarks, tags, mark };
+}
+
+async function commits(dir: string, revset: string, limit: number): Promise<CommitInfo[]> {
+  const text = await hg(
+    dir,
+    'log',
+    '-r',
+    revset,
+    '-l',
+    String(limit),
+    '-T',
+    `{node}${FIELD}{person(author)}${FIELD}{email(author)}${FIELD}{date|rfc3339date}${FIELD}{desc}${RECORD}`,
+  );
+  return commitRecords(text);
+}
+
+async function count(dir: string, revset: string): Promise<number> {
+  return (await hg(dir, 'log', '-r', revset, '-T', 'x')).length;
+}
+
+/** The first `max` changesets of a revset and how many it has in all. */
+async function listed(dir: string, revset: string, max: number) {
+  const list = await commits(dir, revset, max);
+  return { commits: list, total: list.length < max ? list.length : await count(dir, revset) };
+}
+
+async function branchOf(dir: string, revset: string): Promise<Map<string, string[]>> {
+  const text = await hg(dir, 'log', '-r', revset, '-T', `{node}${FIELD}{branch}\n`);
+  const m = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    const [node = '', branch = ''] = line.split(FIELD);
+    if (node === '') continue;
+    m.set(branch, [...(m.get(branch) ?? []), node]);
+  }
+  return m;
+}
+
+export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
+  const out: BranchMove[] = [];
+  const fresh = `${before.mark + 1}:`;
+  const covered: string[] = [];
+  for (const [bm, node] of after.bookmarks) {
+    const old = before.bookmarks.get(bm);
+    if (old === node) continue;
+    const revset = `reverse(ancestors(${node}) and ${fresh})`;
+    covered.push(`ancestors(${node})`);
+    // A bookmark moved onto changesets the repository already had: no new commits (and `N:`
+    // past the tip would be an unknown revision).
+    const gained =
+      after.mark > before.mark ? await listed(dir, revset, opts.maxCommits) : { commits: [], total: 0 };
+    out.push({
+      type: 'bookmark',
+      name: bm,
+      isDefault: bm === HG.mainBookmark,
+      before: old === undefined ? '' : before.tip,
+      after: after.tip,
+      created: old === undefined,
+      head: node,
+      ...gained,
+    });
+  }
+  if (after.mark > before.mark) {
+    const rest = `${fresh}${covered.length > 0 ? ` and not (${covered.join(' or ')})` : ''}`;
+    for (const [branch] of await branchOf(dir, rest)) {
+      const revset = `reverse((${rest}) and branch(${JSON.stringify(`literal:${branch}`)}))`;
+      const gained = await listed(dir, revset, opts.maxCommits);
+      const existed = before.branches.has(branch);
+      out.push({
+        type: 'branch',
+        name: branch,
+        isDefault: branch === opts.defaultBranch,
+        before: existed ? before.tip : '',
+        after: after.tip,
+        created: !existed,
+        head: gained.commits[0]?.id ?? after.tip,
+        ...gained,
+      });
+    }
+  }
+  const tags = await tagMoves(before, after, (ids) =>
+    commits(dir, ids.join(' or '), ids.length).catch(() => []),
+  );
+  return [...out, ...tags];
+};
+
+export async function fileAt(dir: string, rev: string, file: string): Promise<string | undefined> {
+  // `path:` makes the file relative to the repository root, not the working directory
+  return hg(dir, 'cat', '-r', rev, `path:${file}`).catch(() => undefined);
+}

@@ -1,0 +1,76 @@
+/**
+ * Helpers the kinds share to answer `snapshot` and `moves` (driver.ts): running a command for its
+ * output, parsing commit records, and the git/Fossil rule "one move per branch whose head changed"
+ * plus the tag rule common to all kinds.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { BranchMove, CommitInfo, MoveOptions, Snapshot, TagMove } from './driver.ts';
+
+const exec = promisify(execFile);
+
+/** Standard output of a command (throws when it fails). */
+export async function output(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const r = await exec(cmd, args, { env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' });
+  return r.stdout;
+}
+
+/** Separators of fields and records in commit listings (characters no VCS field contains). */
+export const FIELD = '\x1f';
+export const RECORD = '\x1e';
+
+/** Records `id FIELD name FIELD email FIELD date FIELD message RECORD`, in order. */
+export function commitRecords(text: string): CommitInfo[] {
+  return text
+    .split(RECORD)
+    .map((r) => r.replace(/^\n/, ''))
+    .filter((r) => r !== '')
+    .map((r) => {
+      const [id = '', name = '', email = '', date = '', message = ''] = r.split(FIELD);
+      return { id, message: message.replace(/\n+$/, ''), author: { name, email, date: toUtc(date) } };
+    });
+}
+
+function toUtc(d: string): string {
+  const t = new Date(d);
+  return Number.isNaN(t.getTime()) ? d : t.toISOString().replace('.000Z', 'Z');
+}
+
+/** Git and Fossil: one move per branch whose head changed, with the commits it gained. */
+export async function branchMoves(
+  before: Snapshot,
+  after: Snapshot,
+  opts: MoveOptions,
+  gained: (head: string, branch: string) => Promise<{ commits: CommitInfo[]; total: number }>,
+): Promise<BranchMove[]> {
+  const moves: BranchMove[] = [];
+  for (const [branch, head] of after.branches) {
+    const old = before.branches.get(branch);
+    if (old === head) continue;
+    const { commits, total } = await gained(head, branch);
+    moves.push({
+      type: 'branch',
+      name: branch,
+      isDefault: branch === opts.defaultBranch,
+      before: old ?? '',
+      after: head,
+      created: old === undefined,
+      head,
+      commits,
+      total,
+    });
+  }
+  return moves;
+}
+
+/** Tags created or moved, with their target commits as `commitsById` reads them. */
+export async function tagMoves(
+  before: Snapshot,
+  after: Snapshot,
+  commitsById: (ids: string[]) => Promise<CommitInfo[]>,
+): Promise<TagMove[]> {
+  const changed = [...after.tags].filter(([name, target]) => before.tags.get(name) !== target);
+  if (changed.length === 0) return [];
+  const infos = new Map((await commitsById([...new Set(changed.map(([, t]) => t))])).map((c) => [c.id, c]));
+  return changed.map(([name, target]) => ({ type: 'tag', name, target, commit: infos.get(target) }));
+}
