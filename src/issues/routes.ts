@@ -192,7 +192,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
       reply.ok(await writes.removeAssignee(target, params.number, params.id)),
   });
 
-  // The label catalog (DESIGN.md section 5).
+  // The label catalog.
   api.route({
     method: 'post',
     path: '/api/v1/admin/labels',
