@@ -128,11 +128,9 @@ export class Agent {
       await new Promise<void>((resolve) => this.metricsServer!.listen(this.o.metricsPort, resolve));
     }
     await this.sweep();
-    // At once (not waited for): the server learns that this process (nonce) replaced an earlier
-    // one of the same instance, and errors what that one had claimed.
+    // Now (not awaited): the server learns this nonce replaced its instance's earlier process.
     void this.heartbeat();
-    // Heartbeats every heartbeatMs when idle; while pipelines run, every cancelCheckMs, so a
-    // cancellation on the server stops the running step within seconds.
+    // Every heartbeatMs idle, every cancelCheckMs while running (cancellations stop steps quickly).
     let last = 0;
     this.schedule(
       async () => {
