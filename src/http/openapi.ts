@@ -242,6 +242,7 @@ const TAGS: Record<string, string> = {
   contents: 'repository contents: tree, blob, log, changeset',
   issues: 'issues, comments, labels and assignees',
   labels: 'the label catalog (site, organization and repository labels)',
+  pulls: 'pull requests: mergeability on read, merge, comments',
   pipelines: 'CI pipelines, user side',
   ci: 'CI agent protocol (agent token)',
   webhooks: 'repository and organization webhooks, their delivery history and redelivery',
