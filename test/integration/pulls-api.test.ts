@@ -67,7 +67,7 @@ describe('pull request API', () => {
       source_ref: 'topic',
     });
     expect(created.status).toBe(201);
-    expect(created.headers.get('location')).toBe(`${repo.api}/pulls/${created.body.data.number}`);
+    expect(created.headers.get('location')).toBe(`${s.url}${repo.api}/pulls/${created.body.data.number}`);
     // budget 0: the first check is still running
     expect(created.body.data).toMatchObject({
       mergeable_state: 'checking',
@@ -165,8 +165,11 @@ describe('pull request API', () => {
     for (const c of [s.anon, outsider.client]) {
       expect((await c.get(`${priv.api}/pulls`)).status).toBe(404);
       expect((await c.get(`${priv.api}/pulls/1`)).status).toBe(404);
-      expect((await c.post(`${priv.api}/pulls/1/comments`, { body: 'x' })).status).toBe(404);
     }
+    // a write needs a token first (401); with one, the repository does not exist for an outsider
+    expect((await s.anon.post(`${priv.api}/pulls/1/comments`, { body: 'x' })).status).toBe(401);
+    expect((await outsider.client.post(`${priv.api}/pulls/1/comments`, { body: 'x' })).status).toBe(404);
+    expect((await outsider.client.post(`${priv.api}/pulls/1/merge`, {})).status).toBe(404);
     expect((await member.client.get(`${priv.api}/pulls`)).body.data).toHaveLength(1);
   });
 
