@@ -2,6 +2,7 @@ import type { Db } from '../db/query.ts';
 import type { Trigger } from '../pipelines/model.ts';
 import type { ChangedRepo } from '../repos/changes.ts';
 import type { RefMove } from '../vcs/driver.ts';
+import { CONSTANTS } from '../vcs/constants.ts';
 import type { Mergeability } from './mergeability.ts';
 import type { PullReads, PullRepo } from './reads.ts';
 import * as db from './repository.ts';
@@ -37,7 +38,13 @@ export class PullSync {
   ): Promise<Trigger[]> {
     const merging = this.merging.get(changed.id);
     this.merging.delete(changed.id);
-    const repo = await this.reads.repo(changed.id);
+    const repo: PullRepo = {
+      id: changed.id,
+      vcs: changed.vcs,
+      path: changed.path,
+      defaultBranch: changed.defaultBranch,
+      refType: CONSTANTS[changed.vcs].refType,
+    };
     const moved = new Map<string, string>();
     for (const m of moves) if (m.type === repo.refType) moved.set(m.name, m.head);
     const rows = await db.openTouching(tx, repo.id, [...moved.keys()]);
