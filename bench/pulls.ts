@@ -74,6 +74,7 @@ const ms = (n: number) => `${n.toFixed(1)} ms`;
 
 async function benchKind(kind: VcsKind) {
   const created = await api('POST', '/api/v1/orgs/bench/repos', { name: kind, vcs: kind });
+  await fs.mkdir(path.join(work, kind), { recursive: true });
   const repo = await prepare(STORE, kind, path.join(work, kind));
   // Triad's storage of the new repository becomes the generated one.
   const store = running.services.repos.path({ id: created.data.id as number, vcs: kind });
