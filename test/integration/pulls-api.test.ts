@@ -3,6 +3,7 @@ import { startTestServer, type TestServer, type TestUser } from '../helpers/serv
 import { outboxEvents } from '../helpers/outbox.ts';
 import { PrRepo, settled } from '../helpers/pulls.ts';
 import { TWO_STEPS } from '../helpers/ci.ts';
+import { ok, withCreds } from '../helpers/vcs.ts';
 
 /**
  * The pull request API on Git repositories: validation, the permission matrix, statuses and their
@@ -196,6 +197,37 @@ describe('pull request API', () => {
       action: 'synchronized',
       pull_request: { number: pr.number, head_commit: read.head_commit },
       sender: { id: owner.id },
+    });
+  });
+
+  test('when the source is contained in the target it reads behind; when merging changes no file it reads empty', async () => {
+    await repo.pull();
+    await ok(
+      'git',
+      ['push', '-q', withCreds(repo.w.url, repo.w.token), 'refs/remotes/origin/main:refs/heads/same'],
+      repo.w.dir,
+    );
+    const behind = (await author.client.post(pulls(), { title: 'same', source_ref: 'same' })).body.data;
+    expect(await settled(s.anon, `${pulls()}/${behind.number}`)).toMatchObject({
+      mergeable_state: 'behind',
+      commits_ahead: 0,
+    });
+    const nothing = await member.client.post(`${pulls()}/${behind.number}/merge`, {});
+    expect(nothing.status).toBe(409);
+    expect(nothing.body.error.code).toBe('conflict');
+
+    await repo.commitOn('dup', { 'dup.txt': 'same text\n' }, 'dup on a branch');
+    await repo.commitOn('main', { 'dup.txt': 'same text\n' }, 'dup on main');
+    const empty = (await author.client.post(pulls(), { title: 'dup', source_ref: 'dup' })).body.data;
+    expect(await settled(s.anon, `${pulls()}/${empty.number}`)).toMatchObject({
+      mergeable_state: 'empty',
+      commits_ahead: 1,
+      commits_behind: 1,
+    });
+    // the push to main contained the `same` PR's source: detected as merged by the pusher
+    expect((await s.anon.get(`${pulls()}/${behind.number}`)).body.data).toMatchObject({
+      status: 'merged',
+      merged_by: { id: owner.id },
     });
   });
 });
