@@ -132,6 +132,23 @@ export class PrRepo {
     }
   }
 
+  /** The parents of a commit as the stock client sees them after `pull` (merge links included). */
+  async parents(rev: string): Promise<number> {
+    await this.pull();
+    const d = this.w.dir;
+    switch (this.kind) {
+      case 'git':
+        return (await ok('git', ['rev-list', '--parents', '-n', '1', rev], d)).trim().split(' ').length - 1;
+      case 'hg':
+        return (await ok('hg', ['log', '-r', rev, '-T', '{parents}'], d)).trim().split(/\s+/).filter(Boolean)
+          .length;
+      case 'fossil': {
+        const sql = `SELECT count(*) FROM plink WHERE cid = (SELECT rid FROM blob WHERE uuid = '${rev}');`;
+        return Number((await ok('fossil', ['sql', sql], d)).trim());
+      }
+    }
+  }
+
   /** A file at a ref as the contents API serves it (undefined when absent). */
   async fileAt(c: Client, ref: string, file: string): Promise<string | undefined> {
     const r = await c.get(`${this.api}/blob/${file}?rev=${encodeURIComponent(ref)}`);

@@ -70,8 +70,10 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s pull requests', (kind) =
     expect(m.body.data.closed_at).not.toBeNull();
     const mergeCommit = m.body.data.merge_commit as string;
     if (kind === 'fossil') {
-      // Fossil cannot move a branch: even without divergence the merge is a new check-in on trunk
+      // Fossil cannot move a branch: even without divergence the merge is a new check-in on
+      // trunk, with the source head as its merge parent
       expect(mergeCommit).not.toBe(read.head_commit);
+      expect(await repo.parents(mergeCommit)).toBe(2);
     } else {
       // git fast-forwards the branch, Mercurial moves the `@` bookmark to the source head
       expect(mergeCommit).toBe(read.head_commit);
@@ -133,6 +135,7 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s pull requests', (kind) =
     const mc = m.body.data.merge_commit as string;
     expect(mc).not.toBe(read.head_commit);
     expect(mc).not.toBe(read.base_commit);
+    expect(await repo.parents(mc)).toBe(2);
     const cs = await owner.client.get(`${repo.api}/changeset/${mc}`);
     expect(cs.status).toBe(200);
     expect(JSON.stringify(cs.body.data)).toContain('Merge the side');
@@ -177,6 +180,7 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s pull requests', (kind) =
     expect(m.status).toBe(200);
     expect(m.body.data).toMatchObject({ status: 'merged' });
     expect(m.body.data.merge_commit).not.toBe(read.head_commit);
+    expect(await repo.parents(m.body.data.merge_commit)).toBe(1);
     expect(await repo.fileAt(owner.client, MAINLINE[kind], 'sq2.txt')).toBe('two\n');
     const gone = await owner.client.post(`${repo.api}/pulls`, { title: 'again', source_ref: 'squashme' });
     expect(gone.status).toBe(404);
