@@ -279,7 +279,10 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
       // A raw text body may be empty (a log append of nothing answers the stored size).
       op.requestBody = r.rawBody
         ? { required: false, content: { 'text/plain': { schema: { type: 'string' } } } }
-        : { required: true, content: { 'application/json': { schema: schemas.convert(r.body, 'input') } } };
+        : {
+            required: r.optionalBody !== true,
+            content: { 'application/json': { schema: schemas.convert(r.body, 'input') } },
+          };
     }
     (paths[oaPath] ??= {})[r.method] = op;
   }

@@ -106,6 +106,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
       'Merge a pull request (pulls:write, org member): style merge (default; fast-forward when possible), ff-only or squash',
     operationId: 'mergePull',
     body: mergePullBody,
+    optionalBody: true,
     returns: respond.data(pullSchema, 'the merged pull request (`merge_commit` is the target head)'),
     errors: {
       403: MEMBER_403,
