@@ -47,8 +47,8 @@ export class Mergeability {
     source: string,
     target: string,
   ): Promise<[string | undefined, string | undefined]> {
-    const ops = this.d.ops(repo.vcs);
-    return Promise.all([ops.resolveRef(repo.path, source), ops.resolveRef(repo.path, target)]);
+    const [sh, th] = await this.d.ops(repo.vcs).resolveRefs(repo.path, [source, target]);
+    return [sh, th];
   }
 
   /** The mergeability of `source` into `target` now, within the budget (`budgetMs` overrides it). */

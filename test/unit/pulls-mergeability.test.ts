@@ -17,7 +17,7 @@ function world() {
   let hold = false;
   const ops = {
     kind: 'git',
-    resolveRef: (_dir: string, name: string) => Promise.resolve(heads.get(name)),
+    resolveRefs: (_dir: string, names: string[]) => Promise.resolve(names.map((n) => heads.get(n))),
     checkMerge: async (_dir: string, source: string, target: string): Promise<MergeCheck> => {
       checks += 1;
       const sourceHead = heads.get(source);
