@@ -49,8 +49,7 @@ export class PullMerges {
           // Under the push lock: a merge or a push that finished meanwhile may have merged it.
           const now = await db.pullByNumber(this.d.em().fork(), repo.id, number, false);
           if (now?.status !== 'open') return { kind: 'not_open' };
-          const head = await ops.resolveRef(repo.path, row.source_ref);
-          const base = await ops.resolveRef(repo.path, row.target_ref);
+          const [head, base] = await ops.resolveRefs(repo.path, [row.source_ref, row.target_ref]);
           if (head === undefined) throw new RefNotFound('source', row.source_ref);
           if (base === undefined) throw new RefNotFound('target', row.target_ref);
           const out = await ops.merge(repo.path, {

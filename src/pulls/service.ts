@@ -9,7 +9,7 @@ import type {
 } from '../events/catalog.ts';
 import { emitEvents } from '../events/outbox.ts';
 import type { Trigger } from '../pipelines/model.ts';
-import type { ChangedRepo, RepoChanges } from '../repos/changes.ts';
+import type { RepoChanges } from '../repos/changes.ts';
 import type { ReposService } from '../repos/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import type { UsersService } from '../users/service.ts';
@@ -94,5 +94,3 @@ export async function triggerCi(
     deps.log.error({ err, repo: repoId }, 'pull request CI triggers failed');
   }
 }
-
-export type { ChangedRepo };
