@@ -1,6 +1,6 @@
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { WorkingCopy } from './clients.ts';
-import type { Client, TestServer, TestUser } from './server.ts';
+import type { Client, TestUser } from './server.ts';
 import { uniq } from './server.ts';
 import { ok, sh, withCreds, writeFile } from './vcs.ts';
 
@@ -168,5 +168,3 @@ export async function settled(c: Client, path: string): Promise<any> {
   }
   throw new Error(`${path}: still checking after a minute`);
 }
-
-export type World = { s: TestServer; owner: TestUser; org: string };
