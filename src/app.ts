@@ -22,7 +22,7 @@ import { hostingHandler } from './repos/hosting.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
-import { driverFor, openReader } from './vcs/index.ts';
+import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
 import { ReaderPool } from './vcs/pool.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
@@ -30,6 +30,10 @@ import { PipelinesService } from './pipelines/service.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
 import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
+import { PullsService } from './pulls/service.ts';
+import { pullRoutes } from './pulls/routes.ts';
+import { Mergeability } from './pulls/mergeability.ts';
+import type { Trigger } from './pipelines/model.ts';
 import { WebhooksService } from './webhooks/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
@@ -52,6 +56,9 @@ export type Services = {
   changes: RepoChanges;
   /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
   readers: ReaderPool;
+  pulls: PullsService;
+  /** Merges, dry-run merges, ref deletion (Mercurial's command servers); closed at shutdown. */
+  ops: VcsOpsSet;
 };
 
 export type AppDeps = {
@@ -172,18 +179,52 @@ export function createServices(deps: AppDeps): Services {
     },
     // the next read after a push starts with fresh reader processes and caches
     onChanged: (repo) => readers.invalidate(repo.path),
-    onRefMoves: (tx, repoId, moves, senderId) =>
-      pipelines.trigger(
-        tx,
-        repoId,
-        moves.map((m) =>
-          m.type === 'tag'
-            ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
-            : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
-        ),
-      ),
+    // Pull requests first (source pushes, manual merges; their own savepoint), then one CI
+    // trigger call, so a commit reached by a push and a pull request gets one pipeline.
+    onRefMoves: async (tx, repo, moves, senderId) => {
+      let prTriggers: Trigger[] = [];
+      try {
+        prTriggers = await tx.transactional((sp) => pulls.sync.refsMoved(sp, repo, moves, senderId));
+      } catch (err) {
+        deps.log.error({ err, repo: repo.id }, 'pull request updates after a push failed');
+      }
+      const pushTriggers = moves.map((m): Trigger =>
+        m.type === 'tag'
+          ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
+          : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
+      );
+      return pipelines.trigger(tx, repo.id, [...pushTriggers, ...prTriggers]);
+    },
   });
-  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher, changes, readers };
+  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  const pulls: PullsService = new PullsService({
+    em,
+    log: deps.log,
+    users,
+    repos,
+    changes,
+    ops,
+    mergeability: new Mergeability({
+      ops: (kind) => ops.get(kind),
+      budgetMs: deps.config.pullCheckBudgetMs,
+      onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
+    }),
+    trigger: (tx, repoId, triggers) => pipelines.trigger(tx, repoId, triggers),
+  });
+  return {
+    users,
+    orgs,
+    repos,
+    agents,
+    pipelines,
+    issues,
+    webhooks,
+    webhookDispatcher,
+    changes,
+    readers,
+    pulls,
+    ops,
+  };
 }
 
 export function directory(s: Services): Directory {
@@ -317,6 +358,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   contentRoutes(api, services.repos, services.readers, config.limits);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
+  pullRoutes(api, services.pulls);
   webhookRoutes(api, services.webhooks);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 

@@ -73,6 +73,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRIAD_LOG_REQUESTS: bool.default(true),
   TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
+  TRIAD_PULL_CHECK_BUDGET_MS: z.coerce.number().int().min(0).max(600_000).default(400),
   TRIAD_BLOB_MAX_BYTES: size(1).default(4 * 1024 * 1024),
   TRIAD_DIFF_MAX_FILE_BYTES: size(1).default(1024 * 1024),
   TRIAD_DIFF_MAX_BYTES: size(1).default(4 * 1024 * 1024),
@@ -116,6 +117,8 @@ export type Config = {
   logRequests: boolean;
   /** Most assignees one issue may have (400 beyond, on create and on add). */
   issueMaxAssignees: number;
+  /** How long a pull request read waits for a mergeability check before answering `checking`. */
+  pullCheckBudgetMs: number;
   /** Contents read caps in bytes (blob content, a file's diff section, a whole diff). */
   limits: { blobMaxBytes: number; diffMaxFileBytes: number; diffMaxBytes: number };
   /** Tokens one user may hold (CI clone credentials not counted). */
@@ -178,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     logRequests: e.TRIAD_LOG_REQUESTS,
     issueMaxAssignees: e.TRIAD_ISSUE_MAX_ASSIGNEES,
+    pullCheckBudgetMs: e.TRIAD_PULL_CHECK_BUDGET_MS,
     limits: {
       blobMaxBytes: e.TRIAD_BLOB_MAX_BYTES,
       diffMaxFileBytes: e.TRIAD_DIFF_MAX_FILE_BYTES,

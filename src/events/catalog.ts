@@ -4,11 +4,12 @@
  * docs/events.md describes the payloads for integrators.
  *
  * Payload builders: `push` and `tag` from ref moves in payloads.ts; `issue.*` by the issues
- * service; `pull_request.*` by the pull request feature (declared here ahead of it). A feature's
+ * service; `pull_request.*` by the pull request feature (src/pulls). A feature's
  * record in a payload is the type of its API response (`<feature>/schemas.ts`, type-only imports),
  * so an event and the API never disagree on a record's shape.
  */
 import type { CommentJson, IssueJson } from '../issues/schemas.ts';
+import type { PullCommentJson, PullJson } from '../pulls/schemas.ts';
 import type { UserRefJson } from '../users/schemas.ts';
 
 /** The acting user: the API's user reference, or only id and name when the user is gone. */
@@ -68,14 +69,16 @@ export type IssuePayload = {
 };
 
 /**
- * `pull_request.<action>`: declared now so subscriptions can name the spec's types; the pull
- * request feature narrows `pull_request` to its response type when it starts emitting them.
+ * `pull_request.<action>`: `action` repeats the type's suffix; `comment` with
+ * `pull_request.commented`. `synchronized`: the source ref moved (a push, or a merge into it).
  */
 export type PullRequestPayload = {
-  action: 'opened' | 'closed' | 'merged' | 'commented';
-  pull_request: Record<string, unknown>;
-  comment?: CommentJson;
-  sender: EventUser;
+  action: 'opened' | 'closed' | 'reopened' | 'merged' | 'commented' | 'synchronized';
+  /** The pull request as the API answers it (without `comments`; mergeability as last known). */
+  pull_request: PullJson;
+  comment?: PullCommentJson;
+  /** Null when no user acted (a change found at start-up). */
+  sender: EventUser | null;
   repository: RepositoryRef;
 };
 
@@ -89,8 +92,10 @@ export type EventPayloads = {
   'issue.commented': IssuePayload;
   'pull_request.opened': PullRequestPayload;
   'pull_request.closed': PullRequestPayload;
+  'pull_request.reopened': PullRequestPayload;
   'pull_request.merged': PullRequestPayload;
   'pull_request.commented': PullRequestPayload;
+  'pull_request.synchronized': PullRequestPayload;
 };
 
 export type EventType = keyof EventPayloads;
@@ -105,8 +110,10 @@ const LISTED: Record<EventType, true> = {
   'issue.commented': true,
   'pull_request.opened': true,
   'pull_request.closed': true,
+  'pull_request.reopened': true,
   'pull_request.merged': true,
   'pull_request.commented': true,
+  'pull_request.synchronized': true,
 };
 
 /** Every event type, in the catalog's order (for validating subscriptions). */

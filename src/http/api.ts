@@ -75,6 +75,8 @@ export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = u
   query?: QS;
   /** Body is read by the handler itself (raw text, streams) instead of the JSON parser. */
   rawBody?: boolean;
+  /** The JSON body may be left out: the body schema then parses `undefined` (give it a default). */
+  optionalBody?: boolean;
   /** The success response (envelope, status, schema, headers): see `respond`. */
   returns: Success<T>;
   /**
@@ -185,10 +187,12 @@ export class Api {
     if (jsonBody) handlers.push(this.json);
     handlers.push(async (req, res) => {
       const rawBody: unknown = req.body;
-      if (jsonBody && (req.headers['content-length'] === '0' || rawBody === undefined)) {
+      const absent = req.headers['content-length'] === '0' || rawBody === undefined;
+      if (jsonBody && absent && def.optionalBody !== true) {
         throw ApiError.badRequest('a JSON request body is required');
       }
-      const body: unknown = def.body && jsonBody ? parseWith(def.body, rawBody, 'body') : undefined;
+      const body: unknown =
+        def.body && jsonBody ? parseWith(def.body, absent ? undefined : rawBody, 'body') : undefined;
       const query: unknown = def.query ? parseWith(def.query, req.query, 'query') : undefined;
       // PostgreSQL text cannot hold NUL: reject it (400) instead of failing the write (500). What
       // is checked is what the schemas kept, so an ignored unknown field cannot fail a request.

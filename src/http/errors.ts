@@ -11,6 +11,11 @@ export const ERROR_CODES = [
   'not_found',
   'method_not_allowed',
   'conflict',
+  'merge_conflict',
+  'head_moved',
+  'target_moved',
+  'not_open',
+  'not_fast_forward',
   'payload_too_large',
   'unsupported_media_type',
   'unprocessable',
@@ -27,6 +32,10 @@ export const errorEnvelope = z
     error: z.object({
       code: z.enum(ERROR_CODES).meta({ description: 'lowercase snake_case error identifier' }),
       message: z.string().meta({ description: 'human-readable explanation' }),
+      conflicted_files: z
+        .array(z.string())
+        .optional()
+        .meta({ description: '`merge_conflict` only: the paths that conflict' }),
     }),
   })
   .meta({ id: 'Error' });
@@ -36,12 +45,21 @@ export class ApiError extends Error {
   readonly status: number;
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
+  /** Fields the envelope's `error` carries besides `code` and `message` (declared in `errorEnvelope`). */
+  readonly details: { conflicted_files?: string[] } = {};
 
   constructor(status: number, code: ErrorCode, message: string, headers: Record<string, string> = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.headers = headers;
+  }
+
+  /** A merge that cannot be done as asked: 409 with its own code (and the conflicting paths). */
+  static mergeRefused(code: ErrorCode, message: string, conflictedFiles?: string[]): ApiError {
+    const e = new ApiError(409, code, message);
+    if (conflictedFiles !== undefined) e.details.conflicted_files = conflictedFiles;
+    return e;
   }
 
   static badRequest(message: string): ApiError {
@@ -84,7 +102,7 @@ export class ApiError extends Error {
 export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   if (err.status === 401 && !res.hasHeader('WWW-Authenticate')) bearerChallenge(res.req);
-  res.status(err.status).json({ error: { code: err.code, message: err.message } });
+  res.status(err.status).json({ error: { code: err.code, message: err.message, ...err.details } });
 }
 
 /**

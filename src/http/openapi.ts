@@ -242,6 +242,7 @@ const TAGS: Record<string, string> = {
   contents: 'repository contents: tree, blob, log, changeset',
   issues: 'issues, comments, labels and assignees',
   labels: 'the label catalog (site, organization and repository labels)',
+  pulls: 'pull requests: mergeability on read, merge, comments',
   pipelines: 'CI pipelines, user side',
   ci: 'CI agent protocol (agent token)',
   webhooks: 'repository and organization webhooks, their delivery history and redelivery',
@@ -278,7 +279,10 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
       // A raw text body may be empty (a log append of nothing answers the stored size).
       op.requestBody = r.rawBody
         ? { required: false, content: { 'text/plain': { schema: { type: 'string' } } } }
-        : { required: true, content: { 'application/json': { schema: schemas.convert(r.body, 'input') } } };
+        : {
+            required: r.optionalBody !== true,
+            content: { 'application/json': { schema: schemas.convert(r.body, 'input') } },
+          };
     }
     (paths[oaPath] ??= {})[r.method] = op;
   }

@@ -29,10 +29,13 @@ type Deps = {
   /** Where in-flight push markers live (on the repository volume, shared by replicas). */
   markerDir: string;
   repoById: (id: number) => Promise<ChangedRepo | undefined>;
-  /** Called inside the change's transaction (in a savepoint) with the refs that moved (CI triggers). */
+  /**
+   * Called inside the change's transaction (in a savepoint) with the refs that moved: pull
+   * requests (source pushes, manual merges) and CI triggers.
+   */
   onRefMoves?: (
     tx: EntityManager,
-    repoId: number,
+    repo: ChangedRepo,
     moves: RefMove[],
     senderId: number | null,
   ) => Promise<unknown>;
@@ -182,7 +185,7 @@ export class RepoChanges {
           const missed = await moves(recorded, before);
           if (missed.length > 0)
             log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
-          await this.record(tx, repo.id, links, missed, null);
+          await this.record(tx, repo, links, missed, null);
           let final = before;
           if (mutate !== undefined) {
             await fs.mkdir(this.deps.markerDir, { recursive: true });
@@ -193,7 +196,7 @@ export class RepoChanges {
               outcome = { error };
             }
             final = await driver.snapshot(repo.path);
-            await this.record(tx, repo.id, links, await moves(before, final), senderId);
+            await this.record(tx, repo, links, await moves(before, final), senderId);
           }
           await db.saveRefState(tx, repo.id, toJson(final));
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
@@ -232,12 +235,13 @@ export class RepoChanges {
   /** Outbox rows and CI triggers for ref moves; a CI trigger failure keeps the events. */
   private async record(
     tx: EntityManager,
-    repoId: number,
+    repo: ChangedRepo,
     links: CommitLinks,
     moves: RefMove[],
     senderId: number | null,
   ) {
     if (moves.length === 0) return;
+    const repoId = repo.id;
     await emitEvents(
       tx,
       moves.map((m) => refEvent(m, links, repoId, senderId)),
@@ -245,7 +249,7 @@ export class RepoChanges {
     const trigger = this.deps.onRefMoves;
     if (trigger === undefined) return;
     try {
-      await tx.transactional((sp) => trigger(sp, repoId, moves, senderId));
+      await tx.transactional((sp) => trigger(sp, repo, moves, senderId));
     } catch (err) {
       this.deps.log.error({ err, repo: repoId }, 'CI triggers failed; push events kept');
     }

@@ -22,6 +22,10 @@ export type VcsConstants = {
   readonly shortId: number;
   /** The default branch of a new repository (`default_branch`). */
   readonly defaultBranch: string;
+  /** What a pull request's refs are (Mercurial: bookmarks; Git, Fossil: branches). */
+  readonly refType: 'branch' | 'bookmark';
+  /** The default target of a pull request when it is not the repository's default branch. */
+  readonly pullTarget?: string;
 };
 
 export const GIT = {
@@ -36,6 +40,7 @@ export const GIT = {
   },
   shortId: 12,
   defaultBranch: 'main',
+  refType: 'branch',
 } as const satisfies VcsConstants & Record<string, unknown>;
 
 export const HG = {
@@ -44,6 +49,8 @@ export const HG = {
   env: { ...process.env, HGPLAIN: '1', HGENCODING: 'UTF-8', HGRCPATH: '', LANG: 'C.UTF-8' },
   shortId: 12,
   defaultBranch: 'default',
+  refType: 'bookmark',
+  pullTarget: '@',
   /** The Python that has the `mercurial` module (runs the hgweb CGI). */
   python: '/usr/bin/python3',
   /** The mainline bookmark: a push event for it is the default ref's. */
@@ -57,6 +64,7 @@ export const FOSSIL = {
   env: { ...process.env, USER: 'triad', LANG: 'C.UTF-8' },
   shortId: 10,
   defaultBranch: 'trunk',
+  refType: 'branch',
   /** Fossil users Triad maps authenticated HTTP callers to (REMOTE_USER). */
   reader: 'triad-reader',
   writer: 'triad-writer',

@@ -113,6 +113,12 @@ export interface VcsOps {
   resolveRef(dir: string, name: string): Promise<string | undefined>;
 
   /**
+   * `resolveRef` of several names at once (one VCS process for git and Fossil), in their order:
+   * what a pull request read needs (source and target heads).
+   */
+  resolveRefs(dir: string, names: readonly string[]): Promise<(string | undefined)[]>;
+
+  /**
    * A commit named by a commit id (full or unambiguous prefix, at least 4 hex digits), a
    * branch/bookmark or a tag, in that order of preference for a name; undefined when none.
    */

@@ -28,6 +28,7 @@ afterAll(async () => {
 /** A valid body for the operations that require one (else its 400 would come first). */
 const BODIES: Record<string, unknown> = {
   createComment: { body: 'a comment' },
+  createPullComment: { body: 'a comment' },
   addIssueLabel: { name: 'bug' },
   addIssueAssignee: { user_id: 1 },
   reportStepStatus: { status: 'running' },

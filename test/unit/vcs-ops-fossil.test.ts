@@ -42,6 +42,13 @@ describe('fossil operations', () => {
   test('resolveRef answers branch heads; unknown and hostile names name nothing', async () => {
     expect(base).toMatch(/^[0-9a-f]{64}$/);
     expect(await ops.resolveRef(fx.srv, 'nope')).toBeUndefined();
+    // several at once, in order (one process for git and Fossil)
+    expect(await ops.resolveRefs(fx.srv, [main, 'nope', "trunk' OR '1'='1", main])).toEqual([
+      base,
+      undefined,
+      undefined,
+      base,
+    ]);
     const hostile = [
       "trunk' OR '1'='1",
       "'; DROP TABLE blob; --",

@@ -34,6 +34,13 @@ describe('git operations', () => {
   test('resolveRef answers branch heads; unknown and hostile names name nothing', async () => {
     expect(base).toMatch(/^[0-9a-f]{40}$/);
     expect(await ops.resolveRef(fx.srv, 'nope')).toBeUndefined();
+    // several at once, in order (one process for git and Fossil)
+    expect(await ops.resolveRefs(fx.srv, ['main', 'nope', 'main~1', 'main'])).toEqual([
+      base,
+      undefined,
+      undefined,
+      base,
+    ]);
     for (const name of [
       '-x',
       '--upload-pack=touch pwned',

@@ -44,6 +44,13 @@ describe('hg operations', () => {
   test('resolveRef answers bookmarks (also @); unknown and hostile names name nothing', async () => {
     expect(base).toMatch(/^[0-9a-f]{40}$/);
     expect(await ops.resolveRef(fx.srv, 'nope')).toBeUndefined();
+    // several at once, in order (one process for git and Fossil)
+    expect(await ops.resolveRefs(fx.srv, ['@', 'nope', '@ or all()', '@'])).toEqual([
+      base,
+      undefined,
+      undefined,
+      base,
+    ]);
     for (const name of [
       'default',
       'tip',

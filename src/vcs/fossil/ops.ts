@@ -109,6 +109,17 @@ export class FossilOps implements VcsOps {
     return row?.id ?? undefined;
   }
 
+  async resolveRefs(dir: string, names: readonly string[]): Promise<(string | undefined)[]> {
+    const ok = names.filter(plausibleRefName);
+    if (ok.length === 0) return names.map(() => undefined);
+    const [row] = await this.query<(string | null)[]>(
+      dir,
+      `SELECT json_array(${ok.map((n) => uuidOf(headOf(n))).join(', ')})`,
+    );
+    const heads = new Map(ok.map((n, i) => [n, row?.[i] ?? undefined]));
+    return names.map((n) => heads.get(n));
+  }
+
   async resolveCommit(dir: string, rev: string): Promise<string | undefined> {
     if (!plausibleRefName(rev)) return undefined;
     const hex = isHexId(rev) ? rev.toLowerCase() : '';

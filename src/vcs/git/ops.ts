@@ -86,6 +86,11 @@ export class GitOps implements VcsOps {
     return (await this.branches(dir, [name])).get(name)?.id;
   }
 
+  async resolveRefs(dir: string, names: readonly string[]): Promise<(string | undefined)[]> {
+    const found = await this.branches(dir, [...names]);
+    return names.map((n) => found.get(n)?.id);
+  }
+
   /** The commit a tag points to (peeled), undefined when there is no such tag. */
   private async tagCommit(dir: string, name: string): Promise<string | undefined> {
     if (!gitRefNameOk(name)) return undefined;

@@ -146,6 +146,13 @@ export class HgOps implements VcsOps {
     return typeof a.id === 'string' ? a.id : undefined;
   }
 
+  async resolveRefs(dir: string, names: readonly string[]): Promise<(string | undefined)[]> {
+    // one warm command server: a request each costs about what one batched request would
+    const out: (string | undefined)[] = [];
+    for (const n of names) out.push(await this.resolveRef(dir, n));
+    return out;
+  }
+
   async resolveCommit(dir: string, rev: string): Promise<string | undefined> {
     if (!plausibleRefName(rev)) return undefined;
     const a = await this.call(dir, { op: 'commit', rev });

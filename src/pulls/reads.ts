@@ -1,0 +1,98 @@
+import { ApiError } from '../http/errors.ts';
+import type { RepoTarget } from '../http/auth.ts';
+import { isDbId } from '../db/sql.ts';
+import type { Db } from '../db/query.ts';
+import { offsetOf, type Page } from '../http/pagination.ts';
+import { CONSTANTS } from '../vcs/constants.ts';
+import type { RepoDisk } from './mergeability.ts';
+import * as db from './repository.ts';
+import type { PullRow, StoredCheck } from './repository.ts';
+import { pullCommentJson, pullJson, type ListPullsQuery, type PullJson } from './schemas.ts';
+import type { PullsDeps } from './service.ts';
+
+/** A repository as pull requests need it: its record, where it is on disk, its ref type. */
+export type PullRepo = RepoDisk & {
+  id: number;
+  defaultBranch: string;
+  refType: 'branch' | 'bookmark';
+};
+
+/**
+ * Reading pull requests: lists by status, one with its comments, and the JSON of rows. Open and
+ * closed pull requests answer live mergeability (`Mergeability.read`, within its time budget,
+ * all of a page at once); merged ones, and ones whose refs are gone, the last known.
+ */
+export class PullReads {
+  private readonly d: PullsDeps;
+
+  constructor(deps: PullsDeps) {
+    this.d = deps;
+  }
+
+  async repo(repoId: number): Promise<PullRepo> {
+    const r = await this.d.repos.get(repoId);
+    return {
+      id: r.id,
+      vcs: r.vcs,
+      path: this.d.repos.path(r),
+      defaultBranch: r.defaultBranch,
+      refType: CONSTANTS[r.vcs].refType,
+    };
+  }
+
+  async list(t: RepoTarget, q: ListPullsQuery): Promise<Page<PullJson>> {
+    const em = this.d.em();
+    const total = await db.countByStatus(em, t.repo.id, q.status);
+    const offset = offsetOf(q);
+    const page = { total, page: q.page, perPage: q.per_page };
+    if (total <= offset) return { ...page, items: [] };
+    const rows = await db.page(em, t.repo.id, q.status, q.per_page, offset);
+    return { ...page, items: await this.json(em, await this.repo(t.repo.id), rows, true) };
+  }
+
+  /** The pull request with all its comments (`[]` when none). */
+  async detail(t: RepoTarget, number: number): Promise<PullJson> {
+    const em = this.d.em();
+    const row = await this.find(em, t.repo.id, number, false);
+    const [pull] = await this.json(em, await this.repo(t.repo.id), [row], true);
+    const comments = row.comment_count === 0 ? [] : await db.comments(em, row.id);
+    const authors = await this.d.users.refs(
+      comments.map((c) => c.author_id),
+      em,
+    );
+    const { created_at, updated_at, closed_at, ...head } = pull!;
+    return {
+      ...head,
+      comments: comments.map((c) => pullCommentJson(c, authors)),
+      created_at,
+      updated_at,
+      closed_at,
+    };
+  }
+
+  /** The pull request `number` of the repository (404 when there is none); `lock` for a change. */
+  async find(em: Db, repoId: number, number: number, lock: boolean): Promise<PullRow> {
+    const row = isDbId(number) ? await db.pullByNumber(em, repoId, number, lock) : undefined;
+    if (row === undefined) throw ApiError.notFound('pull request');
+    return row;
+  }
+
+  /** Rows to JSON with their users; `live`: open and closed ones with mergeability computed now. */
+  async json(em: Db, repo: PullRepo, rows: readonly PullRow[], live: boolean): Promise<PullJson[]> {
+    if (rows.length === 0) return [];
+    const users = await this.d.users.refs(
+      rows.flatMap((r) => [r.author_id, r.merged_by]),
+      em,
+    );
+    const checks: readonly StoredCheck[] = live
+      ? await Promise.all(rows.map((r) => this.liveCheck(repo, r)))
+      : rows;
+    return rows.map((r, i) => pullJson(r, repo.refType, users, checks[i]));
+  }
+
+  private async liveCheck(repo: PullRepo, r: PullRow): Promise<StoredCheck> {
+    if (r.status === 'merged') return r;
+    const live = await this.d.mergeability.read(repo, r.source_ref, r.target_ref);
+    return live.ok ? live.check : r;
+  }
+}

@@ -1,0 +1,134 @@
+import { reply, respond, type Api } from '../http/api.ts';
+import { pathInt } from '../http/params.ts';
+import { apiPath } from '../http/responses.ts';
+import {
+  createPullBody,
+  listPullsQuery,
+  mergePullBody,
+  pullCommentBody,
+  pullCommentSchema,
+  pullSchema,
+  updatePullBody,
+} from './schemas.ts';
+import type { PullsService } from './service.ts';
+
+const READ_403 = 'a private repository and the token lacks pulls:read or does not reach it';
+const WRITE_403 = 'the token lacks pulls:write or does not reach the repository';
+const MEMBER_403 = `${WRITE_403}, or the caller is not a member of the organization`;
+const NUMBER = { number: pathInt };
+
+export function pullRoutes(api: Api, pulls: PullsService): void {
+  const base = '/pulls';
+  const { reads, writes, merges } = pulls;
+
+  api.repoRoute({
+    method: 'get',
+    path: base,
+    repo: { scope: 'pulls:read' },
+    tag: 'pulls',
+    auth: 'public',
+    summary: 'Pull requests by status (default open), newest first, with mergeability computed on read',
+    operationId: 'listPulls',
+    query: listPullsQuery,
+    returns: respond.list(pullSchema, 'pull requests (without comments)'),
+    errors: { 403: READ_403 },
+    handler: async ({ target, query }) => reply.list(await reads.list(target, query)),
+  });
+  api.repoRoute({
+    method: 'get',
+    path: `${base}/:number`,
+    repo: { scope: 'pulls:read' },
+    params: NUMBER,
+    tag: 'pulls',
+    auth: 'public',
+    summary: 'A pull request with all its comments and its mergeability now',
+    operationId: 'getPull',
+    returns: respond.data(pullSchema, 'the pull request'),
+    errors: { 403: READ_403, 404: 'no such repository or pull request' },
+    handler: async ({ target, params }) => reply.ok(await reads.detail(target, params.number)),
+  });
+  api.repoRoute({
+    method: 'post',
+    path: base,
+    repo: { scope: 'pulls:write', role: 'member' },
+    tag: 'pulls',
+    auth: 'token',
+    summary:
+      'Open a pull request (pulls:write, org member); target default: `@` (Mercurial), the default branch (Git, Fossil)',
+    operationId: 'createPull',
+    body: createPullBody,
+    returns: respond.created(pullSchema, 'the new pull request', (p, params) =>
+      apiPath('repos', params.org!, params.repo!, 'pulls', p.number),
+    ),
+    errors: {
+      400: 'invalid body, `ref_type` given, or source and target are the same ref',
+      403: MEMBER_403,
+      404: 'no such repository, or the source or target ref does not exist (the message names it)',
+      409: 'an open pull request with the same source and target exists',
+    },
+    links: Object.fromEntries(
+      ['getPull', 'updatePull', 'mergePull', 'createPullComment'].map((id) => [
+        id,
+        { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/data/number' },
+      ]),
+    ),
+    handler: async ({ access, target, body }) =>
+      reply.created(await writes.create(target, access.actor(), body)),
+  });
+  api.repoRoute({
+    method: 'patch',
+    path: `${base}/:number`,
+    repo: { scope: 'pulls:write' },
+    params: NUMBER,
+    tag: 'pulls',
+    auth: 'token',
+    summary:
+      'Change title, body or state (`open`, `closed`) of a pull request (pulls:write; author or org owner)',
+    operationId: 'updatePull',
+    body: updatePullBody,
+    returns: respond.data(pullSchema, 'the updated pull request'),
+    errors: {
+      403: `${WRITE_403}, or the caller is neither the author nor an org owner`,
+      404: 'no such repository or pull request',
+      409: 'a state change of a merged pull request (`not_open`), or reopening while another open pull request has the same refs',
+    },
+    handler: async ({ access, target, params, body }) =>
+      reply.ok(await writes.update(target, await access.actorIn(target.org.id), params.number, body)),
+  });
+  api.repoRoute({
+    method: 'post',
+    path: `${base}/:number/merge`,
+    repo: { scope: 'pulls:write', role: 'member' },
+    params: NUMBER,
+    tag: 'pulls',
+    auth: 'token',
+    summary:
+      'Merge a pull request (pulls:write, org member): style merge (default; fast-forward when possible), ff-only or squash',
+    operationId: 'mergePull',
+    body: mergePullBody,
+    optionalBody: true,
+    returns: respond.data(pullSchema, 'the merged pull request (`merge_commit` is the target head)'),
+    errors: {
+      403: MEMBER_403,
+      404: 'no such repository or pull request, or its source or target ref no longer exists',
+      409: '`merge_conflict` (with `conflicted_files`; nothing changed), `head_moved`, `target_moved`, `not_fast_forward`, `not_open`, or nothing to merge (`conflict`)',
+    },
+    handler: async ({ access, target, params, body }) =>
+      reply.ok(await merges.merge(target, access.actor(), params.number, body)),
+  });
+  api.repoRoute({
+    method: 'post',
+    path: `${base}/:number/comments`,
+    repo: { scope: 'pulls:write' },
+    params: NUMBER,
+    tag: 'pulls',
+    auth: 'token',
+    summary: 'Comment on a pull request (pulls:write)',
+    operationId: 'createPullComment',
+    body: pullCommentBody,
+    returns: respond.created(pullCommentSchema, 'the new comment'),
+    errors: { 403: WRITE_403, 404: 'no such repository or pull request' },
+    handler: async ({ access, target, params, body }) =>
+      reply.created(await writes.comment(target, access.actor(), params.number, body.body)),
+  });
+}

@@ -1,0 +1,96 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Logger } from 'pino';
+import type { Db } from '../db/query.ts';
+import type {
+  DomainEvent,
+  PullRequestEventType,
+  PullRequestPayload,
+  RepositoryRef,
+} from '../events/catalog.ts';
+import { emitEvents } from '../events/outbox.ts';
+import type { Trigger } from '../pipelines/model.ts';
+import type { RepoChanges } from '../repos/changes.ts';
+import type { ReposService } from '../repos/service.ts';
+import { userRefJson } from '../users/schemas.ts';
+import type { UsersService } from '../users/service.ts';
+import type { VcsOpsSet } from '../vcs/index.ts';
+import { PullMerges } from './merge.ts';
+import type { Mergeability } from './mergeability.ts';
+import { PullReads } from './reads.ts';
+import { PullSync } from './sync.ts';
+import { PullWrites } from './writes.ts';
+
+export type PullsDeps = {
+  em: () => EntityManager;
+  log: Logger;
+  users: Pick<UsersService, 'refs' | 'get'>;
+  repos: Pick<ReposService, 'get' | 'path' | 'changed'>;
+  /** The one repository-change path (merges run as its mutation). */
+  changes: Pick<RepoChanges, 'change'>;
+  ops: Pick<VcsOpsSet, 'get'>;
+  mergeability: Mergeability;
+  /** CI: pipelines for `pull_request` triggers, in the caller's transaction. */
+  trigger: (tx: Db, repoId: number, triggers: readonly Trigger[]) => Promise<unknown>;
+};
+
+/** A merge in progress in this process, by repository: which pull request the target move belongs to. */
+export type Merging = { pullId: number; actorId: number; head: string; base: string };
+
+/**
+ * Pull requests, split by use case: `reads` (lists, one with comments, mergeability on read),
+ * `writes` (create, update, comment), `merges` (merge through the repository-change path) and
+ * `sync` (what a push or merge means for open pull requests: new source heads, manual merges;
+ * called by `RepoChanges` inside the push transaction).
+ */
+export class PullsService {
+  readonly reads: PullReads;
+  readonly writes: PullWrites;
+  readonly merges: PullMerges;
+  readonly sync: PullSync;
+
+  constructor(deps: PullsDeps) {
+    const merging = new Map<number, Merging>();
+    this.reads = new PullReads(deps);
+    this.writes = new PullWrites(deps, this.reads);
+    this.merges = new PullMerges(deps, this.reads, merging);
+    this.sync = new PullSync(deps, this.reads, merging);
+  }
+}
+
+/** Writes a `pull_request.*` event in the caller's transaction. */
+export async function emitPull(
+  tx: Db,
+  users: PullsDeps['users'],
+  repository: RepositoryRef,
+  senderId: number | null,
+  type: PullRequestEventType,
+  payload: Omit<PullRequestPayload, 'sender' | 'repository'>,
+): Promise<void> {
+  const s = senderId === null ? undefined : (await users.refs([senderId], tx)).get(senderId);
+  const event: DomainEvent<PullRequestEventType> = {
+    type,
+    repoId: repository.id,
+    senderId,
+    payload: {
+      ...payload,
+      sender: s === undefined ? null : userRefJson(s),
+      repository,
+    },
+  };
+  await emitEvents(tx, [event]);
+}
+
+/** `pull_request` CI triggers in a savepoint: a failing trigger keeps the caller's writes. */
+export async function triggerCi(
+  tx: Db,
+  deps: Pick<PullsDeps, 'trigger' | 'log'>,
+  repoId: number,
+  triggers: readonly Trigger[],
+): Promise<void> {
+  if (triggers.length === 0) return;
+  try {
+    await tx.transactional((sp) => deps.trigger(sp, repoId, triggers));
+  } catch (err) {
+    deps.log.error({ err, repo: repoId }, 'pull request CI triggers failed');
+  }
+}

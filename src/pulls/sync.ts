@@ -1,0 +1,130 @@
+import type { Db } from '../db/query.ts';
+import type { Trigger } from '../pipelines/model.ts';
+import type { ChangedRepo } from '../repos/changes.ts';
+import type { RefMove } from '../vcs/driver.ts';
+import { CONSTANTS } from '../vcs/constants.ts';
+import type { Mergeability } from './mergeability.ts';
+import type { PullReads, PullRepo } from './reads.ts';
+import * as db from './repository.ts';
+import type { PullRow, StoredCheck } from './repository.ts';
+import { emitPull, type Merging, type PullsDeps } from './service.ts';
+
+/**
+ * What moved refs mean for open pull requests, inside the push transaction of `RepoChanges` (any
+ * change: a client push, a merge, one found at start-up):
+ * - the pull request a merge in progress belongs to (its target moved) becomes `merged`;
+ * - any other whose source head is now reachable from its target head becomes `merged` too
+ *   (a manual merge: merged_by is the pusher, merge_commit the target head);
+ * - one whose source moved otherwise is `synchronized`: new `head_commit`, an event, and a
+ *   `pull_request` CI trigger for the new head, returned to join the push's own triggers (one
+ *   pipeline for a commit reached by both).
+ */
+export class PullSync {
+  private readonly d: PullsDeps;
+  private readonly reads: PullReads;
+  private readonly merging: Map<number, Merging>;
+
+  constructor(deps: PullsDeps, reads: PullReads, merging: Map<number, Merging>) {
+    this.d = deps;
+    this.reads = reads;
+    this.merging = merging;
+  }
+
+  async refsMoved(
+    tx: Db,
+    changed: ChangedRepo,
+    moves: readonly RefMove[],
+    senderId: number | null,
+  ): Promise<Trigger[]> {
+    const merging = this.merging.get(changed.id);
+    this.merging.delete(changed.id);
+    const repo: PullRepo = {
+      id: changed.id,
+      vcs: changed.vcs,
+      path: changed.path,
+      defaultBranch: changed.defaultBranch,
+      refType: CONSTANTS[changed.vcs].refType,
+    };
+    const moved = new Map<string, string>();
+    for (const m of moves) if (m.type === repo.refType) moved.set(m.name, m.head);
+    const rows = await db.openTouching(tx, repo.id, [...moved.keys()]);
+    const ops = this.d.ops.get(repo.vcs);
+    const repository = { id: repo.id, name: changed.name, org: changed.org };
+    const triggers: Trigger[] = [];
+    for (const row of rows) {
+      const newSource = moved.get(row.source_ref);
+      const newTarget = moved.get(row.target_ref);
+      if (merging?.pullId === row.id && newTarget !== undefined) {
+        const check = mergedCheck(this.d.mergeability, repo, row, merging.head, merging.base);
+        await this.markMerged(tx, repo, repository, row, check, merging.actorId, newTarget);
+        continue;
+      }
+      const sourceHead = newSource ?? (await ops.resolveRef(repo.path, row.source_ref)) ?? row.head_commit;
+      const targetHead = newTarget ?? (await ops.resolveRef(repo.path, row.target_ref));
+      if (targetHead !== undefined && (await ops.isAncestor(repo.path, sourceHead, targetHead))) {
+        const check: StoredCheck = {
+          head_commit: sourceHead,
+          base_commit: targetHead,
+          mergeable_state: 'behind',
+          conflicted_files: [],
+          commits_ahead: 0,
+          commits_behind: 0,
+        };
+        await this.markMerged(tx, repo, repository, row, check, senderId, targetHead);
+        continue;
+      }
+      if (newSource === undefined || newSource === row.head_commit) continue;
+      const check =
+        targetHead === undefined
+          ? { ...row, head_commit: newSource, mergeable_state: 'checking' as const }
+          : this.d.mergeability.peek(repo, row.source_ref, row.target_ref, newSource, targetHead);
+      const updated = (await db.updatePull(tx, row.id, { check }))!;
+      const [pull] = await this.reads.json(tx, repo, [updated], false);
+      await emitPull(tx, this.d.users, repository, senderId, 'pull_request.synchronized', {
+        action: 'synchronized',
+        pull_request: pull!,
+      });
+      triggers.push({ commit: newSource, event: 'pull_request', branch: row.source_ref, tag: '', senderId });
+    }
+    return triggers;
+  }
+
+  private async markMerged(
+    tx: Db,
+    repo: PullRepo,
+    repository: { id: number; name: string; org: string },
+    row: PullRow,
+    check: StoredCheck,
+    by: number | null,
+    commit: string,
+  ): Promise<void> {
+    const updated = (await db.updatePull(tx, row.id, { status: 'merged', check, merged: { by, commit } }))!;
+    const [pull] = await this.reads.json(tx, repo, [updated], false);
+    await emitPull(tx, this.d.users, repository, by, 'pull_request.merged', {
+      action: 'merged',
+      pull_request: pull!,
+    });
+  }
+}
+
+/** A merged pull request keeps the mergeability it had when merged (source and target heads then). */
+export function mergedCheck(
+  m: Mergeability,
+  repo: PullRepo,
+  row: PullRow,
+  head: string,
+  base: string,
+): StoredCheck {
+  return m.cached(repo, head, base) ?? { ...pick(row), head_commit: head, base_commit: base };
+}
+
+function pick(r: PullRow): StoredCheck {
+  return {
+    head_commit: r.head_commit,
+    base_commit: r.base_commit,
+    mergeable_state: r.mergeable_state === 'checking' ? 'clean' : r.mergeable_state,
+    conflicted_files: r.conflicted_files,
+    commits_ahead: r.commits_ahead,
+    commits_behind: r.commits_behind,
+  };
+}
