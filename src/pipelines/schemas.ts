@@ -144,7 +144,14 @@ export const logAckSchema = z
   })
   .meta({ id: 'LogAck' });
 export const queueSchema = z
-  .object({ pending: z.int().min(0), running: z.int().min(0), agents: z.int().min(0) })
+  .object({
+    pending: z.int().min(0),
+    running: z.int().min(0),
+    agents: z.int().min(0),
+    version: z.string().meta({
+      description: 'identifies these figures (the same figures give the same version); pass it back as `since`',
+    }),
+  })
   .meta({ id: 'Queue' });
 
 const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
