@@ -24,6 +24,7 @@ export const agentSchema = z
           labels: labelMap.meta({ description: 'the labels it last polled with' }),
           last_seen_at: z.string(),
           live: z.boolean().meta({ description: 'seen within the agent timeout' }),
+          running_pipelines: z.array(z.int()).meta({ description: 'ids of the pipelines it runs now' }),
         }),
       )
       .meta({ description: 'the instances seen with this token, most recently seen first' }),
@@ -33,7 +34,11 @@ export const agentSchema = z
 export type AgentJson = z.infer<typeof agentSchema>;
 
 /** An agent row as the admin list shows it. */
-export function agentJson(r: AgentListRow, running: number[], liveMs: number): AgentJson {
+export function agentJson(
+  r: AgentListRow,
+  running: readonly { id: number; instance: string }[],
+  liveMs: number,
+): AgentJson {
   const now = Date.now();
   return {
     id: r.id,
@@ -45,7 +50,8 @@ export function agentJson(r: AgentListRow, running: number[], liveMs: number): A
       labels: i.labels,
       last_seen_at: isoTime(i.last_seen_at),
       live: now - new Date(i.last_seen_at).getTime() <= liveMs,
+      running_pipelines: running.filter((p) => p.instance === i.instance).map((p) => p.id),
     })),
-    running_pipelines: running,
+    running_pipelines: running.map((p) => p.id),
   };
 }

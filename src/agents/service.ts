@@ -31,7 +31,10 @@ export class AgentsService {
   }
 
   /** Every registered agent with its instances; `running` gives the pipelines each agent runs. */
-  async list(running: (ids: number[]) => Promise<Map<number, number[]>>, liveMs: number): Promise<AgentJson[]> {
+  async list(
+    running: (ids: number[]) => Promise<Map<number, { id: number; instance: string }[]>>,
+    liveMs: number,
+  ): Promise<AgentJson[]> {
     const rows: AgentListRow[] = await db.listAgents(this.em());
     const byAgent = await running(rows.map((r) => r.id));
     return rows.map((r) => agentJson(r, byAgent.get(r.id) ?? [], liveMs));

@@ -81,11 +81,11 @@ export class AgentProtocol {
     return agentDb.unacknowledgedCancels(this.em(), agent.agentId, agent.instance ?? 'default');
   }
 
-  /** The running pipelines of each of these agents (ids ascending). */
-  async runningByAgent(agentIds: readonly number[]): Promise<Map<number, number[]>> {
-    const out = new Map<number, number[]>();
+  /** The running pipelines of each of these agents with the instance running each (ids ascending). */
+  async runningByAgent(agentIds: readonly number[]): Promise<Map<number, { id: number; instance: string }[]>> {
+    const out = new Map<number, { id: number; instance: string }[]>();
     for (const r of await agentDb.runningOfAgents(this.em(), agentIds)) {
-      out.set(r.agent_id, [...(out.get(r.agent_id) ?? []), r.id]);
+      out.set(r.agent_id, [...(out.get(r.agent_id) ?? []), { id: r.id, instance: r.agent_instance }]);
     }
     return out;
   }

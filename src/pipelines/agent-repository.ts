@@ -128,10 +128,13 @@ export type RunningRow = {
 };
 
 /** The running pipelines of these agents. */
-export function runningOfAgents(db: Db, agentIds: readonly number[]): Promise<{ id: number; agent_id: number }[]> {
+export function runningOfAgents(
+  db: Db,
+  agentIds: readonly number[],
+): Promise<{ id: number; agent_id: number; agent_instance: string }[]> {
   if (agentIds.length === 0) return Promise.resolve([]);
-  return db.execute<{ id: number; agent_id: number }[]>(
-    `select id, agent_id from pipelines where status = 'running' and agent_id = any(?::int[]) order by id`,
+  return db.execute<{ id: number; agent_id: number; agent_instance: string }[]>(
+    `select id, agent_id, agent_instance from pipelines where status = 'running' and agent_id = any(?::int[]) order by id`,
     [intArray(agentIds)],
   );
 }
