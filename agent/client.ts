@@ -101,7 +101,14 @@ export class ServerClient {
 
   /** A job, or undefined after `waitSeconds` with nothing to do. */
   async poll(waitSeconds: number, signal: AbortSignal): Promise<Job | undefined> {
-    const r = await this.call('POST', `/api/v1/ci/poll?wait=${waitSeconds}${this.labels}`, 'poll', undefined, {}, signal);
+    const r = await this.call(
+      'POST',
+      `/api/v1/ci/poll?wait=${waitSeconds}${this.labels}`,
+      'poll',
+      undefined,
+      {},
+      signal,
+    );
     if (r.status === 204) return undefined;
     return (await r.json()) as Job;
   }

@@ -89,7 +89,11 @@ export async function processSeen(db: Db, agentId: number, instance: string, non
 }
 
 /** Agent instances seen within `withinMs`: all, or those polling with exactly `labels`. */
-export function instancesSeenWithin(db: Db, withinMs: number, labels?: Record<string, string>): Promise<number> {
+export function instancesSeenWithin(
+  db: Db,
+  withinMs: number,
+  labels?: Record<string, string>,
+): Promise<number> {
   return count(
     db,
     `select count(*) as n from agent_instances where last_seen_at > now() - (? * interval '1 millisecond')

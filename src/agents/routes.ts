@@ -33,11 +33,7 @@ const queueQuery = z.object({
   wait: queryInt(z.int().min(0).max(60))
     .optional()
     .meta({ description: 'with `since`: hold the request up to N seconds (<= 60) until the figures change' }),
-  since: z
-    .string()
-    .max(64)
-    .optional()
-    .meta({ description: 'the `version` of the figures the caller has' }),
+  since: z.string().max(64).optional().meta({ description: 'the `version` of the figures the caller has' }),
 });
 const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
 const ID = { id: pathInt };
@@ -90,7 +86,8 @@ export function agentRoutes(
     tag: 'admin',
     auth: 'admin',
     operationId: 'deleteAgent',
-    summary: 'Deregister a CI agent: its token stops working and its running pipelines become `error` (site admin)',
+    summary:
+      'Deregister a CI agent: its token stops working and its running pipelines become `error` (site admin)',
     returns: respond.empty('the agent is deregistered'),
     errors: { 404: 'no agent has this id' },
     handler: async ({ params }) => {

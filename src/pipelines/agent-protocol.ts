@@ -82,7 +82,9 @@ export class AgentProtocol {
   }
 
   /** The running pipelines of each of these agents with the instance running each (ids ascending). */
-  async runningByAgent(agentIds: readonly number[]): Promise<Map<number, { id: number; instance: string }[]>> {
+  async runningByAgent(
+    agentIds: readonly number[],
+  ): Promise<Map<number, { id: number; instance: string }[]>> {
     const out = new Map<number, { id: number; instance: string }[]>();
     for (const r of await agentDb.runningOfAgents(this.em(), agentIds)) {
       out.set(r.agent_id, [...(out.get(r.agent_id) ?? []), { id: r.id, instance: r.agent_instance }]);

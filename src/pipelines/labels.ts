@@ -26,17 +26,15 @@ export function validLabelValue(value: string): boolean {
   return value === '' || NAME.test(value);
 }
 
-const KEY_RULE = 'a label key is a name of up to 63 letters, digits, "-", "_" or "." (optionally prefix/name)';
+const KEY_RULE =
+  'a label key is a name of up to 63 letters, digits, "-", "_" or "." (optionally prefix/name)';
 const VALUE_RULE = 'a label value is empty or a name of up to 63 letters, digits, "-", "_" or "."';
 
 /** The pipeline file's `labels`: a map of label keys to values (numbers and booleans as text). */
 export const labelsSchema = z
   .record(
     z.string().refine(validLabelKey, KEY_RULE),
-    z
-      .union([z.string(), z.number(), z.boolean()])
-      .transform(String)
-      .refine(validLabelValue, VALUE_RULE),
+    z.union([z.string(), z.number(), z.boolean()]).transform(String).refine(validLabelValue, VALUE_RULE),
   )
   .refine((m) => Object.keys(m).length <= MAX_LABELS, `at most ${MAX_LABELS} labels`);
 

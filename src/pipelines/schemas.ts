@@ -149,7 +149,8 @@ export const queueSchema = z
     running: z.int().min(0),
     agents: z.int().min(0),
     version: z.string().meta({
-      description: 'identifies these figures (the same figures give the same version); pass it back as `since`',
+      description:
+        'identifies these figures (the same figures give the same version); pass it back as `since`',
     }),
   })
   .meta({ id: 'Queue' });

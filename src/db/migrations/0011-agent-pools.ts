@@ -21,7 +21,9 @@ export class Migration0011AgentPools extends Migration {
     this.addSql(`alter table agent_instances add column labels jsonb not null default '{}'`);
     this.addSql(`drop index pipelines_pending_idx`);
     this.addSql(`create index pipelines_pending_idx on pipelines (labels, id) where status = 'pending'`);
-    this.addSql(`create index pipelines_active_labels_idx on pipelines (labels) where status in ('pending', 'running')`);
+    this.addSql(
+      `create index pipelines_active_labels_idx on pipelines (labels) where status in ('pending', 'running')`,
+    );
     this.addSql(`
       create function triad_pipelines_changed() returns trigger language plpgsql as $$
       begin
