@@ -33,10 +33,16 @@ const VALUE_RULE = 'a label value is empty or a name of up to 63 letters, digits
 /** The pipeline file's `labels`: a map of label keys to values (numbers and booleans as text). */
 export const labelsSchema = z
   .record(
-    z.string().refine(validLabelKey, KEY_RULE),
+    z.string(),
     z.union([z.string(), z.number(), z.boolean()]).transform(String).refine(validLabelValue, VALUE_RULE),
   )
-  .refine((m) => Object.keys(m).length <= MAX_LABELS, `at most ${MAX_LABELS} labels`);
+  .superRefine((m, ctx) => {
+    const keys = Object.keys(m);
+    if (keys.length > MAX_LABELS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_LABELS} labels` });
+    for (const k of keys.filter((x) => !validLabelKey(x))) {
+      ctx.addIssue({ code: 'custom', path: [k], message: KEY_RULE });
+    }
+  });
 
 /**
  * `k=v,k2=v2` (the `labels` query parameter) as a map; empty text is no labels. Throws an Error
