@@ -28,7 +28,12 @@ import {
   type AgentPool,
 } from './types.ts';
 
-export type ControllerOptions = { resyncMs: number; sweepGraceMs: number };
+export type ControllerOptions = {
+  resyncMs: number;
+  sweepGraceMs: number;
+  /** Only the pools (and objects) of this namespace; undefined: the whole cluster. */
+  namespace?: string | undefined;
+};
 
 /**
  * The AgentPool controller: informers on the pools and on the Deployments and Secrets it made
@@ -68,29 +73,43 @@ export class Controller {
       },
       sweepGraceMs: o.sweepGraceMs,
     });
+    const ns = o.namespace;
+    const at = (group: string, plural: string) =>
+      `${group}${ns === undefined ? '' : `/namespaces/${ns}`}/${plural}`;
     this.pools = makeInformer<AgentPool>(
       kc,
-      `/apis/${API_VERSION}/${PLURAL}`,
+      at(`/apis/${API_VERSION}`, PLURAL),
       () =>
-        this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }) as Promise<
-          KubernetesListObject<AgentPool>
-        >,
+        (ns === undefined
+          ? this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })
+          : this.custom.listNamespacedCustomObject({
+              group: GROUP,
+              version: VERSION,
+              plural: PLURAL,
+              namespace: ns,
+            })) as Promise<KubernetesListObject<AgentPool>>,
     );
     const apps = kc.makeApiClient(AppsV1Api);
     const core = kc.makeApiClient(CoreV1Api);
-    const selector = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+    const labelSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
     this.owned = [
       makeInformer<KubernetesObject>(
         kc,
-        '/apis/apps/v1/deployments',
-        () => apps.listDeploymentForAllNamespaces({ labelSelector: selector }),
-        selector,
+        at('/apis/apps/v1', 'deployments'),
+        () =>
+          ns === undefined
+            ? apps.listDeploymentForAllNamespaces({ labelSelector })
+            : apps.listNamespacedDeployment({ namespace: ns, labelSelector }),
+        labelSelector,
       ),
       makeInformer<KubernetesObject>(
         kc,
-        '/api/v1/secrets',
-        () => core.listSecretForAllNamespaces({ labelSelector: selector }),
-        selector,
+        at('/api/v1', 'secrets'),
+        () =>
+          ns === undefined
+            ? core.listSecretForAllNamespaces({ labelSelector })
+            : core.listNamespacedSecret({ namespace: ns, labelSelector }),
+        labelSelector,
       ),
     ];
   }

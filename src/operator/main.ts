@@ -11,6 +11,7 @@ const envSchema = z.object({
   TRIAD_OPERATOR_SERVER: z.url(),
   TRIAD_OPERATOR_TOKEN: z.string().min(1, 'TRIAD_OPERATOR_TOKEN (a site administrator token) is required'),
   TRIAD_OPERATOR_NAMESPACE: z.string().min(1).optional(),
+  TRIAD_OPERATOR_WATCH_NAMESPACE: z.string().min(1).optional(),
   POD_NAMESPACE: z.string().min(1).optional(),
   POD_NAME: z.string().min(1).optional(),
   TRIAD_OPERATOR_LEASE_NAME: z.string().min(1).default('triad-operator'),
@@ -47,6 +48,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const controller = new Controller(kc, api, log, {
     resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
     sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
+    namespace: e.TRIAD_OPERATOR_WATCH_NAMESPACE,
   });
   const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
   const leaseSeconds = e.TRIAD_OPERATOR_LEASE_SECONDS;
