@@ -79,8 +79,7 @@ export class LeaderElector {
     try {
       const lease = await this.api.readNamespacedLease({ name: this.o.name, namespace: this.o.namespace });
       if (lease.spec?.holderIdentity !== this.o.identity) return;
-      lease.spec.holderIdentity = undefined;
-      lease.spec.renewTime = undefined;
+      lease.spec = { leaseDurationSeconds: lease.spec.leaseDurationSeconds };
       await this.api.replaceNamespacedLease({ name: this.o.name, namespace: this.o.namespace, body: lease });
     } catch {
       // it expires by itself
@@ -122,8 +121,11 @@ export class LeaderElector {
     const expired = renewed + (spec.leaseDurationSeconds ?? leaseSeconds) * 1000 < Date.now();
     if (holder !== undefined && holder !== '' && holder !== identity && !expired) return false;
     const mine = holder === identity;
+    const micro = (t: Date | undefined) =>
+      t === undefined ? undefined : new V1MicroTime(new Date(t).getTime());
     lease.spec = {
       ...spec,
+      acquireTime: micro(spec.acquireTime),
       holderIdentity: identity,
       leaseDurationSeconds: leaseSeconds,
       renewTime: now,
