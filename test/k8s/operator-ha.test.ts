@@ -13,6 +13,7 @@ import {
   deploymentReplicas,
   installAgentPoolCrd,
   operatorRbac,
+  removePools,
   poolToken,
   startOperator,
   waitForPool,
@@ -38,6 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  if (ns !== undefined) await removePools(ns);
   for (const o of ops) await o.kill('SIGKILL');
   await s?.close();
   if (ns !== undefined) {

@@ -13,6 +13,7 @@ import {
   clients,
   cluster,
   helmOk,
+  kubectl,
   kubectlOk,
   serviceAccountKubeconfig,
   waitFor,
@@ -178,4 +179,16 @@ export async function operatorRbac(namespace: string): Promise<string> {
     input: docs.map((d) => JSON.stringify(d)).join('\n'),
   });
   return serviceAccountKubeconfig(namespace, 't-triad-operator');
+}
+
+/**
+ * Deletes the pools of a namespace while an operator still runs (it deregisters them); whatever is
+ * left after a grace loses its finalizer, so the namespace can be deleted.
+ */
+export async function removePools(namespace: string): Promise<void> {
+  await kubectl(['delete', 'agentpools', '--all', '-n', namespace, '--wait=true', '--timeout=30s']);
+  const left = await kubectl(['get', 'agentpools', '-n', namespace, '-o', 'name']);
+  for (const name of left.stdout.split('\n').filter((l) => l.trim() !== '')) {
+    await kubectl(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
+  }
 }
