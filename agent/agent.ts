@@ -26,8 +26,7 @@ export type AgentOptions = {
   /** Port of /metrics and /healthz; undefined = no HTTP server. */
   metricsPort?: number;
   sweepMs?: number;
-  /** Pool labels polled with (`k=v,...`): only pipelines with exactly these labels are claimed. */
-  labels?: string;
+  labels?: string; // pool labels (`k=v,...`) polled with: pipelines with exactly these
 };
 
 type Running = {

@@ -15,6 +15,7 @@ import {
   operatorRbac,
   removePools,
   poolToken,
+  registered,
   startOperator,
   waitForPool,
   type OperatorProcess,
@@ -61,11 +62,6 @@ async function holder(): Promise<string | undefined> {
   return lease?.spec?.holderIdentity;
 }
 
-async function registered(name: string): Promise<any[]> {
-  const r = await s.admin.get('/api/v1/admin/agents');
-  return r.body.data.filter((a: any) => a.name.startsWith(`agentpool:${ns}/${name}:`));
-}
-
 const logs = () => ops.map((o, i) => `--- operator ${i}\n${o.log().slice(-3000)}`).join('\n');
 
 describe('AgentPool operator replicas', () => {
@@ -91,7 +87,7 @@ describe('AgentPool operator replicas', () => {
     ).catch((err: unknown) => {
       throw new Error(`${String(err)}\n${logs()}`);
     });
-    const agents = await registered('p');
+    const agents = await registered(s, ns, 'p');
     expect(agents).toHaveLength(1);
     const { token, agentId } = await poolToken(ns, 'p');
     expect(agents[0].id).toBe(agentId);
@@ -123,6 +119,6 @@ describe('AgentPool operator replicas', () => {
       },
     );
     await waitForPool(ns, 'p', 'observed generation 2', (p) => p.status?.observedGeneration === 2);
-    expect(await registered('p')).toHaveLength(1);
+    expect(await registered(s, ns, 'p')).toHaveLength(1);
   });
 });

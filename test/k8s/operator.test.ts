@@ -3,25 +3,12 @@
  * a process outside the cluster with the chart's operator ClusterRole (a service account token), so
  * its RBAC is exercised too. Kwok nodes run no containers: agent pods are only "Running"; the
  * agents are played by the test through the HTTP API with the pool's own token (their pod names as
- * instances), and in the acceptance test by a real `triad agent` process with the pool's service
- * account, whose step pods kwok then "runs".
+ * instances); operator-acceptance.test.ts runs a real agent.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { commitFiles, gitRepo } from '../helpers/ci.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import {
-  PodRecorder,
-  ROOT,
-  clients,
-  deleteNamespace,
-  kubectl,
-  kubectlOk,
-  newNamespace,
-  serviceAccountKubeconfig,
-  waitFor,
-} from './harness/kube.ts';
+import { clients, deleteNamespace, kubectl, kubectlOk, newNamespace, waitFor } from './harness/kube.ts';
 import {
   condition,
   createPool,
@@ -32,6 +19,8 @@ import {
   operatorRbac,
   removePools,
   poolToken,
+  registered,
+  agentPods,
   startOperator,
   waitForPool,
   type OperatorProcess,
@@ -90,22 +79,6 @@ async function pushPipeline(file: string): Promise<string> {
   await commitFiles(repo, { '.pipeline.yml': file });
   await repo.push();
   return `/api/v1/repos/${org}/${repo.name}/pipelines/1`;
-}
-
-async function registered(name: string): Promise<any[]> {
-  const r = await s.admin.get('/api/v1/admin/agents');
-  return r.body.data.filter((a: any) => a.name.startsWith(`agentpool:${ns}/${name}:`));
-}
-
-async function agentPods(pool: string): Promise<string[]> {
-  const pods = await clients().core.listNamespacedPod({
-    namespace: ns,
-    labelSelector: `triad.dev/agent-pool=${pool},app.kubernetes.io/component=agent`,
-  });
-  return pods.items
-    .filter((p) => p.metadata?.deletionTimestamp === undefined)
-    .map((p) => p.metadata!.name!)
-    .sort();
 }
 
 describe('AgentPool operator', () => {
@@ -183,7 +156,7 @@ describe('AgentPool operator', () => {
 
     const { token, agentId } = await poolToken(ns, 'main');
     expect(pool.status.agentId).toBe(agentId);
-    expect((await registered('main')).map((a) => [a.id, a.name])).toEqual([
+    expect((await registered(s, ns, 'main')).map((a) => [a.id, a.name])).toEqual([
       [agentId, `agentpool:${ns}/main:${uid}`],
     ]);
     expect((await s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(200);
@@ -196,7 +169,7 @@ describe('AgentPool operator', () => {
     );
     const again = await waitFor('a new token Secret', () => poolToken(ns, 'main').catch(() => undefined));
     expect(again.agentId).not.toBe(agentId);
-    expect((await registered('main')).map((a) => a.id)).toEqual([again.agentId]);
+    expect((await registered(s, ns, 'main')).map((a) => a.id)).toEqual([again.agentId]);
     expect((await s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(401);
     await waitForPool(ns, 'main', 'the new agent in the status', (p) => p.status?.agentId === again.agentId);
   });
@@ -236,7 +209,7 @@ describe('AgentPool operator', () => {
     const main = s.anon.as((await poolToken(ns, 'main')).token);
     expect((await main.post('/api/v1/ci/poll')).status).toBe(204);
     const gpu = s.anon.as((await poolToken(ns, 'gpu')).token);
-    const pods = await agentPods('gpu');
+    const pods = await agentPods(ns, 'gpu');
     expect(pods).toHaveLength(3);
     const claims: number[] = [];
     for (const pod of pods) {
@@ -251,8 +224,8 @@ describe('AgentPool operator', () => {
     await waitFor('2 replicas', async () => (await deploymentReplicas(ns, 'gpu')) === 2, 60_000, 100).catch(
       failWithLog,
     );
-    await waitFor('2 agent pods', async () => (await agentPods('gpu')).length === 2);
-    expect(await agentPods('gpu')).toEqual(pods.slice(1));
+    await waitFor('2 agent pods', async () => (await agentPods(ns, 'gpu')).length === 2);
+    expect(await agentPods(ns, 'gpu')).toEqual(pods.slice(1));
 
     for (const id of claims.slice(1))
       await gpu.put(`/api/v1/ci/pipelines/${id}/status`, { status: 'success' });
@@ -267,98 +240,8 @@ describe('AgentPool operator', () => {
     for (const api of apis) expect((await owner.client.get(api)).body.status).toBe('success');
   });
 
-  test('acceptance: a pool at 0 gets a replica for a pushed pipeline, its steps run as pods, it returns to 0, and kubectl shows it throughout', async () => {
-    await createPool(ns, 'acc', {
-      image: 'triad:test',
-      minReplicas: 0,
-      maxReplicas: 2,
-      capacity: 1,
-      scaleDownDelaySeconds: 3,
-      labels: { pool: 'acc' },
-      steps: { pendingTimeoutSeconds: 60 },
-    });
-    await waitForPool(
-      ns,
-      'acc',
-      'scaled to zero',
-      (p) => condition(p, 'Ready')?.reason === 'ScaledToZero',
-    ).catch(failWithLog);
-    const table = await kubectlOk(['get', 'agentpools', '-n', ns]);
-    expect(table.split('\n')[0]).toMatch(
-      /NAME\s+MIN\s+MAX\s+DESIRED\s+REPLICAS\s+READY\s+PENDING\s+RUNNING\s+STATUS\s+AGE/,
-    );
-    expect(table).toMatch(/acc\s+0\s+2\s+0\s+0\s+0\s+0\s+0\s+ScaledToZero/);
-
-    const steps = await PodRecorder.start(ns);
-    const api = await pushPipeline(labelled('acc'));
-    await waitFor('1 replica', async () => (await deploymentReplicas(ns, 'acc')) === 1).catch(failWithLog);
-    const [pod] = await waitFor('the agent pod', async () => {
-      const p = await agentPods('acc');
-      return p.length === 1 ? p : undefined;
-    });
-    expect(await kubectlOk(['get', 'agentpools', 'acc', '-n', ns])).toMatch(
-      /acc\s+0\s+2\s+1\s+\d\s+\d\s+1\s+0\s+/,
-    );
-
-    // the agent pod's process, run here with the pool's service account and token
-    const agent = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'agent'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        TRIAD_AGENT_SERVER: s.url,
-        TRIAD_AGENT_TOKEN: (await poolToken(ns, 'acc')).token,
-        TRIAD_AGENT_LABELS: 'pool=acc',
-        TRIAD_AGENT_EXECUTOR: 'kubernetes',
-        TRIAD_AGENT_INSTANCE: pod!,
-        TRIAD_AGENT_NAMESPACE: ns,
-        TRIAD_AGENT_CLONE_IMAGE: 'triad:test',
-        TRIAD_AGENT_PENDING_TIMEOUT: '60',
-        TRIAD_AGENT_POLL_WAIT: '2',
-        TRIAD_AGENT_METRICS_PORT: 'off',
-        KUBECONFIG: await serviceAccountKubeconfig(ns, 'acc-agent'),
-        LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let agentLog = '';
-    agent.stdout.on('data', (d: Buffer) => (agentLog += d.toString()));
-    agent.stderr.on('data', (d: Buffer) => (agentLog += d.toString()));
-    const exited = new Promise<number | null>((resolve) => agent.on('exit', (code) => resolve(code)));
-    try {
-      const p = await waitFor(
-        'the pipeline to finish',
-        async () => {
-          const r = await owner.client.get(api);
-          return ['pending', 'running'].includes(r.body.status) ? undefined : r.body;
-        },
-        120_000,
-        500,
-      ).catch((err: unknown) => {
-        throw new Error(`${String(err)}\nagent log:\n${agentLog}`);
-      });
-      expect(p.status).toBe('success');
-      const stepPods = steps.names().filter((n) => n.startsWith('triad-p'));
-      expect(stepPods.map((n) => n.replace(/-[0-9a-f]+$/, ''))).toEqual([
-        `triad-p${p.id}-s1`,
-        `triad-p${p.id}-s2`,
-      ]);
-      expect(steps.first(stepPods[0]!).metadata?.labels?.['triad.dev/agent']).toBe(pod);
-      const back = await waitForPool(
-        ns,
-        'acc',
-        'back to zero',
-        (x) => x.status?.desiredReplicas === 0 && x.status?.replicas === 0,
-      );
-      expect(condition(back, 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
-    } finally {
-      steps.stop();
-      agent.kill('SIGTERM');
-      expect(await exited).toBe(0);
-    }
-  });
-
   test('when a step pod of a finished pipeline is left behind, then the operator sweeps it', async () => {
-    const pods = await agentPods('main');
+    const pods = await agentPods(ns, 'main');
     await pushPipeline('steps:\n  - {name: a, image: alpine:3.20, commands: ["true"]}\n');
     const main = s.anon.as((await poolToken(ns, 'main')).token);
     const job = await main.post('/api/v1/ci/poll', undefined, { 'X-Svc-Agent-Instance': pods[0]! });
@@ -394,7 +277,7 @@ describe('AgentPool operator', () => {
 
   test('when a pool is deleted, then its objects are garbage-collected and its agent is deregistered', async () => {
     const { token } = await poolToken(ns, 'gpu');
-    expect(await registered('gpu')).toHaveLength(1);
+    expect(await registered(s, ns, 'gpu')).toHaveLength(1);
     await deletePool(ns, 'gpu');
     await waitFor(
       'the pool gone',
@@ -404,7 +287,7 @@ describe('AgentPool operator', () => {
           () => true,
         ),
     ).catch(failWithLog);
-    expect(await registered('gpu')).toEqual([]);
+    expect(await registered(s, ns, 'gpu')).toEqual([]);
     expect((await s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(401);
     await waitFor(
       'its objects collected',

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
+import type { TestServer } from '../../helpers/server.ts';
 import { parseAllDocuments } from 'yaml';
 import {
   CHART,
@@ -191,4 +192,22 @@ export async function removePools(namespace: string): Promise<void> {
   for (const name of left.stdout.split('\n').filter((l) => l.trim() !== '')) {
     await kubectl(['patch', name, '-n', namespace, '--type=merge', '-p', '{"metadata":{"finalizers":null}}']);
   }
+}
+
+/** The agents registered on the server for a pool (normally one). */
+export async function registered(s: TestServer, namespace: string, pool: string): Promise<any[]> {
+  const r = await s.admin.get('/api/v1/admin/agents');
+  return r.body.data.filter((a: any) => a.name.startsWith(`agentpool:${namespace}/${pool}:`));
+}
+
+/** The names of a pool's agent pods not being deleted, sorted. */
+export async function agentPods(namespace: string, pool: string): Promise<string[]> {
+  const pods = await clients().core.listNamespacedPod({
+    namespace,
+    labelSelector: `triad.dev/agent-pool=${pool},app.kubernetes.io/component=agent`,
+  });
+  return pods.items
+    .filter((p) => p.metadata?.deletionTimestamp === undefined)
+    .map((p) => p.metadata!.name!)
+    .sort();
 }
