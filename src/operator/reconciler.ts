@@ -131,8 +131,10 @@ export class Reconciler {
     const q = this.d.queue(s.labels);
     let replicas = current;
     let recheck: number | undefined;
+    let downAt: number | undefined;
+    let wanted = replicas;
     if (q.figures !== undefined) {
-      const wanted = wantedReplicas(q.figures, {
+      wanted = wantedReplicas(q.figures, {
         capacity: s.capacity,
         min: s.minReplicas,
         max: s.maxReplicas,
@@ -140,6 +142,7 @@ export class Reconciler {
       const decided = this.timer.decide(keyOf(pool), wanted, current, s.scaleDownDelaySeconds * 1000);
       replicas = decided.replicas;
       recheck = decided.recheckInMs;
+      downAt = decided.downAt;
     }
     replicas = Math.min(s.maxReplicas, Math.max(s.minReplicas, replicas));
     const d = deployment(pool, replicas, this.d.api.server);
@@ -173,7 +176,8 @@ export class Reconciler {
               'Scaling',
               true,
               'ScaleDownDelayed',
-              `less work: scaling down in ${Math.ceil(recheck / 1000)} s unless it returns`,
+              // an absolute time: the status stays the same while the delay runs
+              `less work: down to ${wanted} at ${new Date(downAt ?? 0).toISOString()} unless it returns`,
             )
           : cond('Scaling', false, 'Stable', `${replicas} agents for the queue`),
       q.error !== undefined

@@ -13,7 +13,7 @@ export function wantedReplicas(
 /**
  * Scale-up at once; scale-down only once the work has asked for fewer replicas for the whole
  * delay (a burst that comes back within it keeps the agents). Returns the replicas to set and,
- * while a scale-down waits, when to look again.
+ * while a scale-down waits, when to look again and when (epoch ms) it will happen.
  */
 export class ScaleDownTimer {
   private readonly lowSince = new Map<string, number>();
@@ -24,7 +24,7 @@ export class ScaleDownTimer {
     current: number,
     delayMs: number,
     now = Date.now(),
-  ): { replicas: number; recheckInMs?: number } {
+  ): { replicas: number; recheckInMs?: number; downAt?: number } {
     if (wanted >= current) {
       this.lowSince.delete(key);
       return { replicas: wanted };
@@ -36,7 +36,7 @@ export class ScaleDownTimer {
       this.lowSince.delete(key);
       return { replicas: wanted };
     }
-    return { replicas: current, recheckInMs: left };
+    return { replicas: current, recheckInMs: left, downAt: since + delayMs };
   }
 
   forget(key: string): void {

@@ -16,11 +16,11 @@ describe('operator scaling', () => {
   test('scale-up is immediate; scale-down waits for the whole delay and restarts it when work returns', () => {
     const t = new ScaleDownTimer();
     expect(t.decide('p', 3, 1, 10_000, 0)).toEqual({ replicas: 3 });
-    expect(t.decide('p', 1, 3, 10_000, 1000)).toEqual({ replicas: 3, recheckInMs: 10_000 });
-    expect(t.decide('p', 1, 3, 10_000, 6000)).toEqual({ replicas: 3, recheckInMs: 5000 });
+    expect(t.decide('p', 1, 3, 10_000, 1000)).toEqual({ replicas: 3, recheckInMs: 10_000, downAt: 11_000 });
+    expect(t.decide('p', 1, 3, 10_000, 6000)).toEqual({ replicas: 3, recheckInMs: 5000, downAt: 11_000 });
     // the work came back: the delay starts over
     expect(t.decide('p', 3, 3, 10_000, 7000)).toEqual({ replicas: 3 });
-    expect(t.decide('p', 2, 3, 10_000, 8000)).toEqual({ replicas: 3, recheckInMs: 10_000 });
+    expect(t.decide('p', 2, 3, 10_000, 8000)).toEqual({ replicas: 3, recheckInMs: 10_000, downAt: 18_000 });
     expect(t.decide('p', 2, 3, 10_000, 18_000)).toEqual({ replicas: 2 });
     expect(t.decide('q', 0, 2, 0, 0)).toEqual({ replicas: 0 });
   });
