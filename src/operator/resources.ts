@@ -122,7 +122,7 @@ export function deployment(
       replicas,
       selector: { matchLabels: selector },
       template: {
-        metadata: { labels: { ...poolLabels(pool), ...selector } },
+        metadata: { labels: { ...s.podLabels, ...poolLabels(pool), ...selector } },
         spec: {
           serviceAccountName: n.serviceAccount,
           // A stopping agent finishes its pipelines (drainSeconds), then reports and cleans up.

@@ -57,6 +57,8 @@ export type AgentPoolSpec = {
   drainSeconds?: number;
   /** Pool labels: the agents claim pipelines whose file names exactly these labels. */
   labels?: Record<string, string>;
+  /** Extra labels on the agent pods (what NetworkPolicies, PodMonitors or PDBs select). */
+  podLabels?: Record<string, string>;
   /** Resources of the agent container itself. */
   resources?: V1ResourceRequirements;
   steps?: StepSettings;

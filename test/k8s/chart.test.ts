@@ -317,6 +317,11 @@ describe('agent.mode=operator', () => {
       labels: { pool: 'linux' },
       server: `http://o-triad.${ns}.svc:3000`,
       steps: { namespace: ns },
+      podLabels: {
+        'app.kubernetes.io/name': 'triad',
+        'app.kubernetes.io/instance': 'o',
+        'app.kubernetes.io/component': 'agent',
+      },
     });
     const role = JSON.parse(await kubectlOk(['get', 'clusterrole', `o-triad-operator-${ns}`, '-o', 'json']));
     expect(role.rules.map((x: any) => x.resources.join(','))).toEqual([

@@ -101,6 +101,7 @@ describe('AgentPool operator', () => {
       maxReplicas: 3,
       capacity: 2,
       scaleDownDelaySeconds: 2,
+      podLabels: { team: 'ci' },
     });
     const pool = await waitForPool(
       ns,
@@ -144,6 +145,7 @@ describe('AgentPool operator', () => {
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'main-agent', namespace: ns }]);
     const c = d.spec!.template.spec!;
     expect(c.serviceAccountName).toBe('main-agent');
+    expect(d.spec!.template.metadata!.labels).toMatchObject({ team: 'ci', 'triad.dev/agent-pool': 'main' });
     const env = Object.fromEntries((c.containers[0]!.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
     expect(env).toMatchObject({
       TRIAD_AGENT_SERVER: s.url,
