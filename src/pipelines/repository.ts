@@ -15,6 +15,7 @@ export type PipelineRow = {
   tag: string;
   event: PipelineEvent;
   events: PipelineEvent[];
+  labels: Record<string, string>;
   status: PipelineStatus;
   trigger_by: number | null;
   error_message: string | null;
@@ -42,7 +43,7 @@ export type StepRow = {
 };
 export type LogChunkRow = { offset: string; size: number; blob_key: string };
 
-const PIPELINE = `id, repo_id, number, commit_node, branch, tag, event, events, status, trigger_by,
+const PIPELINE = `id, repo_id, number, commit_node, branch, tag, event, events, labels, status, trigger_by,
   error_message, agent_id, agent_instance, created_at, started_at, finished_at`;
 
 /** Wakes the agents long-polling for work (see queue-waker.ts); delivered at commit. */

@@ -55,7 +55,12 @@ describe('pool labels', () => {
       },
     );
     expect(job.status).toBe(200);
-    expect((await owner.client.get(api)).body).toMatchObject({ status: 'running', id: job.body.pipeline_id });
+    expect((await owner.client.get(api)).body).toMatchObject({
+      status: 'running',
+      id: job.body.pipeline_id,
+      labels: { pool, size: '2' },
+    });
+    expect(job.body.labels).toEqual({ pool, size: '2' });
   });
 
   test('when the labels of a pipeline file are invalid, then the pipeline is an error naming the field', async () => {
