@@ -26,6 +26,7 @@ export type AgentOptions = {
   /** Port of /metrics and /healthz; undefined = no HTTP server. */
   metricsPort?: number;
   sweepMs?: number;
+  labels?: string; // pool labels (`k=v,...`) polled with: pipelines with exactly these
 };
 
 type Running = {
@@ -45,7 +46,9 @@ const now = () => new Date().toISOString();
  * SIGTERM.
  */
 export class Agent {
-  private readonly o: Required<Omit<AgentOptions, 'metricsPort'>> & { metricsPort: number | undefined };
+  private readonly o: Required<Omit<AgentOptions, 'metricsPort' | 'labels'>> & {
+    metricsPort: number | undefined;
+  };
   private readonly api: ServerClient;
   private readonly running = new Map<number, Running>();
   private stopping = false;
@@ -63,16 +66,13 @@ export class Agent {
 
   constructor(opts: AgentOptions) {
     this.o = {
-      pollWait: 30,
-      heartbeatMs: 10_000,
-      cancelCheckMs: 2_000,
-      drainMs: 60_000,
-      stopGraceMs: 5_000,
-      sweepMs: 300_000,
+      ...{ pollWait: 30, heartbeatMs: 10_000, cancelCheckMs: 2_000, drainMs: 60_000 },
+      ...{ stopGraceMs: 5_000, sweepMs: 300_000 },
       ...opts,
       metricsPort: opts.metricsPort,
     };
-    this.api = new ServerClient(opts.server, opts.token, opts.instance, this.nonce, this.hardStop.signal);
+    const { server, token, instance, labels } = opts;
+    this.api = new ServerClient(server, token, instance, this.nonce, this.hardStop.signal, labels);
     const r = [this.registry];
     client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_agent_process_' });
     this.m = {

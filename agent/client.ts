@@ -53,9 +53,19 @@ export class ServerClient {
   private readonly base: string;
   private readonly headers: Record<string, string>;
   private readonly stopped: AbortSignal | undefined;
+  /** The `labels` query of polls (`k=v,...`; empty: unlabelled pipelines only). */
+  private readonly labels: string;
 
-  constructor(server: string, token: string, instance: string, nonce: string, stopped?: AbortSignal) {
+  constructor(
+    server: string,
+    token: string,
+    instance: string,
+    nonce: string,
+    stopped?: AbortSignal,
+    labels = '',
+  ) {
     this.base = server.replace(/\/+$/, '');
+    this.labels = labels === '' ? '' : `&labels=${encodeURIComponent(labels)}`;
     this.headers = {
       authorization: `Bearer ${token}`,
       'x-svc-agent-instance': instance,
@@ -91,7 +101,14 @@ export class ServerClient {
 
   /** A job, or undefined after `waitSeconds` with nothing to do. */
   async poll(waitSeconds: number, signal: AbortSignal): Promise<Job | undefined> {
-    const r = await this.call('POST', `/api/v1/ci/poll?wait=${waitSeconds}`, 'poll', undefined, {}, signal);
+    const r = await this.call(
+      'POST',
+      `/api/v1/ci/poll?wait=${waitSeconds}${this.labels}`,
+      'poll',
+      undefined,
+      {},
+      signal,
+    );
     if (r.status === 204) return undefined;
     return (await r.json()) as Job;
   }

@@ -6,12 +6,24 @@ import { LocalExecutor } from './executors/local.ts';
 import { sandboxEnvShape, sandboxOptions } from './executors/sandbox.ts';
 import type { Executor } from './types.ts';
 import { withSecrets } from '../src/secrets.ts';
+import { formatLabels, parseLabelQuery } from '../src/pipelines/labels.ts';
 
 const envSchema = z.object({
   TRIAD_AGENT_SERVER: z.url().default('http://localhost:3000'),
   TRIAD_AGENT_TOKEN: z.string().min(1, 'TRIAD_AGENT_TOKEN is required'),
   TRIAD_AGENT_INSTANCE: z.string().min(1).optional(),
   POD_NAME: z.string().min(1).optional(),
+  TRIAD_AGENT_LABELS: z
+    .string()
+    .default('')
+    .refine((v) => {
+      try {
+        parseLabelQuery(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be key=value pairs separated by commas (Kubernetes label syntax)'),
   TRIAD_AGENT_CAPACITY: z.coerce.number().int().min(1).max(256).default(2),
   TRIAD_AGENT_EXECUTOR: z.enum(['local', 'kubernetes']).optional(),
   KUBERNETES_SERVICE_HOST: z.string().optional(),
@@ -76,6 +88,7 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
     token: e.TRIAD_AGENT_TOKEN,
     instance,
     capacity: e.TRIAD_AGENT_CAPACITY,
+    labels: formatLabels(parseLabelQuery(e.TRIAD_AGENT_LABELS)),
     executor: await executorFor(kind, env, e),
     log,
     pollWait: e.TRIAD_AGENT_POLL_WAIT,
@@ -94,6 +107,7 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
       executor: kind,
       sandboxed: kind === 'local' ? !e.TRIAD_AGENT_LOCAL_UNSANDBOXED : undefined,
       capacity: e.TRIAD_AGENT_CAPACITY,
+      labels: e.TRIAD_AGENT_LABELS,
       metricsPort: agent.port,
     },
     'Triad agent started',

@@ -18,6 +18,7 @@ const USAGE = `usage: triad <command>
 commands:
   serve                                   start the server (default)
   agent                                   run a CI agent (configured by TRIAD_AGENT_* variables)
+  operator                                run the AgentPool operator (TRIAD_OPERATOR_* variables)
   migrate                                 apply pending database migrations and exit
   admin user create --username U --email E [--admin] [--display-name N]
                     [--access-token] [--scopes a,b] [--token-name N]
@@ -92,6 +93,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'agent') {
     await runAgent();
+    return -1;
+  }
+  if (cmd === 'operator') {
+    const { runOperator } = await import('./operator/main.ts');
+    runOperator();
     return -1;
   }
   if (cmd === 'admin' && rest[0] === 'agent' && rest[1] === 'create') {

@@ -32,14 +32,51 @@ export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, 
   return namesById(db, 'select id, name from agents where id = any(?::int[])', ids);
 }
 
-/** The agent and its instance are alive now (a deleted agent records nothing). */
-export async function instanceSeen(db: Db, agentId: number, instance: string): Promise<void> {
+/**
+ * The agent and its instance are alive now (a deleted agent records nothing); `labels`, when
+ * given (polls), are the labels the instance polls with.
+ */
+export async function instanceSeen(
+  db: Db,
+  agentId: number,
+  instance: string,
+  labels?: Record<string, string>,
+): Promise<void> {
+  const json = labels === undefined ? null : JSON.stringify(labels);
   await db.execute(
     `with a as (update agents set last_seen_at = now() where id = ? returning id)
-     insert into agent_instances (agent_id, instance, last_seen_at) select id, ?, now() from a
-     on conflict (agent_id, instance) do update set last_seen_at = now()`,
-    [agentId, instance],
+     insert into agent_instances (agent_id, instance, last_seen_at, labels)
+       select id, ?, now(), coalesce(?::jsonb, '{}') from a
+     on conflict (agent_id, instance) do update
+       set last_seen_at = now(), labels = coalesce(?::jsonb, agent_instances.labels)`,
+    [agentId, instance, json, json],
   );
+}
+
+export type AgentListRow = {
+  id: number;
+  name: string;
+  created_at: Date | string;
+  last_seen_at: Date | string | null;
+  instances: { instance: string; labels: Record<string, string>; last_seen_at: string }[];
+};
+
+/** Every agent, oldest first, with its instances (newest seen first). */
+export function listAgents(db: Db): Promise<AgentListRow[]> {
+  return db.execute<AgentListRow[]>(
+    `select a.id, a.name, a.created_at, a.last_seen_at,
+            coalesce((select json_agg(json_build_object('instance', i.instance, 'labels', i.labels,
+                                                        'last_seen_at', i.last_seen_at)
+                                      order by i.last_seen_at desc)
+                        from agent_instances i where i.agent_id = a.id), '[]') as instances
+       from agents a order by a.id`,
+  );
+}
+
+/** Deletes an agent (its instances and processes go with it); false when there is none. */
+export async function deleteAgent(db: Db, id: number): Promise<boolean> {
+  const rows = await db.execute('delete from agents where id = ? returning id', [id]);
+  return rows.length > 0;
 }
 
 /** The agent process `nonce` of the instance is alive now. */
@@ -51,11 +88,17 @@ export async function processSeen(db: Db, agentId: number, instance: string, non
   );
 }
 
-export function instancesSeenWithin(db: Db, withinMs: number): Promise<number> {
+/** Agent instances seen within `withinMs`: all, or those polling with exactly `labels`. */
+export function instancesSeenWithin(
+  db: Db,
+  withinMs: number,
+  labels?: Record<string, string>,
+): Promise<number> {
   return count(
     db,
-    `select count(*) as n from agent_instances where last_seen_at > now() - (? * interval '1 millisecond')`,
-    [withinMs],
+    `select count(*) as n from agent_instances where last_seen_at > now() - (? * interval '1 millisecond')
+       ${labels === undefined ? '' : 'and labels = ?::jsonb'}`,
+    labels === undefined ? [withinMs] : [withinMs, JSON.stringify(labels)],
   );
 }
 

@@ -6,6 +6,8 @@ import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { queryInt } from '../http/pagination.ts';
 import { pathInt } from '../http/params.ts';
+import { isDbId } from '../db/sql.ts';
+import { labelsQueryParam } from '../pipelines/labels.ts';
 import { LOG_APPEND_LIMIT, type AgentCaller } from '../pipelines/model.ts';
 import type { PipelinesService } from '../pipelines/service.ts';
 import {
@@ -20,9 +22,19 @@ import {
   stepStatusBody,
 } from '../pipelines/schemas.ts';
 import type { AgentsService } from './service.ts';
-import { createAgentBody, newAgentSchema } from './schemas.ts';
+import { agentSchema, createAgentBody, newAgentSchema } from './schemas.ts';
 
-const pollQuery = z.object({ wait: queryInt(z.int().min(0).max(30)).optional() });
+const pollQuery = z.object({
+  wait: queryInt(z.int().min(0).max(30)).optional(),
+  labels: labelsQueryParam,
+});
+const queueQuery = z.object({
+  labels: labelsQueryParam,
+  wait: queryInt(z.int().min(0).max(60))
+    .optional()
+    .meta({ description: 'with `since`: hold the request up to N seconds (<= 60) until the figures change' }),
+  since: z.string().max(64).optional().meta({ description: 'the `version` of the figures the caller has' }),
+});
 const logQuery = z.object({ offset: queryInt(z.int().min(0)).optional() });
 const ID = { id: pathInt };
 
@@ -57,12 +69,42 @@ export function agentRoutes(
     handler: async ({ body }) => reply.created(await agents.create(body.name)),
   });
   api.route({
+    method: 'get',
+    path: '/api/v1/admin/agents',
+    tag: 'admin',
+    auth: 'admin',
+    operationId: 'listAgents',
+    summary: 'Registered CI agents with their instances, labels and running pipelines (site admin)',
+    returns: respond.data(z.array(agentSchema), 'every agent, oldest first'),
+    handler: async () =>
+      reply.ok(await agents.list((ids) => pipelines.agentSide.runningByAgent(ids), opts.agentTimeoutMs)),
+  });
+  api.route({
+    method: 'delete',
+    path: '/api/v1/admin/agents/:id',
+    params: ID,
+    tag: 'admin',
+    auth: 'admin',
+    operationId: 'deleteAgent',
+    summary:
+      'Deregister a CI agent: its token stops working and its running pipelines become `error` (site admin)',
+    returns: respond.empty('the agent is deregistered'),
+    errors: { 404: 'no agent has this id' },
+    handler: async ({ params }) => {
+      const name = isDbId(params.id) ? await agents.nameOf(params.id) : undefined;
+      if (name === undefined) throw ApiError.notFound('agent');
+      await pipelines.agentSide.abandon(params.id, name);
+      if (!(await agents.remove(params.id))) throw ApiError.notFound('agent');
+      return reply.noContent();
+    },
+  });
+  api.route({
     method: 'post',
     path: '/api/v1/ci/poll',
     tag: 'ci',
     auth: 'agent',
     summary:
-      'Claim the oldest pending pipeline: 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
+      'Claim the oldest pending pipeline whose labels are exactly `labels` (none: unlabelled pipelines): 200 with the job, 204 when none; `?wait=N` long-polls (N <= 30)',
     operationId: 'pollJob',
     query: pollQuery,
     returns: respond.bare(jobSchema, 'the claimed pipeline as a job', {
@@ -70,12 +112,13 @@ export function agentRoutes(
     }),
     handler: async ({ access, query, req, res }) => {
       const agent = caller(access, req);
-      await agents.seen(agent.agentId, agent.instance, agent.nonce);
+      const labels = query.labels ?? {};
+      await agents.seen(agent.agentId, agent.instance, agent.nonce, labels);
       const gone = new AbortController();
       res.on('close', () => {
         if (!res.writableFinished) gone.abort();
       });
-      const job = await pipelines.queue.poll(agent, (query.wait ?? 0) * 1000, gone.signal);
+      const job = await pipelines.queue.poll(agent, labels, (query.wait ?? 0) * 1000, gone.signal);
       // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
       if (pipelines.queue.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
@@ -167,15 +210,25 @@ export function agentRoutes(
     tag: 'ci',
     auth: 'agent-or-admin',
     operationId: 'getQueue',
-    summary: 'Queue depth for autoscalers: `{pending, running, agents}` (agent token or site admin)',
+    summary:
+      'Queue depth for autoscalers: `{pending, running, agents, version}`, of one label set with `labels`; `since` + `wait` long-poll until the figures change (agent token or site admin)',
+    query: queueQuery,
     returns: respond.bare(queueSchema, 'pending and running pipelines and live agent instances'),
     errors: { 403: 'a user token of someone who is not a site administrator' },
-    handler: async ({ access }) => {
+    handler: async ({ access, query, res }) => {
       if (access.principal.kind !== 'agent') {
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
         access.admin();
       }
-      return reply.bare(await pipelines.queue.depth(await agents.liveInstances(opts.agentTimeoutMs)));
+      const live = () => agents.liveInstances(opts.agentTimeoutMs, query.labels);
+      const gone = new AbortController();
+      res.on('close', () => {
+        if (!res.writableFinished) gone.abort();
+      });
+      const waitMs = query.since === undefined ? 0 : (query.wait ?? 0) * 1000;
+      const figures = await pipelines.queue.watch(query.labels, live, query.since, waitMs, gone.signal);
+      if (pipelines.queue.closing) res.setHeader('Connection', 'close');
+      return reply.bare(figures);
     },
   });
 }

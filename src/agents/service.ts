@@ -2,7 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { hashToken, newTokenValue } from '../http/auth.ts';
 import type { Db } from '../db/query.ts';
 import * as db from './repository.ts';
-import type { AgentRow, InstanceKey } from './repository.ts';
+import type { AgentListRow, AgentRow, InstanceKey } from './repository.ts';
+import { agentJson, type AgentJson } from './schemas.ts';
 
 export type { AgentRow, InstanceKey };
 
@@ -29,15 +30,43 @@ export class AgentsService {
     return db.agentByHash(this.em(), hash);
   }
 
-  /** Records that an agent instance (and its process, by nonce) is alive (every poll and heartbeat). */
-  async seen(agentId: number, instance: string | undefined, nonce?: string): Promise<void> {
-    await db.instanceSeen(this.em(), agentId, instance ?? 'default');
+  /** Every registered agent with its instances; `running` gives the pipelines each agent runs. */
+  async list(
+    running: (ids: number[]) => Promise<Map<number, { id: number; instance: string }[]>>,
+    liveMs: number,
+  ): Promise<AgentJson[]> {
+    const rows: AgentListRow[] = await db.listAgents(this.em());
+    const byAgent = await running(rows.map((r) => r.id));
+    return rows.map((r) => agentJson(r, byAgent.get(r.id) ?? [], liveMs));
+  }
+
+  /** The agent's name; undefined when there is no such agent. */
+  async nameOf(id: number): Promise<string | undefined> {
+    return (await db.namesByIds(this.em(), [id])).get(id);
+  }
+
+  /** Deregisters an agent: its token stops working at once. False when there is no such agent. */
+  async remove(id: number): Promise<boolean> {
+    return db.deleteAgent(this.em(), id);
+  }
+
+  /**
+   * Records that an agent instance (and its process, by nonce) is alive (every poll and
+   * heartbeat); a poll also records the labels the instance polls with.
+   */
+  async seen(
+    agentId: number,
+    instance: string | undefined,
+    nonce?: string,
+    labels?: Record<string, string>,
+  ): Promise<void> {
+    await db.instanceSeen(this.em(), agentId, instance ?? 'default', labels);
     if (nonce !== undefined) await db.processSeen(this.em(), agentId, instance ?? 'default', nonce);
   }
 
-  /** Agent instances seen within `withinMs`. */
-  async liveInstances(withinMs: number): Promise<number> {
-    return db.instancesSeenWithin(this.em(), withinMs);
+  /** Agent instances seen within `withinMs`: all, or those polling with exactly `labels`. */
+  async liveInstances(withinMs: number, labels?: Record<string, string>): Promise<number> {
+    return db.instancesSeenWithin(this.em(), withinMs, labels);
   }
 
   // ----- liveness facts for the CI reaper (in the caller's transaction) ---------------------------

@@ -81,6 +81,34 @@ export class AgentProtocol {
     return agentDb.unacknowledgedCancels(this.em(), agent.agentId, agent.instance ?? 'default');
   }
 
+  /** The running pipelines of each of these agents with the instance running each (ids ascending). */
+  async runningByAgent(
+    agentIds: readonly number[],
+  ): Promise<Map<number, { id: number; instance: string }[]>> {
+    const out = new Map<number, { id: number; instance: string }[]>();
+    for (const r of await agentDb.runningOfAgents(this.em(), agentIds)) {
+      out.set(r.agent_id, [...(out.get(r.agent_id) ?? []), { id: r.id, instance: r.agent_instance }]);
+    }
+    return out;
+  }
+
+  /**
+   * An agent is being deregistered: its running pipelines become `error` at once (its processes
+   * lose their token, so they could not report them) rather than when the reaper notices.
+   */
+  async abandon(agentId: number, name: string): Promise<void> {
+    const errored = await this.em()
+      .fork()
+      .transactional(async (tx) => {
+        const running = await agentDb.runningOfAgents(tx, [agentId]);
+        return this.d.reaper.markErrored(
+          tx,
+          running.map((r) => ({ id: r.id, message: `agent ${name} was deregistered` })),
+        );
+      });
+    if (errored.length > 0) this.d.onFinished('error', errored.length);
+  }
+
   /**
    * An agent reports a step. Nothing changes once the pipeline is finished (a report racing a
    * cancel waits for it and is then ignored) or once the step itself is finished; the answer

@@ -127,6 +127,18 @@ export type RunningRow = {
   agent_nonce: string | null;
 };
 
+/** The running pipelines of these agents. */
+export function runningOfAgents(
+  db: Db,
+  agentIds: readonly number[],
+): Promise<{ id: number; agent_id: number; agent_instance: string }[]> {
+  if (agentIds.length === 0) return Promise.resolve([]);
+  return db.execute<{ id: number; agent_id: number; agent_instance: string }[]>(
+    `select id, agent_id, agent_instance from pipelines where status = 'running' and agent_id = any(?::int[]) order by id`,
+    [intArray(agentIds)],
+  );
+}
+
 /** Running pipelines started more than `ms` ago. */
 export function runningStartedBefore(tx: Db, ms: number): Promise<RunningRow[]> {
   return tx.execute<RunningRow[]>(

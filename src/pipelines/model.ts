@@ -16,6 +16,9 @@ export const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
 /** Who is calling on the agent side: the agent, its instance name and its process nonce. */
 export type AgentCaller = { agentId: number; instance: string | undefined; nonce?: string | undefined };
 
+/** The queue figures of one label set (or of all pipelines) and their version (see queue.ts). */
+export type QueueFigures = { pending: number; running: number; agents: number; version: string };
+
 /** What CI needs to know of a repository (from the repos and orgs services). */
 export type RepoInfo = {
   id: number;

@@ -1,5 +1,6 @@
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
+import { labelsSchema } from './labels.ts';
 
 export const PIPELINE_FILE = '.pipeline.yml';
 export const PIPELINE_EVENTS = ['push', 'tag', 'pull_request'] as const;
@@ -70,6 +71,8 @@ const step = z
 const file = z
   .object({
     when: when.optional(),
+    /** Only agents polling with exactly these labels claim the pipeline (see labels.ts). */
+    labels: labelsSchema.optional(),
     steps: z.array(step).min(1).max(100),
   })
   .strict()

@@ -1,7 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { UsersService } from '../users/service.ts';
-import { CLONE_TOKEN_TTL_MS, type AgentCaller, type RepoInfo } from './model.ts';
+import type { Labels } from './labels.ts';
+import { CLONE_TOKEN_TTL_MS, type AgentCaller, type QueueFigures, type RepoInfo } from './model.ts';
 import type { QueueWaker } from './queue-waker.ts';
 import * as db from './repository.ts';
 import { jobJson, type JobJson } from './schemas.ts';
@@ -35,16 +36,22 @@ export class PipelineQueue {
   }
 
   /**
-   * Claims the oldest pending pipeline (FOR UPDATE SKIP LOCKED), waiting up to `waitMs` for one.
+   * Claims the oldest pending pipeline whose labels are the agent's (FOR UPDATE SKIP LOCKED),
+   * waiting up to `waitMs` for one.
    * When the agent has gone away meanwhile (`gone` aborted), a claimed pipeline is put back. At
    * shutdown a waiting poll answers at once with nothing.
    */
-  async poll(agent: AgentCaller, waitMs: number, gone?: AbortSignal): Promise<JobJson | undefined> {
+  async poll(
+    agent: AgentCaller,
+    labels: Labels,
+    waitMs: number,
+    gone?: AbortSignal,
+  ): Promise<JobJson | undefined> {
     const deadline = Date.now() + waitMs;
     const over = () => gone?.aborted === true || this.d.waker.isClosed;
     for (;;) {
       if (over()) return undefined;
-      const job = await this.claim(agent);
+      const job = await this.claim(agent, labels);
       if (job !== undefined) {
         if (over()) {
           await this.release(job.pipeline_id);
@@ -58,8 +65,37 @@ export class PipelineQueue {
     }
   }
 
-  async depth(liveAgents: number): Promise<{ pending: number; running: number; agents: number }> {
-    return { ...(await db.queueDepth(this.d.em())), agents: liveAgents };
+  /**
+   * The queue figures of a label set (undefined: of every pipeline) with `agents`, the live agent
+   * instances `liveAgents` counts. The version is derived from the figures alone, so it is the
+   * same on every server replica and changes exactly when a figure does.
+   */
+  async depth(labels: Labels | undefined, liveAgents: () => Promise<number>): Promise<QueueFigures> {
+    const { pending, running } = await db.queueDepth(this.d.em(), labels);
+    const agents = await liveAgents();
+    return { pending, running, agents, version: `${pending}.${running}.${agents}` };
+  }
+
+  /**
+   * The figures once their version differs from `since` (at once when it already does), or when
+   * `waitMs` elapse. Woken by the NOTIFY of every pipeline change; agent counts (liveness) are
+   * looked at again every few seconds.
+   */
+  async watch(
+    labels: Labels | undefined,
+    liveAgents: () => Promise<number>,
+    since: string | undefined,
+    waitMs: number,
+    gone?: AbortSignal,
+  ): Promise<QueueFigures> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const figures = await this.depth(labels, liveAgents);
+      const left = deadline - Date.now();
+      if (since === undefined || figures.version !== since || left <= 0) return figures;
+      if (gone?.aborted === true || this.d.waker.isClosed) return figures;
+      await this.d.waker.wait(Math.min(left, 3000), gone);
+    }
   }
 
   /** Undoes a claim whose poll response could not be delivered. */
@@ -75,13 +111,14 @@ export class PipelineQueue {
     this.d.log.info({ pipeline: pipelineId }, 'agent went away during its poll: pipeline back in the queue');
   }
 
-  private async claim(agent: AgentCaller): Promise<JobJson | undefined> {
+  private async claim(agent: AgentCaller, labels: Labels): Promise<JobJson | undefined> {
     const em = this.d.em().fork();
     const claimed = await em.transactional(async (tx) => {
       const p = await db.claimOldest(tx, {
         agentId: agent.agentId,
         instance: agent.instance ?? 'default',
         nonce: agent.nonce ?? null,
+        labels,
       });
       if (p === undefined) return undefined;
       const repo = await this.d.repoInfo(p.repo_id);

@@ -15,6 +15,7 @@ export type PipelineRow = {
   tag: string;
   event: PipelineEvent;
   events: PipelineEvent[];
+  labels: Record<string, string>;
   status: PipelineStatus;
   trigger_by: number | null;
   error_message: string | null;
@@ -42,7 +43,7 @@ export type StepRow = {
 };
 export type LogChunkRow = { offset: string; size: number; blob_key: string };
 
-const PIPELINE = `id, repo_id, number, commit_node, branch, tag, event, events, status, trigger_by,
+const PIPELINE = `id, repo_id, number, commit_node, branch, tag, event, events, labels, status, trigger_by,
   error_message, agent_id, agent_instance, created_at, started_at, finished_at`;
 
 /** Wakes the agents long-polling for work (see queue-waker.ts); delivered at commit. */
@@ -54,12 +55,17 @@ export function countByStatus(db: Db, status: PipelineStatus): Promise<number> {
   return count(db, 'select count(*) as n from pipelines where status = ?', [status]);
 }
 
-export async function queueDepth(db: Db): Promise<{ pending: number; running: number }> {
+/** Pending and running pipelines: all of them, or those of one label set. */
+export async function queueDepth(
+  db: Db,
+  labels?: Record<string, string>,
+): Promise<{ pending: number; running: number }> {
   const r = await one<{ pending: string; running: string }>(
     db,
     `select count(*) filter (where status = 'pending') as pending,
             count(*) filter (where status = 'running') as running from pipelines
-      where status in ('pending', 'running')`,
+      where status in ('pending', 'running')${labels === undefined ? '' : ' and labels = ?::jsonb'}`,
+    labels === undefined ? [] : [JSON.stringify(labels)],
   );
   return { pending: Number(r.pending), running: Number(r.running) };
 }
@@ -157,6 +163,8 @@ export type NewPipeline = {
   events: readonly string[];
   status: PipelineStatus;
   triggerBy: number | null;
+  /** The pool labels of the pipeline file (`{}` when none). */
+  labels: Record<string, string>;
   errorMessage: string | null;
   steps: readonly {
     name: string;
@@ -174,8 +182,8 @@ export async function insertPipeline(tx: Db, p: NewPipeline): Promise<number> {
   const row = await one<{ id: number }>(
     tx,
     `insert into pipelines (repo_id, number, commit_node, branch, tag, event, events, status, trigger_by,
-                            error_message, finished_at)
-     values (?, ?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ${p.status === 'pending' ? 'null' : 'now()'}) returning id`,
+                            error_message, labels, finished_at)
+     values (?, ?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?::jsonb, ${p.status === 'pending' ? 'null' : 'now()'}) returning id`,
     [
       p.repoId,
       number,
@@ -187,6 +195,7 @@ export async function insertPipeline(tx: Db, p: NewPipeline): Promise<number> {
       p.status,
       p.triggerBy,
       p.errorMessage,
+      JSON.stringify(p.labels),
     ],
   );
   for (const [i, s] of p.steps.entries()) {
@@ -238,17 +247,21 @@ export async function cancel(tx: Db, id: number): Promise<void> {
 
 export type Claimed = { id: number; trigger_by: number | null; repo_id: number };
 
-/** Claims the oldest pending pipeline for an agent process (skipping rows others hold). */
+/**
+ * Claims the oldest pending pipeline whose labels are exactly the agent's for an agent process
+ * (skipping rows others hold).
+ */
 export function claimOldest(
   tx: Db,
-  agent: { agentId: number; instance: string; nonce: string | null },
+  agent: { agentId: number; instance: string; nonce: string | null; labels: Record<string, string> },
 ): Promise<Claimed | undefined> {
   return first<Claimed>(
     tx,
     `update pipelines set status = 'running', agent_id = ?, agent_instance = ?, agent_nonce = ?, started_at = now()
-      where id = (select id from pipelines where status = 'pending' order by id for update skip locked limit 1)
+      where id = (select id from pipelines where status = 'pending' and labels = ?::jsonb
+                   order by id for update skip locked limit 1)
       returning id, trigger_by, repo_id`,
-    [agent.agentId, agent.instance, agent.nonce],
+    [agent.agentId, agent.instance, agent.nonce, JSON.stringify(agent.labels)],
   );
 }
 

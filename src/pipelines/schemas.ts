@@ -64,6 +64,9 @@ export const pipelineSchema = z
     tag: z.string().meta({ description: 'tag name for tag-triggered pipelines, else empty' }),
     event: eventEnum,
     events: z.array(eventEnum),
+    labels: z
+      .record(z.string(), z.string())
+      .meta({ description: 'the pool labels of the pipeline file (`{}` when none)' }),
     status: pipelineStatusEnum,
     trigger_by: z.int().nullable().meta({ description: 'id of the triggering user' }),
     trigger_user: z
@@ -97,6 +100,9 @@ export const jobSchema = z
     tag: z.string(),
     event: eventEnum,
     events: z.array(eventEnum),
+    labels: z
+      .record(z.string(), z.string())
+      .meta({ description: 'the pool labels of the pipeline file (`{}` when none)' }),
     clone_url: z.string(),
     clone_token: z
       .string()
@@ -144,15 +150,23 @@ export const logAckSchema = z
   })
   .meta({ id: 'LogAck' });
 export const queueSchema = z
-  .object({ pending: z.int().min(0), running: z.int().min(0), agents: z.int().min(0) })
+  .object({
+    pending: z.int().min(0),
+    running: z.int().min(0),
+    agents: z.int().min(0),
+    version: z.string().meta({
+      description:
+        'identifies these figures (the same figures give the same version); pass it back as `since`',
+    }),
+  })
   .meta({ id: 'Queue' });
 
 const isoOrNull = (d: Date | string | null): string | null => (d === null ? null : isoTime(d));
 
 /** What a pipeline runs on and why: shared by the pipeline record and the agent's job. */
 function commitFields(p: PipelineRow) {
-  const { number, commit_node, branch, tag, event, events } = p;
-  return { number, commit_node, branch, tag, event, events };
+  const { number, commit_node, branch, tag, event, events, labels } = p;
+  return { number, commit_node, branch, tag, event, events, labels };
 }
 
 /** A pipeline (with its steps for single reads); `username` names the triggering user. */

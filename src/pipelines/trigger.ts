@@ -106,6 +106,7 @@ export class PipelineTrigger {
       events: run.events,
       status,
       triggerBy: run.senderId,
+      labels: parsed.ok ? (parsed.file.labels ?? {}) : {},
       errorMessage: parsed.ok ? null : parsed.error,
       steps: steps.map((s) => ({
         name: s.name,

@@ -363,7 +363,12 @@ describe('agent protocol', () => {
     await claim();
     const q = await agent.get('/api/v1/ci/queue');
     expect(q.status).toBe(200);
-    expect(q.body).toEqual({ pending: 1, running: expect.any(Number), agents: expect.any(Number) });
+    expect(q.body).toEqual({
+      pending: 1,
+      running: expect.any(Number),
+      agents: expect.any(Number),
+      version: expect.any(String),
+    });
     expect(q.body.running).toBeGreaterThanOrEqual(1);
     expect((await s.admin.get('/api/v1/ci/queue')).status).toBe(200);
     expect((await owner.client.get('/api/v1/ci/queue')).status).toBe(403);

@@ -83,6 +83,8 @@ describe('chart values', () => {
       ['server.replicaz=2', /replicaz/],
       ['agent.steps.runAsUser=root', /runAsUser/],
       ['persistence.size=lots', /size/],
+      ['agent.mode=pods', /mode/],
+      ['agent.pool.minReplicas=-1', /minReplicas/],
     ] as const) {
       const r = await helm(['template', 't', CHART, '--set', set]);
       expect(r.code).not.toBe(0);
@@ -278,6 +280,68 @@ describe('helm install with every optional block on', () => {
     await helmOk(['uninstall', 'a', '-n', ns, '--wait', '--timeout', '2m']);
     await waitUntilOnly(ns, []);
     await waitUntilOnly(steps, []);
+  });
+});
+
+describe('agent.mode=operator', () => {
+  test("when installed, then the operator, its RBAC and the chart's AgentPool are admitted instead of the plain agents; without an admin token the chart refuses", async () => {
+    const refused = await helm(['template', 'o', CHART, '--set', 'agent.mode=operator']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/agent.mode=operator needs secrets.adminToken/);
+
+    const ns = await namespace('operator-chart');
+    const r = await helm([
+      ...['install', 'o', CHART, '-n', ns, '--wait', '--timeout', '3m'],
+      ...['--set', 'agent.mode=operator', '--set', 'secrets.adminToken=adm_chart_test'],
+      ...['--set', 'agent.pool.maxReplicas=3', '--set', 'agent.pool.labels.pool=linux'],
+    ]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expectAdmitted(r);
+    expect(await releasePods(ns, 'o')).toEqual(['operator@kwok Running', 'server@kwok Running']);
+    const objects = await everythingIn(ns);
+    expect(objects).toEqual(
+      expect.arrayContaining([
+        'agentpool.triad.dev/o-triad',
+        'deployment.apps/o-triad-operator',
+        'role.rbac.authorization.k8s.io/o-triad-operator-leader',
+        'serviceaccount/o-triad-operator',
+      ]),
+    );
+    expect(objects.filter((o) => /o-triad-agent|horizontalpodautoscaler/.test(o))).toEqual([]);
+    const pool = JSON.parse(await kubectlOk(['get', 'agentpool', 'o-triad', '-n', ns, '-o', 'json']));
+    expect(pool.spec).toMatchObject({
+      minReplicas: 0,
+      maxReplicas: 3,
+      scaleDownDelaySeconds: 300,
+      labels: { pool: 'linux' },
+      server: `http://o-triad.${ns}.svc:3000`,
+      steps: { namespace: ns },
+      podLabels: {
+        'app.kubernetes.io/name': 'triad',
+        'app.kubernetes.io/instance': 'o',
+        'app.kubernetes.io/component': 'agent',
+      },
+    });
+    const role = JSON.parse(await kubectlOk(['get', 'clusterrole', `o-triad-operator-${ns}`, '-o', 'json']));
+    expect(role.rules.map((x: any) => x.resources.join(','))).toEqual([
+      'agentpools',
+      'agentpools/status',
+      'agentpools/finalizers',
+      'deployments',
+      'secrets',
+      'serviceaccounts',
+      'roles,rolebindings',
+      'pods',
+      'pods/log',
+      'persistentvolumeclaims',
+    ]);
+    const u = await helm(['uninstall', 'o', '-n', ns, '--wait', '--timeout', '2m']);
+    expect(u.code).toBe(0);
+    expect(
+      await kubectlOk(['get', 'clusterrole', `o-triad-operator-${ns}`, '--ignore-not-found', '-o', 'name']),
+    ).toBe('');
+    await waitUntilOnly(ns, ['persistentvolumeclaim/o-triad-data']);
   });
 });
 

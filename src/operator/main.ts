@@ -1,0 +1,84 @@
+import os from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { withSecrets } from '../secrets.ts';
+import { Controller } from './controller.ts';
+import { LeaderElector } from './leader.ts';
+import { TriadApi } from './triad-api.ts';
+
+const envSchema = z.object({
+  TRIAD_OPERATOR_SERVER: z.url(),
+  TRIAD_OPERATOR_TOKEN: z.string().min(1, 'TRIAD_OPERATOR_TOKEN (a site administrator token) is required'),
+  TRIAD_OPERATOR_NAMESPACE: z.string().min(1).optional(),
+  TRIAD_OPERATOR_WATCH_NAMESPACE: z.string().min(1).optional(),
+  POD_NAMESPACE: z.string().min(1).optional(),
+  POD_NAME: z.string().min(1).optional(),
+  TRIAD_OPERATOR_LEASE_NAME: z.string().min(1).default('triad-operator'),
+  TRIAD_OPERATOR_LEASE_SECONDS: z.coerce.number().int().min(2).max(300).default(15),
+  TRIAD_OPERATOR_RESYNC_SECONDS: z.coerce.number().positive().default(60),
+  TRIAD_OPERATOR_SWEEP_GRACE_SECONDS: z.coerce.number().min(0).default(120),
+  LOG_LEVEL: z.string().default('info'),
+});
+
+/**
+ * `triad operator`: the AgentPool controller. Elects a leader through a Lease in its namespace
+ * (TRIAD_OPERATOR_NAMESPACE, else the pod's, else `default`); the leader reconciles every pool of
+ * the cluster. It talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's
+ * `server`, which is what the agents use), with a site administrator's token. A replica that
+ * loses the lease exits, so its restart starts clean as a follower.
+ */
+export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
+  const env = withSecrets(given);
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new Error(
+      `invalid operator configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  }
+  const e = parsed.data;
+  const log = pino({
+    level: e.LOG_LEVEL,
+    base: { service: 'triad-operator' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  });
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  const api = new TriadApi(e.TRIAD_OPERATOR_SERVER, e.TRIAD_OPERATOR_TOKEN);
+  const controller = new Controller(kc, api, log, {
+    resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
+    sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
+    namespace: e.TRIAD_OPERATOR_WATCH_NAMESPACE,
+  });
+  const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
+  const leaseSeconds = e.TRIAD_OPERATOR_LEASE_SECONDS;
+  const elector = new LeaderElector(
+    kc,
+    {
+      namespace: e.TRIAD_OPERATOR_NAMESPACE ?? e.POD_NAMESPACE ?? 'default',
+      name: e.TRIAD_OPERATOR_LEASE_NAME,
+      identity,
+      leaseSeconds,
+      retryMs: Math.max(500, Math.floor((leaseSeconds * 1000) / 3)),
+    },
+    log,
+    () => {
+      controller.start().catch((err: unknown) => {
+        log.error({ err }, 'controller failed to start');
+        process.exit(1);
+      });
+    },
+    () => {
+      log.error('lost leadership: exiting');
+      process.exit(1);
+    },
+  );
+  elector.start();
+  log.info({ identity, server: api.server }, 'Triad operator started');
+  const stop = (signal: string) => {
+    log.info({ signal }, 'stopping');
+    void Promise.all([controller.stop(), elector.stop()]).finally(() => process.exit(0));
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}

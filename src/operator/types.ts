@@ -1,0 +1,129 @@
+import {
+  ApiException,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1Condition,
+  type V1ResourceRequirements,
+  type V1Toleration,
+} from '@kubernetes/client-node';
+
+/** The AgentPool custom resource (`triad.dev/v1alpha1`): its spec, status and the names derived from it. */
+export const GROUP = 'triad.dev';
+export const VERSION = 'v1alpha1';
+export const PLURAL = 'agentpools';
+export const KIND = 'AgentPool';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** Request options of a JSON merge patch. */
+export const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+export const notFound = (err: unknown) => err instanceof ApiException && err.code === 404;
+
+/** Removed once the pool's agent registration is deleted on the server. */
+export const FINALIZER = 'triad.dev/agent-registration';
+/** Field manager of every server-side apply of the operator. */
+export const MANAGER = 'triad-operator';
+/** Labels on everything the operator creates for a pool. */
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'triad-operator';
+export const LABEL_POOL = 'triad.dev/agent-pool';
+/** On the token Secret: the id of the agent registered for the pool. */
+export const ANNOTATION_AGENT_ID = 'triad.dev/agent-id';
+
+export type StepSettings = {
+  namespace?: string;
+  resources?: V1ResourceRequirements;
+  nodeSelector?: Record<string, string>;
+  tolerations?: V1Toleration[];
+  serviceAccount?: string;
+  runAsUser?: number;
+  workspaceSize?: string;
+  storageClass?: string;
+  cloneImage?: string;
+  pendingTimeoutSeconds?: number;
+};
+
+export type AgentPoolSpec = {
+  /** The Triad address the agents use (default: the operator's own). */
+  server?: string;
+  image: string;
+  imagePullPolicy?: string;
+  /** Pipelines one agent runs at once. */
+  capacity?: number;
+  minReplicas?: number;
+  maxReplicas?: number;
+  scaleDownDelaySeconds?: number;
+  /** How long a stopping agent lets its pipelines finish. */
+  drainSeconds?: number;
+  /** Pool labels: the agents claim pipelines whose file names exactly these labels. */
+  labels?: Record<string, string>;
+  /** Extra labels on the agent pods (what NetworkPolicies, PodMonitors or PDBs select). */
+  podLabels?: Record<string, string>;
+  /** Resources of the agent container itself. */
+  resources?: V1ResourceRequirements;
+  steps?: StepSettings;
+};
+
+export type AgentPoolStatus = {
+  observedGeneration?: number;
+  replicas?: number;
+  readyReplicas?: number;
+  desiredReplicas?: number;
+  pending?: number;
+  running?: number;
+  agentId?: number;
+  agentName?: string;
+  conditions?: V1Condition[];
+};
+
+export type AgentPool = KubernetesObject & { spec: AgentPoolSpec; status?: AgentPoolStatus };
+
+/** The spec with its defaults applied (the CRD defaults them too; older objects may lack them). */
+export type PoolSettings = Required<
+  Pick<
+    AgentPoolSpec,
+    'capacity' | 'minReplicas' | 'maxReplicas' | 'scaleDownDelaySeconds' | 'drainSeconds' | 'labels'
+  >
+> &
+  AgentPoolSpec;
+
+export function settings(pool: AgentPool): PoolSettings {
+  const s = pool.spec;
+  return {
+    ...s,
+    capacity: s.capacity ?? 2,
+    minReplicas: s.minReplicas ?? 0,
+    maxReplicas: s.maxReplicas ?? 5,
+    scaleDownDelaySeconds: s.scaleDownDelaySeconds ?? 300,
+    drainSeconds: s.drainSeconds ?? 60,
+    labels: s.labels ?? {},
+  };
+}
+
+/** What a spec cannot be run with (the schema rejects most of it; this covers objects it let in). */
+export function specProblem(pool: AgentPool): string | undefined {
+  const s = settings(pool);
+  if (s.maxReplicas < s.minReplicas)
+    return `maxReplicas (${s.maxReplicas}) is less than minReplicas (${s.minReplicas})`;
+  if (s.capacity < 1) return 'capacity must be at least 1';
+  if (typeof s.image !== 'string' || s.image === '') return 'image is required';
+  return undefined;
+}
+
+/** `namespace/name` of an object. */
+export function keyOf(o: KubernetesObject): string {
+  return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+}
+
+/** Names of a pool's objects. */
+export function names(pool: AgentPool) {
+  const name = pool.metadata!.name!;
+  return {
+    agents: `${name}-agent`,
+    serviceAccount: `${name}-agent`,
+    role: `${name}-agent-steps`,
+    secret: `${name}-agent-token`,
+    /** The agent registered on the server (one per pool object: the uid tells recreated pools apart). */
+    agentName: `agentpool:${pool.metadata!.namespace!}/${name}:${pool.metadata!.uid!}`,
+  };
+}
