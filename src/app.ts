@@ -24,6 +24,7 @@ import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { driverFor, openReader } from './vcs/index.ts';
 import { ReaderPool } from './vcs/pool.ts';
+import { TransportServers } from './vcs/transport.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -52,6 +53,8 @@ export type Services = {
   changes: RepoChanges;
   /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
   readers: ReaderPool;
+  /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
+  transports: TransportServers;
 };
 
 export type AppDeps = {
@@ -142,6 +145,8 @@ export function createServices(deps: AppDeps): Services {
   });
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
   const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
+  const { concurrency, queue, hgWorkers } = deps.config.transport;
+  const transports = new TransportServers({ concurrency, queue, wsgiWorkers: hgWorkers });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
     em,
@@ -183,7 +188,19 @@ export function createServices(deps: AppDeps): Services {
         ),
       ),
   });
-  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher, changes, readers };
+  return {
+    users,
+    orgs,
+    repos,
+    agents,
+    pipelines,
+    issues,
+    webhooks,
+    webhookDispatcher,
+    changes,
+    readers,
+    transports,
+  };
 }
 
 export function directory(s: Services): Directory {
@@ -342,7 +359,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     throttle,
     changes: services.changes,
     spool: new Spool(config.transport.spoolDir),
-    limits: config.transport,
+    limits: { ...config.transport, servers: services.transports },
   });
   app.all('/:org/:repo', hosting);
   app.all('/:org/:repo/*rest', hosting);

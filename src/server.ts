@@ -163,6 +163,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       clearTimeout(hard);
       log.debug('shutdown: HTTP connections closed');
       services.readers.close();
+      services.transports.close();
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);
