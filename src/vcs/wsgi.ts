@@ -30,7 +30,10 @@ export type WsgiRequest = CgiEnvInput & {
   fields: Record<string, unknown>;
 };
 
-/** Seconds a worker may take to exit after its stdin closed before it is killed. */
+/** How long a worker whose client left may take to end its answer before it is killed. */
+const ABORT_GRACE_MS = 1000;
+
+/** How long a worker may take to exit after its stdin closed before it is killed. */
 const CLOSE_GRACE_MS = 5000;
 
 class Worker {
@@ -133,6 +136,7 @@ class Worker {
       const finish = (outcome: CgiResult['outcome'], text: string) => {
         if (finished) return;
         finished = true;
+        clearTimeout(killTimer);
         this.onFrame = undefined;
         this.onDeath = undefined;
         r.signal.removeEventListener('abort', abort);
@@ -141,9 +145,13 @@ class Worker {
         if (sink === res) resolve(result);
         else sink.end(() => resolve(result));
       };
+      // A client that leaves often does so as the answer ends (it read the whole body): the
+      // worker gets a moment to finish (its output discarded) before it is killed.
+      let killTimer: NodeJS.Timeout | undefined;
       const abort = () => {
         aborted = true;
-        this.kill(); // settles through onDeath once the worker is gone
+        this.stdout.resume();
+        killTimer = setTimeout(() => this.kill(), ABORT_GRACE_MS); // settles through onDeath
       };
       this.onDeath = () => finish(aborted ? 'aborted' : 'failed', `worker exited: ${this.stderr}`);
       this.onFrame = (type, data) => {
@@ -153,13 +161,17 @@ class Worker {
           res.statusCode = Number.parseInt(head.status, 10) || 200;
           headersDone = true;
         } else if (type === 'B' && headersDone) {
+          if (aborted) return;
           if (!sink.write(data)) {
             this.stdout.pause();
-            sink.once('drain', () => this.stdout.resume());
+            sink.once('drain', () => {
+              if (!finished) this.stdout.resume();
+            });
           }
         } else if (type === 'E') {
           const text = data.toString('utf8');
-          finish(headersDone && text === '' ? 'ok' : 'failed', text === '' ? this.stderr : text);
+          const outcome = aborted ? 'aborted' : headersDone && text === '' ? 'ok' : 'failed';
+          finish(outcome, text === '' ? this.stderr : text);
         } else {
           this.kill();
         }
