@@ -79,7 +79,7 @@ describe('the pooled hgweb workers', () => {
     const before = workers();
     expect(before).toHaveLength(1);
     for (const pid of before) process.kill(pid, 'SIGKILL');
-    await waitFor('the worker to be gone', async () => (before.some(alive) ? undefined : true));
+    await waitFor('the worker to be gone', () => Promise.resolve(before.some(alive) ? undefined : true));
 
     const again = await WorkingCopy.clone('hg', repo.clone, owner.token);
     expect(await again.head()).toBe(await w.head());
@@ -111,7 +111,7 @@ describe('the transports concurrency cap', () => {
     // one request waits for the slot, the next is refused
     const limiter = s.running.services.transports.limiter;
     const waiting = capabilities(repo);
-    await waitFor('a request in the queue', async () => (limiter.load().waiting === 1 ? true : undefined));
+    await waitFor('a request in the queue', () => Promise.resolve(limiter.load().waiting === 1 ? true : undefined));
     const refused = await capabilities(repo);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('7');
@@ -124,7 +124,7 @@ describe('the transports concurrency cap', () => {
     await gone;
     // the worker that ran the push and the hook it started end; the slot is free again
     expect(await waitNoProcesses(`SCRIPT_NAME=/${org}/`)).toEqual([]);
-    await waitFor('the worker to end', async () => (serving.some(alive) ? undefined : true));
+    await waitFor('the worker to end', () => Promise.resolve(serving.some(alive) ? undefined : true));
     await fs.rm(path.join(repo.dir, '.hg', 'hgrc'));
     const served = await waiting;
     expect(served.status).toBe(200);
