@@ -111,7 +111,9 @@ describe('the transports concurrency cap', () => {
     // one request waits for the slot, the next is refused
     const limiter = s.running.services.transports.limiter;
     const waiting = capabilities(repo);
-    await waitFor('a request in the queue', () => Promise.resolve(limiter.load().waiting === 1 ? true : undefined));
+    await waitFor('a request in the queue', () =>
+      Promise.resolve(limiter.load().waiting === 1 ? true : undefined),
+    );
     const refused = await capabilities(repo);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('7');
