@@ -168,7 +168,7 @@ export async function addCommit(
     await write(work);
     await fossil(['add', ...names], work);
     await new Promise((r) => setTimeout(r, 1100));
-    await fossil(['commit', '-m', 'later'], work);
+    await fossil(['commit', '--no-warnings', '-m', 'later'], work);
     const id = await fossilCheckout(work);
     await fossil(['close', '--force'], work);
     return id;

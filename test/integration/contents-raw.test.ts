@@ -72,7 +72,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     const hash = createHash('sha256');
     let size = 0;
     const first = await reader.read();
-    hash.update(first.value!);
+    hash.update(first.value);
     size += first.value!.length;
     // the download is under way: the repository's other reads are not behind it
     const tree = await get(`${base}/tree?rev=${big}`);
@@ -97,10 +97,16 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     expect(((await up.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
   });
 
-  test('when the repository has no commits, then 404 "repository is empty"', async () => {
+  test('when the repository was just created, then 404 as the blob read answers ("repository is empty"; Fossil: its initial check-in has no files)', async () => {
     const empty = await newRepo(vcs);
     const r = await get(`${empty.base}/raw/README.md`);
     expect(r.status).toBe(404);
-    expect(((await r.json()) as { error: { message: string } }).error.message).toBe('repository is empty');
+    const body = (await r.json()) as { error: { code: string; message: string } };
+    expect(body.error).toEqual({
+      code: 'not_found',
+      message: vcs === 'fossil' ? 'path not found' : 'repository is empty',
+    });
+    const blob = await get(`${empty.base}/blob/README.md`);
+    expect(await blob.json()).toEqual(body);
   });
 });
