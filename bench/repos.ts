@@ -116,4 +116,3 @@ export async function generateRepos(work: string, commits: number): Promise<Reco
   }
   return { git, hg, fossil };
 }
-
