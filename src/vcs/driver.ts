@@ -87,7 +87,10 @@ export interface VcsDriver {
    */
   openReader(dir: string): RepoReader;
 
-  /** Requests at a clone URL: which wire-protocol request it is, and the CGI backend serving it. */
+  /**
+   * Requests at a clone URL: which wire-protocol request it is, and the backend serving it (a CGI
+   * program per request, or a pooled WSGI worker).
+   */
   readonly transport: VcsTransport;
 
   /**
