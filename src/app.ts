@@ -24,6 +24,7 @@ import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
 import { ReaderPool } from './vcs/pool.ts';
+import { TransportServers } from './vcs/transport.ts';
 import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -59,6 +60,8 @@ export type Services = {
   pulls: PullsService;
   /** Merges, dry-run merges, ref deletion (Mercurial's command servers); closed at shutdown. */
   ops: VcsOpsSet;
+  /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
+  transports: TransportServers;
 };
 
 export type AppDeps = {
@@ -149,6 +152,8 @@ export function createServices(deps: AppDeps): Services {
   });
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
   const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
+  const { concurrency, queue, hgWorkers } = deps.config.transport;
+  const transports = new TransportServers({ concurrency, queue, wsgiWorkers: hgWorkers });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
     em,
@@ -224,6 +229,7 @@ export function createServices(deps: AppDeps): Services {
     readers,
     pulls,
     ops,
+    transports,
   };
 }
 
@@ -384,7 +390,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     throttle,
     changes: services.changes,
     spool: new Spool(config.transport.spoolDir),
-    limits: config.transport,
+    limits: { ...config.transport, servers: services.transports },
   });
   app.all('/:org/:repo', hosting);
   app.all('/:org/:repo/*rest', hosting);

@@ -59,6 +59,7 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
         return await fn({ orm, services });
       } finally {
         services.readers.close();
+        services.transports.close();
       }
     } finally {
       await orm.close();

@@ -86,6 +86,10 @@ const envSchema = z.object({
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
   TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
+  TRIAD_TRANSPORT_CONCURRENCY: z.coerce.number().int().min(1).default(8),
+  TRIAD_TRANSPORT_QUEUE: z.coerce.number().int().min(0).default(64),
+  TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).default(5),
+  TRIAD_HG_WORKERS: z.coerce.number().int().min(1).default(4),
 });
 
 export type Config = {
@@ -131,8 +135,19 @@ export type Config = {
   trustProxy: boolean | number | string;
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
-  /** Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled. */
-  transport: { timeoutMs: number; maxBodyBytes: number; spoolDir: string };
+  /**
+   * Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled, backend
+   * runs at once and waiting (503 with `Retry-After` beyond), Mercurial's pooled hgweb workers.
+   */
+  transport: {
+    timeoutMs: number;
+    maxBodyBytes: number;
+    spoolDir: string;
+    concurrency: number;
+    queue: number;
+    retryAfterSeconds: number;
+    hgWorkers: number;
+  };
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -199,6 +214,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
       maxBodyBytes: e.TRIAD_TRANSPORT_MAX_BODY_BYTES,
       spoolDir: path.resolve(e.TRIAD_TRANSPORT_SPOOL_DIR ?? os.tmpdir()),
+      concurrency: e.TRIAD_TRANSPORT_CONCURRENCY,
+      queue: e.TRIAD_TRANSPORT_QUEUE,
+      retryAfterSeconds: e.TRIAD_TRANSPORT_RETRY_AFTER_SECONDS,
+      hgWorkers: e.TRIAD_HG_WORKERS,
     },
   };
 }

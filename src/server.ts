@@ -5,6 +5,7 @@ import { migrate, openOrm, type Orm } from './db/database.ts';
 import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
 import { trackConnections } from './http/connections.ts';
 import { createApp, createServices, type Services } from './app.ts';
+import { closeDriverProcesses } from './vcs/index.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
@@ -164,6 +165,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       log.debug('shutdown: HTTP connections closed');
       services.readers.close();
       services.ops.close();
+      services.transports.close();
+      closeDriverProcesses();
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);

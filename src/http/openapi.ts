@@ -181,7 +181,9 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
       out[200] = {
         description: ok.description,
         headers,
-        content: { [ok.contentType]: { schema: { type: 'string' } } },
+        content: Object.fromEntries(
+          [ok.contentType].flat().map((type) => [type, { schema: { type: 'string' } }]),
+        ),
       };
       break;
   }

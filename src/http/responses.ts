@@ -28,7 +28,7 @@ export type Success<T> = Common<T> &
     | { kind: 'list'; schema: z.ZodType<T> }
     | { kind: 'bare'; status: 200 | 201; schema: z.ZodType<T>; paged?: (body: T) => PageInfo }
     | { kind: 'empty' }
-    | { kind: 'text'; contentType: string }
+    | { kind: 'text'; contentType: string | readonly string[] }
   );
 
 type Opts<T> = Omit<Common<T>, 'description'>;
@@ -82,8 +82,12 @@ export const respond = {
   }),
   /** 204 without a body. */
   empty: (description: string): Success<never> => ({ kind: 'empty', description }),
-  /** A body the handler writes itself (plain text, streams). */
-  text: (contentType: string, description: string, headers?: Record<string, HeaderDoc>): Success<never> => ({
+  /** A body the handler writes itself (plain text, streams), of one of the content types. */
+  text: (
+    contentType: string | readonly string[],
+    description: string,
+    headers?: Record<string, HeaderDoc>,
+  ): Success<never> => ({
     kind: 'text',
     contentType,
     description,

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
 import type { RefMove, Snapshot } from '../vcs/driver.ts';
+import { Gate } from '../vcs/gate.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
 import * as db from './repository.ts';
 import type { SnapshotJson } from './repository.ts';
@@ -282,50 +283,4 @@ function fromJson(j: SnapshotJson): Snapshot {
 async function loadState(tx: EntityManager, repoId: number): Promise<Snapshot | undefined> {
   const state = await db.refState(tx, repoId);
   return state === undefined ? undefined : fromJson(state);
-}
-
-// ---------------------------------------------------------------- in-process queueing
-
-/** A counting gate with FIFO waiters; a waiter leaves the queue when its signal aborts. */
-class Gate {
-  private active = 0;
-  private readonly limit: number;
-  private readonly waiters: (() => void)[] = [];
-
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-
-  idle(): boolean {
-    return this.active === 0 && this.waiters.length === 0;
-  }
-
-  /** Resolves with the function that leaves the gate (call it exactly once). */
-  async enter(signal: AbortSignal): Promise<() => void> {
-    signal.throwIfAborted();
-    if (this.active < this.limit && this.waiters.length === 0) this.active += 1;
-    else {
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        };
-        const onAbort = () => {
-          const i = this.waiters.indexOf(wake);
-          if (i >= 0) this.waiters.splice(i, 1);
-          reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-        };
-        this.waiters.push(wake);
-        signal.addEventListener('abort', onAbort, { once: true });
-      });
-    }
-    let left = false;
-    return () => {
-      if (left) return;
-      left = true;
-      const next = this.waiters.shift();
-      if (next !== undefined) next();
-      else this.active -= 1;
-    };
-  }
 }

@@ -3,7 +3,8 @@ import { reply, respond, type Api } from '../http/api.ts';
 import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
-import type { VcsKind } from '../vcs/index.ts';
+import { driverFor, type VcsKind } from '../vcs/index.ts';
+import { streamOutput } from '../vcs/raw.ts';
 import {
   BadPath,
   DEFAULT_LIMITS,
@@ -58,7 +59,7 @@ export class ContentsService {
     this.limits = limits;
   }
 
-  private async reader({ repo }: RepoTarget): Promise<RepoReader> {
+  private async location({ repo }: RepoTarget): Promise<{ vcs: VcsKind; path: string }> {
     let w = this.where.get(repo.id);
     if (w === undefined) {
       const full = await this.repos.get(repo.id);
@@ -66,6 +67,11 @@ export class ContentsService {
       if (this.where.size > 10_000) this.where.clear();
       this.where.set(repo.id, w);
     }
+    return w;
+  }
+
+  private async reader(target: RepoTarget): Promise<RepoReader> {
+    const w = await this.location(target);
     return this.pool.get(w.vcs, w.path);
   }
 
@@ -111,6 +117,31 @@ export class ContentsService {
     return this.read(() => reader.blob(r, p, this.limits.blobMaxBytes));
   }
 
+  /**
+   * A file's bytes at a revision, whole, for streaming: the pooled reader resolves the revision
+   * to a commit and checks the file (its size and whether its start is text); the bytes come from
+   * a process of their own (`catFile`), at that commit.
+   */
+  async raw(target: RepoTarget, rawPath: unknown, rev: string) {
+    const p = ContentsService.path(rawPath);
+    const r = ContentsService.rev(rev);
+    if (p === '') throw ApiError.notFound('file');
+    const w = await this.location(target);
+    const reader = this.pool.get(w.vcs, w.path);
+    const commit = await this.read(async () => {
+      const id = await reader.resolve(r);
+      if (id === undefined) await reader.blob(r, p, 1); // throws the precise 404 (empty, revision)
+      if (id === undefined) throw new ReadNotFound('revision');
+      return id;
+    });
+    const probe = await this.read(() => reader.blob(commit, p, RAW_SNIFF_BYTES));
+    return {
+      size: probe.size,
+      contentType: probe.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
+      body: streamOutput(driverFor(w.vcs).catFile(w.path, commit, p)),
+    };
+  }
+
   async log(target: RepoTarget, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
     const r = ContentsService.rev(q.rev);
     const reader = await this.reader(target);
@@ -124,6 +155,9 @@ export class ContentsService {
     return this.read(() => reader.changeset(r, this.limits));
   }
 }
+
+/** Bytes of a file's start that decide whether the raw download is text (as git's heuristic). */
+const RAW_SNIFF_BYTES = 8000;
 
 const READ_ERRORS = {
   400: 'a path with `..`, a leading `/`, a backslash or control characters, or a bad `rev` (`validation_failed`)',
@@ -177,6 +211,39 @@ export function contentRoutes(
     returns: respond.data(fileContentSchema, 'the file'),
     errors: READ_ERRORS,
     handler: async ({ target, params, query }) => reply.ok(await svc.blob(target, params.path, query.rev)),
+  });
+  api.repoRoute({
+    repo: READ,
+    method: 'get',
+    path: '/raw/*path',
+    tag: 'contents',
+    auth: 'public',
+    operationId: 'getRawFile',
+    summary:
+      "A file's bytes at a revision (`rev`, default tip), whole and uncut, streamed: `text/plain; charset=utf-8` when its first 8000 bytes are UTF-8 text without NUL, else `application/octet-stream`",
+    query: revQuery,
+    params: { path: pathParam },
+    returns: respond.text(
+      ['application/octet-stream', 'text/plain; charset=utf-8'],
+      'the file, byte for byte',
+      {
+        'Content-Length': { description: 'the size of the file in bytes', required: true, type: 'integer' },
+      },
+    ),
+    errors: READ_ERRORS,
+    handler: async ({ target, params, query }) => {
+      const file = await svc.raw(target, params.path, query.rev);
+      return reply.stream(
+        {
+          'Content-Type': file.contentType,
+          'Content-Length': String(file.size),
+          // never run as a page of this origin, whatever the file holds
+          'X-Content-Type-Options': 'nosniff',
+          'Content-Security-Policy': "default-src 'none'; sandbox",
+        },
+        file.body,
+      );
+    },
   });
   api.repoRoute({
     repo: READ,

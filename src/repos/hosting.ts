@@ -7,7 +7,7 @@ import { driverFor } from '../vcs/index.ts';
 import type { Spool } from '../vcs/spool.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
-import { transfer } from './transfer.ts';
+import { transfer, type TransferLimits } from './transfer.ts';
 import type { ReposService } from './service.ts';
 
 type Deps = {
@@ -17,7 +17,7 @@ type Deps = {
   baseUrl: () => string;
   changes: RepoChanges;
   spool: Spool;
-  limits: { timeoutMs: number; maxBodyBytes: number };
+  limits: Omit<TransferLimits, 'spool' | 'log'>;
   /** Failed-authentication throttle shared with the API (429 for a blocked client address). */
   throttle?: AuthThrottle;
 };

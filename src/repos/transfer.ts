@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import type { CgiResult } from '../vcs/cgi.ts';
 import { BodyTooLarge, hasBody, receiveBody, type Spool } from '../vcs/spool.ts';
 import type { VcsDriver } from '../vcs/driver.ts';
-import { serveBackend, type BackendRequest } from '../vcs/transport.ts';
+import { GateFull } from '../vcs/gate.ts';
+import { serveBackend, type BackendRequest, type TransportServers } from '../vcs/transport.ts';
 import { PushLockTimeout, type ChangedRepo, type RepoChanges } from './changes.ts';
 
 /** The transfer ran past its time limit. */
@@ -16,7 +17,16 @@ class TransferTimeout extends Error {}
 class ClientGone extends Error {}
 
 export type Push = { changes: RepoChanges; repo: ChangedRepo; senderId: number | null };
-export type TransferLimits = { spool: Spool; log: Logger; timeoutMs: number; maxBodyBytes: number };
+export type TransferLimits = {
+  spool: Spool;
+  log: Logger;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  /** The shared concurrency cap and the pooled backends. */
+  servers: TransportServers;
+  /** Seconds a refused client is told to wait (`Retry-After` of a 503). */
+  retryAfterSeconds: number;
+};
 
 type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' | 'signal'> & {
   driver: VcsDriver;
@@ -27,10 +37,12 @@ type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' 
  * transport timeout and stopped as soon as the client leaves:
  * 1. the body is spooled to a per-request directory (size-capped: 413 beyond), before any lock or
  *    database connection is taken, so a slow or vanishing client holds nothing but a file;
- * 2. a read runs the backend with its output streamed to the client; a push runs it from the
+ * 2. it waits for a slot of the transports' shared concurrency cap (503 with `Retry-After` when
+ *    the queue is full), so a flood of clones cannot take the whole machine from the API;
+ * 3. a read runs the backend with its output streamed to the client; a push runs it from the
  *    spool under the repository's push lock (`RepoChanges`) with its output held in a file, sent
  *    once the push is recorded;
- * 3. the backend's whole process group is killed when the client leaves or time runs out, and the
+ * 4. the backend's whole process group is killed when the client leaves or time runs out, and the
  *    per-request directory (spooled body, held answer, the backend's TMPDIR) is removed always.
  */
 export async function transfer(r: Request, push: Push | undefined, limits: TransferLimits): Promise<void> {
@@ -46,6 +58,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
   res.on('close', onClose);
   if (req.socket.destroyed) onClose(); // it left while the request was being authorised
   const ws = await limits.spool.workspace();
+  let leave: (() => void) | undefined;
   try {
     let input: BackendRequest['input'];
     if (hasBody(req)) {
@@ -57,17 +70,20 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
     const scriptDir = await limits.spool.scriptDir();
     const { driver, ...rest } = r;
     const backend: BackendRequest = { ...rest, input, tmpDir, scriptDir, signal: ac.signal };
+    const { servers } = limits;
+    leave = await servers.limiter.enter(ac.signal);
     if (push === undefined) {
-      answer(res, await serveBackend(driver, backend), ac.signal, log);
+      answer(res, await serveBackend(driver, backend, servers), ac.signal, log);
       return;
     }
     const output = path.join(ws.dir, 'response');
     const result = await push.changes.change(
       push.repo,
       push.senderId,
-      () => serveBackend(driver, { ...backend, output }),
+      () => serveBackend(driver, { ...backend, output }, servers),
       { signal: ac.signal, deadline },
     );
+    leave();
     if (result.outcome === 'ok') {
       // The push is recorded: its answer gets a time limit of its own, not what is left of the
       // transfer's (the client should learn that its push went through).
@@ -77,7 +93,10 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
       logFailure(result, log);
     } else answer(res, result, ac.signal, log);
   } catch (e) {
-    if (e instanceof BodyTooLarge) {
+    if (e instanceof GateFull) {
+      res.setHeader('Retry-After', String(limits.retryAfterSeconds));
+      plain(res, 503, 'too many clone and push requests at once; try again later');
+    } else if (e instanceof BodyTooLarge) {
       res.setHeader('Connection', 'close');
       plain(res, 413, `request body larger than ${limits.maxBodyBytes} bytes`);
     } else if (e instanceof PushLockTimeout || e instanceof TransferTimeout) {
@@ -87,6 +106,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
       else res.destroy();
     } else throw e;
   } finally {
+    leave?.();
     clearTimeout(timer);
     res.off('close', onClose);
     await ws.remove();
@@ -126,7 +146,13 @@ function timedOut(res: ServerResponse, reqId: string): void {
 /** A short plain-text answer, replacing whatever headers a backend had set. */
 function plain(res: ServerResponse, status: number, message: string): void {
   if (res.destroyed || res.writableEnded) return;
-  const keep = new Set(['x-request-id', 'x-content-type-options', 'content-security-policy', 'connection']);
+  const keep = new Set([
+    'x-request-id',
+    'x-content-type-options',
+    'content-security-policy',
+    'connection',
+    'retry-after',
+  ]);
   for (const name of res.getHeaderNames()) if (!keep.has(name)) res.removeHeader(name);
   res.statusCode = status;
   res.setHeader('Content-Type', 'text/plain; charset=utf-8');

@@ -47,7 +47,7 @@ const GRACE_MS = 2000;
  * closes: the watcher sends SIGTERM to the group, then SIGKILL. So no backend, hook or helper
  * process outlives the request or the server.
  */
-const LIFELINE = `(trap '' TERM; read line <&3 && kill -KILL 0; kill -TERM 0; sleep ${GRACE_MS / 1000}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" 3<&-`;
+export const LIFELINE = `(trap '' TERM; read line <&3 && kill -KILL 0; kill -TERM 0; sleep ${GRACE_MS / 1000}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" 3<&-`;
 
 const HEADER_END = [Buffer.from('\r\n\r\n'), Buffer.from('\n\n')];
 const SKIPPED_HEADERS = new Set([
@@ -58,7 +58,14 @@ const SKIPPED_HEADERS = new Set([
   'proxy',
 ]);
 
-function cgiEnv(c: CgiRequest): Record<string, string> {
+/** What the CGI meta-variables of a request are made of. */
+export type CgiEnvInput = Pick<
+  CgiRequest,
+  'req' | 'tmpDir' | 'queryString' | 'scriptName' | 'pathInfo' | 'remoteUser' | 'input' | 'env'
+>;
+
+/** The CGI meta-variables of a request (also the WSGI environ of the pooled workers, wsgi.ts). */
+export function cgiEnv(c: CgiEnvInput): Record<string, string> {
   const { req } = c;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',

@@ -20,6 +20,7 @@
  */
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
+import type { RawSource } from './raw.ts';
 import type { RepoReader } from './reader.ts';
 import type { VcsTransport } from './transport.ts';
 
@@ -86,7 +87,10 @@ export interface VcsDriver {
    */
   openReader(dir: string): RepoReader;
 
-  /** Requests at a clone URL: which wire-protocol request it is, and the CGI backend serving it. */
+  /**
+   * Requests at a clone URL: which wire-protocol request it is, and the backend serving it (a CGI
+   * program per request, or a pooled WSGI worker).
+   */
   readonly transport: VcsTransport;
 
   /**
@@ -107,6 +111,13 @@ export interface VcsDriver {
 
   /** One file's content at a revision; undefined when the revision or the file does not exist. */
   fileAt(dir: string, rev: string, file: string): Promise<string | undefined>;
+
+  /**
+   * The command whose standard output is a file's bytes at a commit (a full id the reader
+   * resolved; the file known to exist): streamed by `streamOutput` (raw.ts) from a process of its
+   * own, so a large file neither sits in memory nor holds the repository's pooled reader.
+   */
+  catFile(dir: string, commit: string, file: string): RawSource;
 
   /**
    * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need

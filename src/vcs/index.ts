@@ -9,6 +9,7 @@ import type { VcsDriver } from './driver.ts';
 import { fossilDriver } from './fossil/driver.ts';
 import { gitDriver } from './git/driver.ts';
 import { hgDriver } from './hg/driver.ts';
+import { closeBookkeeping } from './hg/refs.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import type { RepoReader } from './reader.ts';
 
@@ -28,6 +29,11 @@ export function repoPath(root: string, id: number, vcs: VcsKind): string {
 
 export async function removeRepository(dest: string): Promise<void> {
   await fs.rm(dest, { recursive: true, force: true });
+}
+
+/** Ends the processes the drivers keep between calls (Mercurial's bookkeeping command servers). */
+export function closeDriverProcesses(): void {
+  closeBookkeeping();
 }
 
 /** A reader for one repository (the `ReaderPool`'s factory). */

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { runCgi, type CgiRequest, type CgiResult } from './cgi.ts';
 import type { VcsDriver } from './driver.ts';
+import { Gate } from './gate.ts';
+import { WsgiPool, type WsgiApp } from './wsgi.ts';
 
 /**
  * What a request to a repository's clone URL asks for: `read` (pull: repo:read), `write` (push:
@@ -43,6 +45,17 @@ export type BackendRequest = {
 export type CgiProgram = Pick<CgiRequest, 'command' | 'args' | 'pathInfo' | 'env'>;
 
 /**
+ * Or the pooled WSGI program (wsgi.ts) that serves a kind's requests, with the request's CGI
+ * variables beyond the derived ones and the worker's own fields.
+ */
+export type WsgiProgram = {
+  wsgi: WsgiApp;
+  pathInfo: string;
+  env: Record<string, string>;
+  fields: Record<string, unknown>;
+};
+
+/**
  * One kind's side of the clone URL. Only the VCS wire protocols are served there (see each
  * kind's `classify`): the web UIs of hgweb and Fossil, and git's dumb protocol, would serve pushed
  * files (HTML, JavaScript) from the service's own origin. A parameter the decision depends on may
@@ -63,8 +76,11 @@ export interface VcsTransport {
    * repository user whose rights match `canWrite` (computed by the caller only for `sync`).
    */
   remoteUser(username: string | undefined, canWrite: boolean): string | undefined;
-  /** The CGI program for one request (may prepare the repository or a script first). */
-  backend(b: BackendRequest): Promise<CgiProgram>;
+  /**
+   * The program for one request: a CGI program started for it (may prepare the repository or a
+   * script first), or a pooled WSGI worker.
+   */
+  backend(b: BackendRequest): Promise<CgiProgram | WsgiProgram>;
 }
 
 /** A GET or HEAD of the clone URL itself without parameters: a person with a browser. */
@@ -99,9 +115,66 @@ export function cloneHint(label: string, command: string): string {
   return `This is the clone URL of a ${label} repository.\nClone it with: ${command}\n`;
 }
 
-/** Serves one request with the kind's own HTTP backend (git http-backend, hgweb, fossil CGI). */
-export async function serveBackend(driver: VcsDriver, b: BackendRequest): Promise<CgiResult> {
-  return runCgi({
+export type TransportServerOptions = {
+  /** Backend runs (CGI processes and WSGI requests, every kind) at once. */
+  concurrency: number;
+  /** Requests waiting for a run beyond the running ones; more are refused (`GateFull`, 503). */
+  queue: number;
+  /** Processes per WSGI program (Mercurial's hgweb workers). */
+  wsgiWorkers: number;
+  /** An idle WSGI worker is closed after this long. */
+  wsgiIdleMs?: number;
+};
+
+/**
+ * What serves the clone URLs of one server: the concurrency cap and queue every transport run
+ * passes (`limiter`), and the pools of long-lived WSGI workers. Closed at shutdown.
+ */
+export class TransportServers {
+  readonly limiter: Gate;
+  private readonly pools = new Map<string, WsgiPool>();
+  private readonly opts: TransportServerOptions;
+
+  constructor(opts: TransportServerOptions) {
+    this.opts = opts;
+    this.limiter = new Gate(opts.concurrency, opts.queue);
+  }
+
+  /** The pool of a WSGI program (started on first use). */
+  pool(app: WsgiApp): WsgiPool {
+    let p = this.pools.get(app.name);
+    if (p === undefined) {
+      p = new WsgiPool(app, {
+        workers: this.opts.wsgiWorkers,
+        ...(this.opts.wsgiIdleMs === undefined ? {} : { idleMs: this.opts.wsgiIdleMs }),
+      });
+      this.pools.set(app.name, p);
+    }
+    return p;
+  }
+
+  /** Process ids of the live WSGI workers (tests). */
+  workerPids(): number[] {
+    return [...this.pools.values()].flatMap((p) => p.pids());
+  }
+
+  close(): void {
+    for (const p of this.pools.values()) p.close();
+    this.pools.clear();
+  }
+}
+
+/**
+ * Serves one request with the kind's own HTTP backend (git http-backend, hgweb, fossil CGI). The
+ * caller holds a slot of `servers.limiter`.
+ */
+export async function serveBackend(
+  driver: VcsDriver,
+  b: BackendRequest,
+  servers: TransportServers,
+): Promise<CgiResult> {
+  const program = await driver.transport.backend(b);
+  const common = {
     req: b.req,
     res: b.res,
     scriptName: b.scriptName,
@@ -111,6 +184,10 @@ export async function serveBackend(driver: VcsDriver, b: BackendRequest): Promis
     tmpDir: b.tmpDir,
     signal: b.signal,
     ...(b.output === undefined ? {} : { output: b.output }),
-    ...(await driver.transport.backend(b)),
-  });
+  };
+  if ('wsgi' in program) {
+    const { wsgi, ...rest } = program;
+    return servers.pool(wsgi).serve({ ...common, ...rest });
+  }
+  return runCgi({ ...common, ...program });
 }

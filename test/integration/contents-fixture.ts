@@ -129,14 +129,25 @@ export async function populate(vcs: VcsKind, store: string): Promise<Fixture> {
   }
 }
 
-/** Adds one commit with later.txt on the default line of the stored repository; returns its id. */
-export async function addCommit(vcs: VcsKind, store: string): Promise<string> {
+/**
+ * Adds one commit with `files` (by default later.txt) on the default line of the stored
+ * repository; returns its id.
+ */
+export async function addCommit(
+  vcs: VcsKind,
+  store: string,
+  files: Record<string, string | Buffer> = { 'later.txt': 'later\n' },
+): Promise<string> {
+  const names = Object.keys(files);
+  const write = async (w: string) => {
+    for (const [name, content] of Object.entries(files)) await writeFile(w, name, content);
+  };
   const work = await tempDir(`triad-contents-more-${vcs}-`);
   try {
     if (vcs === 'git') {
       await git(['clone', '-q', store, 'w'], work);
       const w = path.join(work, 'w');
-      await writeFile(w, 'later.txt', 'later\n');
+      await write(w);
       await git(['add', '.'], w);
       await git(['commit', '-q', '-m', 'later'], w);
       await git(['push', '-q', 'origin', 'main'], w);
@@ -145,8 +156,8 @@ export async function addCommit(vcs: VcsKind, store: string): Promise<string> {
     if (vcs === 'hg') {
       await hg(['clone', '-q', '-u', 'tip', store, 'w'], work);
       const w = path.join(work, 'w');
-      await writeFile(w, 'later.txt', 'later\n');
-      await hg(['add', '-q', 'later.txt'], w);
+      await write(w);
+      await hg(['add', '-q', ...names], w);
       await hg(['commit', '-m', 'later'], w);
       await hg(['push', '-q', store], w);
       return (await hg(['log', '-r', '.', '-T', '{node}'], w)).trim();
@@ -154,10 +165,10 @@ export async function addCommit(vcs: VcsKind, store: string): Promise<string> {
     await fossil(['open', '--force', store], work);
     await fossil(['user', 'default', 'triad'], work);
     await fossil(['update', 'trunk'], work);
-    await writeFile(work, 'later.txt', 'later\n');
-    await fossil(['add', 'later.txt'], work);
+    await write(work);
+    await fossil(['add', ...names], work);
     await new Promise((r) => setTimeout(r, 1100));
-    await fossil(['commit', '-m', 'later'], work);
+    await fossil(['commit', '--no-warnings', '-m', 'later'], work);
     const id = await fossilCheckout(work);
     await fossil(['close', '--force'], work);
     return id;

@@ -34,5 +34,10 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
+  catFile: (dir, commit, file) => ({
+    command: FOSSIL.bin,
+    args: ['cat', file, '-R', dir, '-r', commit],
+    env: FOSSIL.env,
+  }),
   createOps: (opts) => new FossilOps(opts),
 };

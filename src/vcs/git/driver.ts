@@ -28,5 +28,10 @@ export const gitDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
+  catFile: (dir, commit, file) => ({
+    command: GIT.bin,
+    args: ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`],
+    env: GIT.env,
+  }),
   createOps: (opts) => new GitOps(opts),
 };

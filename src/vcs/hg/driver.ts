@@ -42,5 +42,11 @@ export const hgDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
+  // `path:` makes the file relative to the repository root, not the working directory
+  catFile: (dir, commit, file) => ({
+    command: HG.bin,
+    args: ['-R', dir, 'cat', '-r', commit, `path:${file}`],
+    env: HG.env,
+  }),
   createOps: (opts) => new HgOps(opts),
 };

@@ -5,9 +5,20 @@
  */
 import { HG } from '../constants.ts';
 import type { BranchMove, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
-import { commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
+import { commitRecords, FIELD, RECORD, tagMoves } from '../refs.ts';
+import { CommandServers } from './cmdserver.ts';
 
-const hg = (dir: string, ...args: string[]) => output(HG.bin, ['-R', dir, ...args], HG.env);
+/**
+ * The bookkeeping of every push (a snapshot before and after, the new changesets per ref, the
+ * pipeline file at the pushed head) runs through pooled command servers: no `hg` start per call.
+ */
+const servers = new CommandServers({ max: 8, idleMs: 60_000 });
+const hg = (dir: string, ...args: string[]) => servers.run(dir, args);
+
+/** Ends the command servers of the push bookkeeping (at shutdown). */
+export function closeBookkeeping(): void {
+  servers.close();
+}
 
 export async function snapshot(dir: string): Promise<Snapshot> {
   const text = await hg(

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { HG } from '../constants.ts';
 import { atRoot, cloneHint, notFound, wireParam, type VcsTransport } from '../transport.ts';
+import type { WsgiApp } from '../wsgi.ts';
 
 /** Mercurial wire-protocol commands (version 1, as in Mercurial 6.3) a client may send. */
 const COMMANDS = new Set([
@@ -24,10 +25,24 @@ const COMMANDS = new Set([
   'unbundle',
 ]);
 
-/** The hgweb CGI script shipped next to this file. */
-const HGWEB = fileURLToPath(new URL('./hgweb.py', import.meta.url));
+/**
+ * The pooled hgweb workers (hgwsgi.py next to this file). Their environment is as small as a
+ * CGI program's: hooks see the request's CGI variables, never the server's own environment.
+ */
+const HGWEB: WsgiApp = {
+  name: 'hgweb',
+  command: HG.python,
+  args: [fileURLToPath(new URL('./hgwsgi.py', import.meta.url))],
+  env: {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    LANG: 'C.UTF-8',
+    HGPLAIN: HG.env.HGPLAIN,
+    HGENCODING: HG.env.HGENCODING,
+  },
+};
 
-/** Requests naming a wire-protocol `cmd` at the clone URL, served by hgweb (hgweb.py). */
+/** Requests naming a wire-protocol `cmd` at the clone URL, served by pooled hgweb workers. */
 export const transport: VcsTransport = {
   classify(method, subpath, query) {
     const p = wireParam(method, subpath, query, 'cmd');
@@ -45,14 +60,9 @@ export const transport: VcsTransport = {
 
   backend: (b) =>
     Promise.resolve({
-      command: HG.python,
-      args: [HGWEB],
+      wsgi: HGWEB,
       pathInfo: '/',
-      env: {
-        TRIAD_HG_REPO: b.repoPath,
-        TRIAD_HG_PUSH: b.write ? '1' : '0',
-        HGPLAIN: HG.env.HGPLAIN,
-        HGENCODING: HG.env.HGENCODING,
-      },
+      env: { HGPLAIN: HG.env.HGPLAIN, HGENCODING: HG.env.HGENCODING },
+      fields: { repo: b.repoPath, push: b.write },
     }),
 };

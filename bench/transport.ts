@@ -1,0 +1,217 @@
+/**
+ * Push and clone through Triad next to the VCS's own server: the whole generated history pushed
+ * into an empty repository, a clone of it, then a push of five more small commits, for Git
+ * (`git http-backend` as a CGI program under a bare `node:http` server) and Mercurial (`hg serve`).
+ * Fossil is not measured here (a pushed Fossil history must come from a clone of the target;
+ * `npm run bench:contents` times Fossil clones). The repositories are the ones bench/contents.ts
+ * generates (bench/repos.ts, kept between runs).
+ *
+ *   npm run bench:transport [-- --commits 10000]
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import { startServer } from '../src/server.ts';
+import { runCgi } from '../src/vcs/cgi.ts';
+import { ENV, generateRepos } from './repos.ts';
+
+const exec = promisify(execFile);
+const { values } = parseArgs({ options: { commits: { type: 'string', default: '10000' } } });
+const COMMITS = Number(values.commits);
+const WORK = path.join(import.meta.dirname, '.work', 'contents', String(COMMITS));
+const run = async (cmd: string, args: string[], cwd: string): Promise<string> =>
+  (await exec(cmd, args, { cwd, env: ENV, maxBuffer: 512 * 1024 * 1024 })).stdout;
+const HG = '/usr/bin/hg';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return (performance.now() - t) / 1000;
+}
+
+async function until(url: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (
+      await fetch(url).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+const repos = await generateRepos(WORK, COMMITS);
+const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-transport-'));
+const token = 'bench-admin-token';
+const running = await startServer(
+  loadConfig({
+    ...process.env,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    TRIAD_DATA_DIR: path.join(tmp, 'data'),
+    TRIAD_ADMIN_TOKEN: token,
+    TRIAD_EMBEDDED_AGENT: 'off',
+    LOG_LEVEL: 'warn',
+    TRIAD_LOG_REQUESTS: 'false',
+  }),
+);
+const api = async (p: string, body: unknown): Promise<Record<string, any>> => {
+  const r = await fetch(`${running.url}${p}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  if (r.status >= 400) throw new Error(`POST ${p}: ${r.status} ${await r.text()}`);
+  return (await r.json()) as Record<string, any>;
+};
+await api('/api/v1/orgs', { name: 'bench' });
+const triadUrl = (name: string) => `${running.url.replace('://', `://x:${token}@`)}/bench/${name}`;
+
+const children: ChildProcess[] = [];
+
+// Git's own server: git http-backend, one CGI process per request, under a bare node:http server.
+const gitRoot = path.join(tmp, 'git-native');
+await fs.mkdir(gitRoot);
+await run('git', ['init', '-q', '--bare', '-b', 'main', 'target.git'], gitRoot);
+const gitServer = http.createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://x');
+  void (async () => {
+    const body = path.join(tmp, `body-${Math.random()}`);
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    await fs.writeFile(body, Buffer.concat(chunks));
+    const size = (await fs.stat(body)).size;
+    await runCgi({
+      command: 'git',
+      args: ['http-backend'],
+      env: {
+        GIT_PROJECT_ROOT: gitRoot,
+        GIT_HTTP_EXPORT_ALL: '1',
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'http.receivepack',
+        GIT_CONFIG_VALUE_0: 'true',
+      },
+      req,
+      res,
+      pathInfo: url.pathname,
+      scriptName: '',
+      queryString: url.search.slice(1),
+      input: { file: body, size },
+      tmpDir: tmp,
+      signal: new AbortController().signal,
+    });
+    res.end();
+    await fs.rm(body, { force: true });
+  })();
+});
+const gitPort = await freePort();
+await new Promise<void>((r) => gitServer.listen(gitPort, '127.0.0.1', r));
+
+// Mercurial's own server.
+const hgTarget = path.join(tmp, 'hg-native');
+await run(HG, ['init', hgTarget], tmp);
+const hgPort = await freePort();
+children.push(
+  spawn(
+    HG,
+    [
+      'serve',
+      '-R',
+      hgTarget,
+      '-p',
+      String(hgPort),
+      '-a',
+      '127.0.0.1',
+      '--config',
+      'web.push_ssl=false',
+      '--config',
+      'web.allow-push=*',
+    ],
+    { env: ENV, stdio: 'ignore' },
+  ),
+);
+await until(`http://127.0.0.1:${hgPort}/?cmd=capabilities`);
+
+type Row = { kind: string; step: string; triad: number; native: number };
+const rows: Row[] = [];
+
+/** Five small commits in a working copy. */
+async function fiveCommits(kind: 'git' | 'hg', dir: string): Promise<void> {
+  for (let i = 1; i <= 5; i++) {
+    await fs.writeFile(path.join(dir, `increment-${i}.txt`), `increment ${i}\n`);
+    if (kind === 'git') {
+      await run('git', ['add', '.'], dir);
+      await run('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '-m', `inc ${i}`], dir);
+    } else {
+      await run(HG, ['add', '-q', `increment-${i}.txt`], dir);
+      await run(HG, ['commit', '-u', 'b', '-m', `inc ${i}`], dir);
+    }
+  }
+}
+
+for (const kind of ['hg', 'git'] as const) {
+  await api('/api/v1/orgs/bench/repos', { name: `${kind}-push`, vcs: kind });
+  const src = path.join(tmp, `${kind}-src`);
+  const native = kind === 'git' ? `http://127.0.0.1:${gitPort}/target.git` : `http://127.0.0.1:${hgPort}/`;
+  const triad = triadUrl(`${kind}-push`);
+  if (kind === 'git') await run('git', ['clone', '-q', repos.git, src], tmp);
+  else await run(HG, ['clone', '-q', repos.hg, src], tmp);
+  const push = (to: string) =>
+    kind === 'git'
+      ? run('git', ['push', '-q', to, 'main', '--tags'], src)
+      : run(HG, ['push', '-q', to], src).catch((e: { code?: number }) => {
+          if (e.code !== 1) throw e; // 1: nothing to push
+        });
+  const clone = (from: string, dest: string) =>
+    kind === 'git'
+      ? run('git', ['clone', '-q', '--bare', from, dest], tmp)
+      : run(HG, ['clone', '-q', '-U', from, dest], tmp);
+  rows.push({
+    kind,
+    step: `push of ${COMMITS} commits into an empty repository`,
+    triad: await timed(() => push(triad)),
+    native: await timed(() => push(native)),
+  });
+  rows.push({
+    kind,
+    step: `clone of ${COMMITS} commits`,
+    triad: await timed(() => clone(triad, path.join(tmp, `${kind}-clone-triad`))),
+    native: await timed(() => clone(native, path.join(tmp, `${kind}-clone-native`))),
+  });
+  await fiveCommits(kind, src);
+  rows.push({
+    kind,
+    step: 'push of five small commits',
+    triad: await timed(() => push(triad)),
+    native: await timed(() => push(native)),
+  });
+}
+
+console.log(`| kind | step | Triad (s) | native (s) | ratio |\n| ---- | ---- | --: | --: | --: |`);
+for (const r of rows)
+  console.log(
+    `| ${r.kind} | ${r.step} | ${r.triad.toFixed(2)} | ${r.native.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} |`,
+  );
+
+for (const c of children) c.kill();
+gitServer.close();
+await running.close();
+await fs.rm(tmp, { recursive: true, force: true });

@@ -1,0 +1,135 @@
+"""Triad's hgweb worker: the Mercurial wire protocol for many requests, one at a time.
+
+A long-lived process (src/vcs/wsgi.ts keeps a pool of them). Each request comes on stdin as a
+4-byte big-endian length and a JSON object: `env` (the CGI variables of the request), `input`
+(the path of the spooled body, or null), `repo` (the repository's path) and `push` (Triad
+authorised the request as a push). The answer goes to the process's original stdout as frames,
+a type byte, a 4-byte length and data: `H` (JSON: status and headers) once, `B` (body bytes) any
+number of times, then `E` (empty when the request was answered, else the error text). File
+descriptor 1 itself points at stderr, so nothing Mercurial prints can garble the frames.
+
+Writes are allowed only for requests Triad authorised as pushes. The bundle2
+"remote-changegroup" part (the server downloads a changegroup from a URL the pusher names) is
+neither advertised nor accepted: a pusher could make the server fetch any URL. During a request,
+os.environ holds its CGI variables (as it would for a CGI program), so hooks see them, and
+temporary files go to the request's TMPDIR.
+"""
+import collections, io, json, os, struct, sys, tempfile, traceback
+
+_out = os.fdopen(os.dup(1), 'wb')
+os.dup2(2, 1)
+_in = os.fdopen(os.dup(0), 'rb')
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+
+from mercurial import demandimport
+demandimport.enable()
+from mercurial import bundle2, error
+from mercurial import ui as uimod
+from mercurial.hgweb import hgweb
+
+bundle2.capabilities.pop(b'remote-changegroup', None)
+_params = bundle2.parthandlermapping[b'remote-changegroup'].params
+def _refuse(op, inpart):
+    raise error.Abort(b'remote-changegroup is not accepted by this server')
+_refuse.params = _params
+bundle2.parthandlermapping[b'remote-changegroup'] = _refuse
+
+_base = uimod.ui.load()
+_environ = dict(os.environ)
+_apps = collections.OrderedDict()
+MAX_APPS = 8
+
+
+def app_for(repo, push):
+    """An hgweb application per repository and kind of request (it reloads a changed repository)."""
+    key = (repo, push)
+    app = _apps.pop(key, None)
+    if app is None:
+        u = _base.copy()
+        u.setconfig(b'web', b'allow-push', b'*' if push else b'')
+        u.setconfig(b'web', b'deny_push', b'' if push else b'*')
+        u.setconfig(b'web', b'push_ssl', b'false')
+        u.setconfig(b'web', b'allow-archive', b'')
+        u.setconfig(b'ui', b'report_untrusted', b'false')
+        app = hgweb(os.fsencode(repo), baseui=u)
+    _apps[key] = app
+    while len(_apps) > MAX_APPS:
+        _apps.popitem(last=False)
+    return app
+
+
+def frame(kind, data):
+    _out.write(kind + struct.pack('>I', len(data)))
+    _out.write(data)
+    _out.flush()
+
+
+def serve(req):
+    env = {k: v for k, v in req['env'].items() if k != 'HTTP_EXPECT'}
+    os.environ.clear()
+    os.environ.update(_environ)
+    os.environ.update(env)
+    tempfile.tempdir = env.get('TMPDIR') or None
+    body = open(req['input'], 'rb') if req.get('input') else io.BytesIO()
+    environ = dict(env)
+    environ.update({
+        'wsgi.input': body,
+        'wsgi.errors': sys.stderr,
+        'wsgi.version': (1, 0),
+        'wsgi.multithread': False,
+        'wsgi.multiprocess': True,
+        'wsgi.run_once': False,
+        'wsgi.url_scheme': 'http',
+    })
+    state = {'head': None, 'sent': False}
+
+    def write(data):
+        if not state['sent']:
+            status, headers = state['head']
+            frame(b'H', json.dumps({'status': status, 'headers': headers}).encode())
+            state['sent'] = True
+        if data:
+            frame(b'B', bytes(data))
+
+    def start_response(status, headers, exc_info=None):
+        if exc_info is not None and state['sent']:
+            raise exc_info[1].with_traceback(exc_info[2])
+        state['head'] = (status, [[str(k), str(v)] for k, v in headers])
+        return write
+
+    try:
+        result = app_for(req['repo'], bool(req.get('push')))(environ, start_response)
+        try:
+            for chunk in result:
+                write(chunk)
+            if not state['sent']:
+                write(b'')
+        finally:
+            getattr(result, 'close', lambda: None)()
+    finally:
+        body.close()
+        tempfile.tempdir = None
+        os.environ.clear()
+        os.environ.update(_environ)
+
+
+def main():
+    while True:
+        head = _in.read(4)
+        if len(head) < 4:
+            return
+        (size,) = struct.unpack('>I', head)
+        req = json.loads(_in.read(size))
+        try:
+            serve(req)
+        except Exception:
+            text = traceback.format_exc()
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            frame(b'E', text.encode('utf-8', 'replace')[-4000:])
+            continue
+        frame(b'E', b'')
+
+
+main()

@@ -1,0 +1,163 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
+import { WorkingCopy } from '../helpers/clients.ts';
+import { outboxEvents } from '../helpers/outbox.ts';
+import { killProcessesWithEnv, waitFor, waitNoProcesses } from '../helpers/transport.ts';
+
+// One backend run at a time, one request waiting, one hgweb worker: the smallest bounded pool.
+let s: TestServer;
+let owner: TestUser;
+let org: string;
+beforeAll(async () => {
+  s = await startTestServer({
+    TRIAD_TRANSPORT_CONCURRENCY: '1',
+    TRIAD_TRANSPORT_QUEUE: '1',
+    TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: '7',
+    TRIAD_HG_WORKERS: '1',
+  });
+  owner = await s.newUser();
+  org = await s.newOrg(owner);
+});
+afterEach(async () => {
+  await killProcessesWithEnv(`SCRIPT_NAME=/${org}/`);
+});
+afterAll(async () => {
+  await s.close();
+});
+
+type Repo = { name: string; clone: string; id: number; dir: string };
+
+async function newHgRepo(): Promise<Repo> {
+  const name = uniq('hg');
+  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'hg' });
+  expect(r.status).toBe(201);
+  const id = r.body.data.id as number;
+  return { name, clone: r.body.data.clone_url, id, dir: path.join(s.dataDir, 'repos', `${id}.hg`) };
+}
+
+const workers = () => s.running.services.transports.workerPids();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function capabilities(repo: Repo): Promise<Response> {
+  return fetch(`${s.url}/${org}/${repo.name}?cmd=capabilities`, { signal: AbortSignal.timeout(30_000) });
+}
+
+describe('the pooled hgweb workers', () => {
+  test('when several hg clones and pushes follow each other, then one long-lived worker serves them all', async () => {
+    const repo = await newHgRepo();
+    const w = await WorkingCopy.clone('hg', repo.clone, owner.token);
+    const [first] = workers();
+    expect(first).toBeDefined();
+    for (const n of [1, 2, 3]) {
+      await w.commit(`f${n}.txt`, `${n}\n`, `change ${n}`);
+      expect((await w.push()).code).toBe(0);
+    }
+    const again = await WorkingCopy.clone('hg', repo.clone, owner.token);
+    expect(await again.head()).toBe(await w.head());
+    expect(workers()).toEqual([first]);
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => e.event_type)).toEqual(['push', 'push', 'push']);
+  }, 120_000);
+
+  test('when the worker is killed, then the next clone starts a fresh one and succeeds', async () => {
+    const repo = await newHgRepo();
+    const w = await WorkingCopy.clone('hg', repo.clone, owner.token);
+    await w.commit('a.txt', 'a\n', 'first');
+    expect((await w.push()).code).toBe(0);
+    const before = workers();
+    expect(before).toHaveLength(1);
+    for (const pid of before) process.kill(pid, 'SIGKILL');
+    await waitFor('the worker to be gone', () => Promise.resolve(before.some(alive) ? undefined : true));
+
+    const again = await WorkingCopy.clone('hg', repo.clone, owner.token);
+    expect(await again.head()).toBe(await w.head());
+    const after = workers();
+    expect(after).toHaveLength(1);
+    expect(after).not.toEqual(before);
+  }, 120_000);
+});
+
+describe('the transports concurrency cap', () => {
+  test('when every slot is taken and the queue is full, then a clone gets 503 with Retry-After, the API still answers, and an aborted push frees its slot (the waiting clone runs), worker and hook', async () => {
+    const repo = await newHgRepo();
+    const w = await WorkingCopy.clone('hg', repo.clone, owner.token);
+    await w.commit('a.txt', 'a\n', 'held');
+    const flag = path.join(await tempDir(), 'in-hook');
+    await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 60\n`);
+    const [cmd, args] = w.pushCommand();
+    const client = spawn(cmd, args, { cwd: w.dir, env: vcsEnv, stdio: 'ignore', detached: true });
+    const gone = new Promise((resolve) => client.once('exit', resolve));
+    await waitFor('the hook to run', () =>
+      fs
+        .access(flag)
+        .then(() => true)
+        .catch(() => undefined),
+    );
+    const serving = workers();
+    expect(serving).toHaveLength(1);
+
+    // one request waits for the slot, the next is refused
+    const limiter = s.running.services.transports.limiter;
+    const waiting = capabilities(repo);
+    await waitFor('a request in the queue', () =>
+      Promise.resolve(limiter.load().waiting === 1 ? true : undefined),
+    );
+    const refused = await capabilities(repo);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('7');
+    expect(await refused.text()).toMatch(/too many clone and push requests/);
+    // the API is not behind the cap
+    const api = await owner.client.get(`/api/v1/repos/${org}/${repo.name}`);
+    expect(api.status).toBe(200);
+
+    process.kill(-client.pid!, 'SIGKILL');
+    await gone;
+    // the worker that ran the push and the hook it started end; the slot is free again
+    expect(await waitNoProcesses(`SCRIPT_NAME=/${org}/`)).toEqual([]);
+    await waitFor('the worker to end', () => Promise.resolve(serving.some(alive) ? undefined : true));
+    await fs.rm(path.join(repo.dir, '.hg', 'hgrc'));
+    const served = await waiting;
+    expect(served.status).toBe(200);
+    expect(await served.text()).toMatch(/unbundle/);
+    // the interrupted transaction is rolled back by the next push, which goes through
+    await w.commit('b.txt', 'b\n', 'next');
+    expect((await w.push()).code).toBe(0);
+    expect(await fs.readdir(path.join(repo.dir, '.hg', 'store'))).not.toContain('journal');
+    const events = await outboxEvents(s, repo.id);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.payload.commits.map((c: { subject: string }) => c.subject)).toEqual(['next', 'held']);
+  }, 120_000);
+
+  test('when more clones arrive than run at once, then they wait their turn and all succeed', async () => {
+    const roomy = await startTestServer({ TRIAD_TRANSPORT_CONCURRENCY: '2', TRIAD_HG_WORKERS: '2' });
+    try {
+      const u = await roomy.newUser();
+      const o = await roomy.newOrg(u);
+      const r = await u.client.post(`/api/v1/orgs/${o}/repos`, { name: 'many', vcs: 'hg' });
+      expect(r.status).toBe(201);
+      const src = await WorkingCopy.clone('hg', r.body.data.clone_url, u.token);
+      await src.commit('b.txt', 'b\n', 'many clones');
+      expect((await src.push()).code).toBe(0);
+      const clones = await Promise.all(
+        Array.from({ length: 6 }, () => WorkingCopy.clone('hg', r.body.data.clone_url, u.token)),
+      );
+      const head = await src.head();
+      for (const c of clones) expect(await c.head()).toBe(head);
+      expect(roomy.running.services.transports.workerPids().length).toBeLessThanOrEqual(2);
+    } finally {
+      await roomy.close();
+    }
+  }, 120_000);
+});
