@@ -34,7 +34,10 @@ import { WebhooksService } from './webhooks/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
-import { FsBlobStore, type BlobStore } from './storage/index.ts';
+import { openBlobStore, type BlobStore } from './storage/index.ts';
+import { ReleasesService } from './releases/service.ts';
+import { releaseRoutes } from './releases/routes.ts';
+import { VcsOpsSet } from './vcs/index.ts';
 import path from 'node:path';
 
 export const VERSION = '0.1.0';
@@ -52,6 +55,9 @@ export type Services = {
   changes: RepoChanges;
   /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
   readers: ReaderPool;
+  /** VCS operations (merges, tags) of every kind; closed at shutdown. */
+  ops: VcsOpsSet;
+  releases: ReleasesService;
 };
 
 export type AppDeps = {
@@ -63,8 +69,9 @@ export type AppDeps = {
   databaseUrl: string;
 };
 
+/** The blob store of step logs and release assets: S3/MinIO when configured, else files. */
 export function blobStore(config: Config): BlobStore {
-  return new FsBlobStore(path.join(config.dataDir, 'blobs'));
+  return openBlobStore(config.blobs);
 }
 
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
@@ -111,9 +118,10 @@ export function createServices(deps: AppDeps): Services {
     });
   };
   const agents = new AgentsService({ em });
+  const blobs = blobStore(deps.config);
   const pipelines = new PipelinesService({
     em,
-    blobs: blobStore(deps.config),
+    blobs,
     log: deps.log,
     metrics: deps.metrics,
     databaseUrl: deps.databaseUrl,
@@ -183,7 +191,33 @@ export function createServices(deps: AppDeps): Services {
         ),
       ),
   });
-  return { users, orgs, repos, agents, pipelines, issues, webhooks, webhookDispatcher, changes, readers };
+  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  const releases = new ReleasesService({
+    em,
+    log: deps.log.child({ component: 'releases' }),
+    baseUrl: deps.baseUrl,
+    blobs,
+    users,
+    repos,
+    changes,
+    ops,
+    assetMaxBytes: deps.config.assetMaxBytes,
+    redirectDownloads: deps.config.blobs.redirectDownloads,
+  });
+  return {
+    users,
+    orgs,
+    repos,
+    agents,
+    pipelines,
+    issues,
+    webhooks,
+    webhookDispatcher,
+    changes,
+    readers,
+    ops,
+    releases,
+  };
 }
 
 export function directory(s: Services): Directory {
@@ -318,6 +352,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   webhookRoutes(api, services.webhooks);
+  releaseRoutes(api, services.releases);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));

@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'limit_exceeded',
   'rate_limited',
   'service_unavailable',
+  'storage_unavailable',
   'internal',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -61,6 +62,10 @@ export class ApiError extends Error {
   }
   static conflict(message: string): ApiError {
     return new ApiError(409, 'conflict', message);
+  }
+  /** The blob store (files or S3) failed or cannot be reached. */
+  static storageUnavailable(message = 'the blob store is unavailable; try again later'): ApiError {
+    return new ApiError(503, 'storage_unavailable', message);
   }
   static tooLarge(message: string): ApiError {
     return new ApiError(413, 'payload_too_large', message);

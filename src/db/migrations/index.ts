@@ -5,6 +5,7 @@ import { Migration0004Pipelines } from './0004-pipelines.ts';
 import { Migration0005CiIsolation } from './0005-ci-isolation.ts';
 import { Migration0006RepoRefStates } from './0006-repo-ref-states.ts';
 import { Migration0008Webhooks } from './0008-webhooks.ts';
+import { Migration0010Releases } from './0010-releases.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   { name: '0005-ci-isolation', class: Migration0005CiIsolation },
   { name: '0006-repo-ref-states', class: Migration0006RepoRefStates },
   { name: '0008-webhooks', class: Migration0008Webhooks },
+  { name: '0010-releases', class: Migration0010Releases },
 ];

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { commandStream } from '../archive.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -34,5 +35,11 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
+  archive: (file, commit, format, prefix) =>
+    commandStream(
+      FOSSIL.bin,
+      [format === 'zip' ? 'zip' : 'tarball', commit, '/dev/stdout', '-R', file, '--name', prefix],
+      FOSSIL.env,
+    ),
   createOps: (opts) => new FossilOps(opts),
 };
