@@ -53,10 +53,14 @@ export function multipartUpload(req: Request, opts: { field: string; maxBytes: n
   let files = 0;
   let failure: ApiError | undefined;
   let current: Transform | undefined;
+  let currentSource: Readable | undefined;
   const fail = (e: ApiError): ApiError => {
     failure ??= e;
     failFile?.(failure);
-    current?.destroy(failure);
+    if (current !== undefined && !current.readableEnded) current.destroy(failure);
+    // the parser goes on (to its end) only while the file part is read
+    currentSource?.unpipe();
+    currentSource?.resume();
     return failure;
   };
   const ended = new Promise<Record<string, string>>((resolve, reject) => {
@@ -86,6 +90,9 @@ export function multipartUpload(req: Request, opts: { field: string; maxBytes: n
         },
       });
       current = counted;
+      currentSource = stream;
+      // its reader sees errors while it reads; one after the reader finished has nobody to tell
+      counted.on('error', () => undefined);
       stream.on('error', (e: Error) =>
         counted.destroy(ApiError.badRequest(`malformed multipart body: ${e.message}`)),
       );

@@ -183,6 +183,17 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
         headers,
         content: { [ok.contentType]: { schema: { type: 'string' } } },
       };
+      if (ok.partial !== undefined)
+        out[206] = {
+          description: ok.partial,
+          headers: { ...headers, 'Content-Range': header('`bytes start-end/size`', 'string', true) },
+          content: { [ok.contentType]: { schema: { type: 'string' } } },
+        };
+      if (ok.redirect !== undefined)
+        out[302] = {
+          description: ok.redirect,
+          headers: { 'X-Request-Id': REQUEST_ID, Location: header('where the bytes are', 'string', true) },
+        };
       break;
   }
   if (ok.noContent !== undefined)

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Transform, type Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { isDbId } from '../db/sql.ts';
 import type { Actor, RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
@@ -48,15 +48,15 @@ export class ReleaseAssets {
     const file = await upload.file();
     const key = `${assetPrefix(t.repo.id, r.id)}${randomUUID()}`;
     const hash = createHash('sha256');
-    const hashed = file.stream.pipe(
-      new Transform({
-        transform(chunk: Buffer, _enc, done) {
+    const hashed = Readable.from(
+      (async function* () {
+        for await (const chunk of file.stream as AsyncIterable<Buffer>) {
           hash.update(chunk);
-          done(null, chunk);
-        },
-      }),
+          yield chunk;
+        }
+      })(),
+      { objectMode: false },
     );
-    file.stream.on('error', (e) => hashed.destroy(e));
     let size: number;
     try {
       ({ size } = await this.d.blobs.put(key, hashed, { contentType: file.contentType }));
@@ -137,7 +137,7 @@ export class ReleaseAssets {
       const body = await this.d.blobs.get(a.blob_key, range);
       if (range === undefined || range.start === 0) await db.countDownload(this.d.em(), a.id);
       const headers: Record<string, string> = {
-        'Content-Type': a.content_type,
+        'Content-Type': 'application/octet-stream',
         'Content-Disposition': attachment(a.name),
         'Accept-Ranges': 'bytes',
         'Content-Length': String(range === undefined ? size : range.end - range.start + 1),

@@ -194,7 +194,15 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     summary:
       'Download an asset: the bytes (a single `Range` is honoured: 206), or 302 to a presigned URL valid 5 minutes when TRIAD_S3_REDIRECT_DOWNLOADS is on; counts the download',
     operationId: 'downloadReleaseAsset',
-    returns: respond.text('application/octet-stream', 'the bytes, with the stored content type'),
+    returns: respond.text(
+      'application/octet-stream',
+      'the bytes (the asset record keeps the uploaded content type)',
+      undefined,
+      {
+        partial: 'one byte range, for a single satisfiable `Range: bytes=...`',
+        redirect: 'with TRIAD_S3_REDIRECT_DOWNLOADS=true: to a presigned S3 URL valid 5 minutes',
+      },
+    ),
     errors: { 403: READ_403, 404: 'no such repository, release or asset', 503: STORE_503 },
     handler: async ({ access, target, params, req, res }) => {
       const v = await viewer(access, target);

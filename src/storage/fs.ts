@@ -38,23 +38,16 @@ export class FsBlobStore implements BlobStore {
     await storeOp(() => fs.mkdir(path.join(this.root, INCOMING), { recursive: true }));
     let size = 0;
     const source = Buffer.isBuffer(data) ? Readable.from([data]) : data;
+    let sourceFailed: unknown;
+    source.once('error', (e) => (sourceFailed ??= e));
     const counted = async function* (src: AsyncIterable<Buffer>) {
       for await (const chunk of src) {
         size += chunk.length;
         yield chunk;
       }
     };
-    let sourceFailed: unknown;
-    const guarded = async function* (src: AsyncIterable<Buffer>) {
-      try {
-        yield* counted(src);
-      } catch (e) {
-        sourceFailed = e;
-        throw e;
-      }
-    };
     try {
-      await pipeline(source, guarded, createWriteStream(tmp));
+      await pipeline(source, counted, createWriteStream(tmp));
       await fs.mkdir(path.dirname(file), { recursive: true });
       await fs.rename(tmp, file);
     } catch (e) {
