@@ -1,4 +1,8 @@
 import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { VcsCommandFailed } from './run.ts';
 
 /** Formats of source archives (`VcsDriver.archive`). */
@@ -37,5 +41,25 @@ export async function* commandStream(
         // already gone
       }
     }
+  }
+}
+
+/**
+ * For a command that can only write its archive to a file (Fossil builds it in memory and opens
+ * the output path itself, which a socket cannot be): runs it with a temporary file, then streams
+ * that file and removes it.
+ */
+export async function* fileOutputStream(
+  cmd: string,
+  args: (out: string) => readonly string[],
+  env: NodeJS.ProcessEnv,
+): AsyncGenerator<Buffer> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-archive-'));
+  try {
+    const out = path.join(dir, 'archive');
+    for await (const chunk of commandStream(cmd, args(out), env)) void chunk; // prints nothing
+    yield* createReadStream(out) as AsyncIterable<Buffer>;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
   }
 }

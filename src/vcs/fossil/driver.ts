@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream } from '../archive.ts';
+import { fileOutputStream } from '../archive.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -36,9 +36,9 @@ export const fossilDriver: VcsDriver = {
   moves,
   fileAt,
   archive: (file, commit, format, prefix) =>
-    commandStream(
+    fileOutputStream(
       FOSSIL.bin,
-      [format === 'zip' ? 'zip' : 'tarball', commit, '/dev/stdout', '-R', file, '--name', prefix],
+      (out) => [format === 'zip' ? 'zip' : 'tarball', commit, out, '-R', file, '--name', prefix],
       FOSSIL.env,
     ),
   createOps: (opts) => new FossilOps(opts),
