@@ -168,9 +168,11 @@ export class ReleaseAssets {
 
   /**
    * Removes asset objects without a row that are older than `graceMs` (younger ones may be
-   * uploads whose row is about to be written). Answers how many were removed.
+   * uploads whose row is about to be written), and puts that never finished (S3 multipart
+   * uploads, temporary files) started more than `incompleteGraceMs` ago (a large upload may
+   * still be running). Answers how many were removed.
    */
-  async sweep(graceMs: number): Promise<number> {
+  async sweep(graceMs: number, incompleteGraceMs = graceMs): Promise<number> {
     const before = Date.now() - graceMs;
     let removed = 0;
     let batch: string[] = [];
@@ -190,6 +192,7 @@ export class ReleaseAssets {
       if (batch.length >= 500) await flush();
     }
     await flush();
+    removed += await this.d.blobs.sweepIncomplete('releases/', new Date(Date.now() - incompleteGraceMs));
     if (removed > 0) this.d.log.info({ removed }, 'removed asset objects without a release asset');
     return removed;
   }

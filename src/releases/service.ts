@@ -8,6 +8,8 @@ import { repoUrl, type ReleasesDeps } from './common.ts';
 /** Orphaned objects are removed this long after they were written (uploads in flight are younger). */
 const SWEEP_GRACE_MS = 15 * 60_000;
 const SWEEP_EVERY_MS = 60 * 60_000;
+/** Unfinished puts are abandoned this long after they started (the longest upload allowed). */
+const INCOMPLETE_GRACE_MS = 24 * 60 * 60_000;
 
 /**
  * Releases: records and tags (`records.ts`), assets and source archives (`assets.ts`), and the

@@ -29,6 +29,11 @@ export interface BlobStore {
   /** Every object whose key starts with `prefix`, in no particular order. */
   list(prefix: string): AsyncIterable<BlobInfo>;
   /**
+   * Removes what puts that never finished left (a process killed mid-put, an S3 multipart
+   * upload whose abort failed) when started before `olderThan`; answers how many.
+   */
+  sweepIncomplete(prefix: string, olderThan: Date): Promise<number>;
+  /**
    * A URL that downloads the object without credentials for `seconds` (S3 only; undefined for
    * stores that cannot make one). `filename` and `contentType` become the response's headers.
    */

@@ -109,6 +109,19 @@ export class FsBlobStore implements BlobStore {
     yield* walk(start, dir);
   }
 
+  /** Temporary files of puts that never finished (the process died); `prefix` is not known for them. */
+  async sweepIncomplete(_prefix: string, olderThan: Date): Promise<number> {
+    const dir = path.join(this.root, INCOMING);
+    let removed = 0;
+    for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
+      const st = await fs.stat(path.join(dir, name)).catch(() => undefined);
+      if (st === undefined || st.mtime >= olderThan) continue;
+      await fs.rm(path.join(dir, name), { force: true });
+      removed += 1;
+    }
+    return removed;
+  }
+
   presignedGet(): Promise<string | undefined> {
     return Promise.resolve(undefined);
   }

@@ -204,6 +204,24 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  async sweepIncomplete(prefix: string, olderThan: Date): Promise<number> {
+    await this.init();
+    const stale = new Set<string>();
+    try {
+      const uploads = this.client.listIncompleteUploads(this.bucket, prefix, true) as AsyncIterable<{
+        key: string;
+        initiated?: Date;
+      }>;
+      for await (const u of uploads) {
+        if (u.initiated !== undefined && u.initiated < olderThan) stale.add(u.key);
+      }
+      for (const key of stale) await this.client.removeIncompleteUpload(this.bucket, key);
+    } catch (e) {
+      throw unavailable('incomplete upload sweep', e);
+    }
+    return stale.size;
+  }
+
   async presignedGet(
     key: string,
     seconds: number,
