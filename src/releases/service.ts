@@ -35,7 +35,7 @@ export class ReleasesService {
     await this.d.blobs.init().catch((err: unknown) => this.d.log.warn({ err }, 'blob store not ready yet'));
     const run = () => {
       this.assets
-        .sweep(SWEEP_GRACE_MS)
+        .sweep(SWEEP_GRACE_MS, INCOMPLETE_GRACE_MS)
         .catch((err: unknown) => this.d.log.warn({ err }, 'asset sweep failed'));
     };
     this.timer = setInterval(run, SWEEP_EVERY_MS);

@@ -155,7 +155,7 @@ describe('releases on MinIO', () => {
       expect(r.body.error.code).toBe('storage_unavailable');
       const dl = await fetch(kept.body.data.browser_download_url);
       expect(dl.status).toBe(503);
-      expect((await dl.json()).error.code).toBe('storage_unavailable');
+      expect(((await dl.json()) as { error: { code: string } }).error.code).toBe('storage_unavailable');
     } finally {
       await minio.resume();
     }
