@@ -25,6 +25,18 @@ export type IncomingUpload = {
 const OVERHEAD = 256 * 1024;
 
 export function multipartUpload(req: Request, opts: { field: string; maxBytes: number }): IncomingUpload {
+  // Nothing is checked or read before `file()`: the caller first decides whether the upload may
+  // happen at all (an unknown release is a 404 whatever the body).
+  let opened: IncomingUpload | undefined;
+  const open = () => (opened ??= parse(req, opts));
+  return {
+    file: () => open().file(),
+    end: () => open().end(),
+    abandon: () => opened?.abandon(),
+  };
+}
+
+function parse(req: Request, opts: { field: string; maxBytes: number }): IncomingUpload {
   const type = req.headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*;/i.test(type)) {
     throw new ApiError(415, 'unsupported_media_type', 'the body must be multipart/form-data');
