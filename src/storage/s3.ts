@@ -82,6 +82,26 @@ export class S3BlobStore implements BlobStore {
     let size = 0;
     let pending: Buffer[] = [];
     let pendingBytes = 0;
+    // Two part buffers, allocated once and reused: one uploading while the other fills, so a
+    // large put holds 2 × partSize whatever its size and leaves no per-part garbage.
+    const parts: Buffer[] = [];
+    let current = 0;
+    /** Moves exactly `partSize` bytes from `pending` into the next part buffer. */
+    const takePart = (): Buffer => {
+      const buf = (parts[current] ??= Buffer.allocUnsafe(this.partSize));
+      current ^= 1;
+      let filled = 0;
+      while (filled < this.partSize) {
+        const head = pending[0]!;
+        const n = Math.min(head.length, this.partSize - filled);
+        head.copy(buf, filled, 0, n);
+        filled += n;
+        if (n === head.length) pending.shift();
+        else pending[0] = head.subarray(n);
+      }
+      pendingBytes -= this.partSize;
+      return buf;
+    };
     const sendPart = async (body: Buffer) => {
       if (inFlight !== undefined) await inFlight; // at most one part uploading while the next fills
       uploadId ??= await this.store('multipart start', () =>
@@ -108,12 +128,9 @@ export class S3BlobStore implements BlobStore {
           size += chunk.length;
           pending.push(chunk);
           pendingBytes += chunk.length;
-          if (pendingBytes >= this.partSize) {
-            const body = Buffer.concat(pending);
-            pending = [];
-            pendingBytes = 0;
-            await sendPart(body);
-          }
+          // The buffer filled next served the upload before the one in flight, which `sendPart`
+          // waited for before starting that one: it is free.
+          while (pendingBytes >= this.partSize) await sendPart(takePart());
         }
       } catch (e) {
         sourceError = e;
@@ -123,6 +140,7 @@ export class S3BlobStore implements BlobStore {
         throw new SourceFailed(sourceError);
       }
       const rest = Buffer.concat(pending);
+      pending = [];
       if (uploadId === undefined) {
         await this.store('put', () => this.client.putObject(this.bucket, key, rest, rest.length, headers));
       } else {
