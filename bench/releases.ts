@@ -6,7 +6,8 @@
  *   - the same bytes with the npm `minio` client straight to MinIO (putObject of a stream of
  *     known size, getObject drained),
  * and the server's RSS (VmRSS of its process, sampled every 50 ms) during one `--rss-size` MiB
- * upload, as growth over the RSS before it (after one 32 MiB warm-up upload). Results are printed; bench/README.md records them.
+ * upload, as growth over the RSS before it (after one 32 MiB warm-up upload), and the server's CPU
+ * time per MiB moved (from /proc, independent of how loaded the machine is). Results are printed; bench/README.md records them.
  *
  *   npm run bench:releases [-- --size 256 --rss-size 1024 --runs 2]
  */
@@ -110,6 +111,18 @@ try {
     const status = await fs.readFile(`/proc/${server.pid}/status`, 'utf8');
     return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
   };
+  /** CPU seconds (user + system) the server process used so far. */
+  const cpu = async () => {
+    const stat = (await fs.readFile(`/proc/${server.pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+    return (Number(stat[11]) + Number(stat[12])) / 100; // utime, stime in clock ticks (100/s)
+  };
+  const cpuMs: Record<string, number> = { up: 0, down: 0 };
+  const timed = async (which: 'up' | 'down', fn: () => Promise<unknown>) => {
+    const c = await cpu();
+    const ms = await time(fn);
+    cpuMs[which]! += ((await cpu()) - c) * 1000;
+    return ms;
+  };
   const atStart = await rss();
   // one small upload first, so code loaded and compiled once is not counted as growth
   const warm = await postMultipart(assetsUrl, token, [
@@ -140,7 +153,7 @@ try {
     results.triadUp!.push(
       mbps(
         SIZE,
-        await time(async () => {
+        await timed('up', async () => {
           const r = await postMultipart(assetsUrl, token, [
             {
               field: 'attachment',
@@ -156,7 +169,7 @@ try {
     results.triadDown!.push(
       mbps(
         SIZE,
-        await time(async () => {
+        await timed('down', async () => {
           // node:http like the minio client (fetch's web streams would slow the client, not Triad)
           const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
             http.get(assetUrl, resolve).on('error', reject),
@@ -194,6 +207,11 @@ try {
     `RSS during a ${RSS_SIZE / MiB} MiB upload (${fmt(mbps(RSS_SIZE, bigMs))}): before ${(before / MiB).toFixed(0)} MiB, ` +
       `peak ${(peak / MiB).toFixed(0)} MiB, growth ${((peak - before) / MiB).toFixed(1)} MiB ` +
       `(${(atStart / MiB).toFixed(0)} MiB right after start, before a 32 MiB warm-up upload)`,
+  );
+  const perMiB = (ms: number) => `${(ms / ((RUNS * SIZE) / MiB)).toFixed(2)} ms`;
+  console.log(
+    `server CPU per MiB: upload ${perMiB(cpuMs.up!)}, download ${perMiB(cpuMs.down!)} ` +
+      `(1000 ms / that = MiB/s one idle CPU could move)`,
   );
   console.log(JSON.stringify(results));
 } finally {
