@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { StorageUnavailable } from '../storage/blob.ts';
 
 /** Every `error.code` the API answers (the OpenAPI document lists them as an enum). */
 export const ERROR_CODES = [
@@ -108,7 +109,10 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
 
 type BodyParserError = Error & { type?: string; status?: number; statusCode?: number; expose?: boolean };
 
-/** Maps every error to the envelope: ApiError as is, body-parser errors to 4xx, anything else to 500. */
+/**
+ * Maps every error to the envelope: ApiError as is, a blob store failure to 503
+ * `storage_unavailable`, body-parser errors to 4xx, anything else to 500.
+ */
 export function errorMiddleware(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
@@ -117,6 +121,12 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
     }
     if (err instanceof ApiError) {
       sendError(res, err);
+      return;
+    }
+    if (err instanceof StorageUnavailable) {
+      // the blob store (files or S3) failed: retryable, not a bug
+      log.warn({ err, method: req.method, url: req.originalUrl }, 'blob store unavailable');
+      sendError(res, ApiError.storageUnavailable());
       return;
     }
     const e = err as BodyParserError;

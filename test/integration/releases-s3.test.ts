@@ -208,6 +208,23 @@ describe('releases on MinIO', () => {
     );
     expect(read.status).toBe(200);
     expect(read.text).toBe('hello from the bucket\n');
+    // the store unreachable: the agent is told to retry (503), and a retry with the same offset works
+    await minio.halt();
+    try {
+      const down = await agent.post(`/api/v1/ci/steps/${step.id}/log?offset=22`, 'more\n', {
+        'content-type': 'text/plain',
+      });
+      expect([down.status, down.body.error.code]).toEqual([503, 'storage_unavailable']);
+    } finally {
+      await minio.resume();
+    }
+    const retry = await agent.post(`/api/v1/ci/steps/${step.id}/log?offset=22`, 'more\n', {
+      'content-type': 'text/plain',
+    });
+    expect(retry.status).toBe(200);
+    expect(
+      (await other.get(`/api/v1/repos/${org}/${repo.name}/pipelines/${job.number ?? 1}/steps/1/log`)).text,
+    ).toBe('hello from the bucket\nmore\n');
     // nothing of it on the local disk of either replica
     const local = await fs.readdir(`${s.dataDir}/blobs`).catch(() => [] as string[]);
     expect(local.filter((n) => n !== '.incoming')).toEqual([]);
