@@ -215,6 +215,10 @@ describe('releases on MinIO', () => {
         'content-type': 'text/plain',
       });
       expect([down.status, down.body.error.code]).toEqual([503, 'storage_unavailable']);
+      const unreadable = await other.get(
+        `/api/v1/repos/${org}/${repo.name}/pipelines/${job.number ?? 1}/steps/1/log`,
+      );
+      expect([unreadable.status, unreadable.body.error.code]).toEqual([503, 'storage_unavailable']);
     } finally {
       await minio.resume();
     }
