@@ -39,7 +39,9 @@ import { WebhooksService } from './webhooks/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
-import { FsBlobStore, type BlobStore } from './storage/index.ts';
+import { openBlobStore, type BlobStore } from './storage/index.ts';
+import { ReleasesService } from './releases/service.ts';
+import { releaseRoutes } from './releases/routes.ts';
 import path from 'node:path';
 
 export const VERSION = '0.1.0';
@@ -62,6 +64,7 @@ export type Services = {
   ops: VcsOpsSet;
   /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
   transports: TransportServers;
+  releases: ReleasesService;
 };
 
 export type AppDeps = {
@@ -73,8 +76,9 @@ export type AppDeps = {
   databaseUrl: string;
 };
 
+/** The blob store of step logs and release assets: S3/MinIO when configured, else files. */
 export function blobStore(config: Config): BlobStore {
-  return new FsBlobStore(path.join(config.dataDir, 'blobs'));
+  return openBlobStore(config.blobs);
 }
 
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
@@ -121,9 +125,10 @@ export function createServices(deps: AppDeps): Services {
     });
   };
   const agents = new AgentsService({ em });
+  const blobs = blobStore(deps.config);
   const pipelines = new PipelinesService({
     em,
-    blobs: blobStore(deps.config),
+    blobs,
     log: deps.log,
     metrics: deps.metrics,
     databaseUrl: deps.databaseUrl,
@@ -202,6 +207,18 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  const releases = new ReleasesService({
+    em,
+    log: deps.log.child({ component: 'releases' }),
+    baseUrl: deps.baseUrl,
+    blobs,
+    users,
+    repos,
+    changes,
+    ops,
+    assetMaxBytes: deps.config.assetMaxBytes,
+    redirectDownloads: deps.config.blobs.redirectDownloads,
+  });
   const pulls: PullsService = new PullsService({
     em,
     log: deps.log,
@@ -230,6 +247,7 @@ export function createServices(deps: AppDeps): Services {
     pulls,
     ops,
     transports,
+    releases,
   };
 }
 
@@ -366,6 +384,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   issueRoutes(api, services.issues);
   pullRoutes(api, services.pulls);
   webhookRoutes(api, services.webhooks);
+  releaseRoutes(api, services.releases);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
 import { parseDuration } from './pipelines/pipeline-file.ts';
+import type { S3Settings } from './storage/index.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -90,6 +91,20 @@ const envSchema = z.object({
   TRIAD_TRANSPORT_QUEUE: z.coerce.number().int().min(0).default(64),
   TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).default(5),
   TRIAD_HG_WORKERS: z.coerce.number().int().min(1).default(4),
+  TRIAD_S3_ENDPOINT: optionalString.refine(
+    (v) => v === undefined || /^(https?:\/\/)?[^/?#\s:]+(:\d{1,5})?\/?$/.test(v),
+    'must be host, host:port or an http(s)://host:port URL',
+  ),
+  TRIAD_S3_ACCESS_KEY: optionalString,
+  TRIAD_S3_SECRET_KEY: optionalString,
+  TRIAD_S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')
+    .default('triad'),
+  TRIAD_S3_REGION: z.string().default('us-east-1'),
+  TRIAD_S3_USE_SSL: bool.optional(),
+  TRIAD_S3_REDIRECT_DOWNLOADS: bool.default(false),
+  TRIAD_ASSET_MAX_BYTES: size(1).default(2 * 1024 * 1024 * 1024),
 });
 
 export type Config = {
@@ -148,6 +163,13 @@ export type Config = {
     retryAfterSeconds: number;
     hgWorkers: number;
   };
+  /**
+   * Blob store (step logs, release assets): S3/MinIO when `TRIAD_S3_ENDPOINT` is set, else files
+   * under `dir`; `redirectDownloads`: asset downloads answer 302 to a presigned S3 URL.
+   */
+  blobs: { dir: string; s3: S3Settings | undefined; redirectDownloads: boolean };
+  /** Largest release asset accepted (413 beyond). */
+  assetMaxBytes: number;
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -166,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   const dataDir = path.resolve(e.TRIAD_DATA_DIR);
   const adminWanted = e.TRIAD_ADMIN_USERNAME ?? e.TRIAD_ADMIN_TOKEN;
+  const s3 = s3Settings(e);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -219,5 +242,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryAfterSeconds: e.TRIAD_TRANSPORT_RETRY_AFTER_SECONDS,
       hgWorkers: e.TRIAD_HG_WORKERS,
     },
+    blobs: { dir: path.join(dataDir, 'blobs'), s3, redirectDownloads: e.TRIAD_S3_REDIRECT_DOWNLOADS },
+    assetMaxBytes: e.TRIAD_ASSET_MAX_BYTES,
+  };
+}
+
+/** The S3 store's settings when `TRIAD_S3_ENDPOINT` is set (then both keys are required). */
+function s3Settings(e: z.infer<typeof envSchema>): S3Settings | undefined {
+  if (e.TRIAD_S3_ENDPOINT === undefined) return undefined;
+  if (e.TRIAD_S3_ACCESS_KEY === undefined || e.TRIAD_S3_SECRET_KEY === undefined) {
+    throw new Error(
+      'invalid configuration: TRIAD_S3_ACCESS_KEY and TRIAD_S3_SECRET_KEY are required with TRIAD_S3_ENDPOINT',
+    );
+  }
+  const m = /^(?:(https?):\/\/)?([^/:]+)(?::(\d+))?\/?$/.exec(e.TRIAD_S3_ENDPOINT);
+  const [, scheme, host = '', port] = m ?? [];
+  return {
+    host,
+    port: port === undefined ? undefined : Number(port),
+    useSSL: e.TRIAD_S3_USE_SSL ?? scheme === 'https',
+    accessKey: e.TRIAD_S3_ACCESS_KEY,
+    secretKey: e.TRIAD_S3_SECRET_KEY,
+    bucket: e.TRIAD_S3_BUCKET,
+    region: e.TRIAD_S3_REGION,
   };
 }

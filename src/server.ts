@@ -67,6 +67,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     srv?.close(() => undefined);
     await services?.pipelines.stop().catch(() => undefined);
     await services?.webhookDispatcher.stop().catch(() => undefined);
+    services?.releases.stop();
+    services?.ops.close();
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
     await tracing?.shutdown().catch(() => undefined);
@@ -109,6 +111,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }
     await services.pipelines.start();
     await services.webhookDispatcher.start();
+    await services.releases.start();
     // the sandbox is tried before listening, so the server is ready once it answers
     if (config.embeddedAgent === 'local') {
       embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
@@ -164,6 +167,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       clearTimeout(hard);
       log.debug('shutdown: HTTP connections closed');
       services.readers.close();
+      services.releases.stop();
       services.ops.close();
       services.transports.close();
       closeDriverProcesses();

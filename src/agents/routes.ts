@@ -195,6 +195,7 @@ export function agentRoutes(
       404: 'no step of a pipeline claimed by this agent has this id',
       409: '`offset` is past the stored size, which `X-Svc-Log-Size` gives',
       413: 'the chunk is larger than 1 MiB',
+      503: 'the blob store failed or cannot be reached (`storage_unavailable`); retry with the same `offset`',
     },
     body: z.string(),
     rawBody: true,

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { StorageUnavailable } from '../storage/blob.ts';
 
 /** Every `error.code` the API answers (the OpenAPI document lists them as an enum). */
 export const ERROR_CODES = [
@@ -22,6 +23,7 @@ export const ERROR_CODES = [
   'limit_exceeded',
   'rate_limited',
   'service_unavailable',
+  'storage_unavailable',
   'internal',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -80,6 +82,10 @@ export class ApiError extends Error {
   static conflict(message: string): ApiError {
     return new ApiError(409, 'conflict', message);
   }
+  /** The blob store (files or S3) failed or cannot be reached. */
+  static storageUnavailable(message = 'the blob store is unavailable; try again later'): ApiError {
+    return new ApiError(503, 'storage_unavailable', message);
+  }
   static tooLarge(message: string): ApiError {
     return new ApiError(413, 'payload_too_large', message);
   }
@@ -121,7 +127,10 @@ export const notFoundRoute: RequestHandler = (req, _res, next) => {
 
 type BodyParserError = Error & { type?: string; status?: number; statusCode?: number; expose?: boolean };
 
-/** Maps every error to the envelope: ApiError as is, body-parser errors to 4xx, anything else to 500. */
+/**
+ * Maps every error to the envelope: ApiError as is, a blob store failure to 503
+ * `storage_unavailable`, body-parser errors to 4xx, anything else to 500.
+ */
 export function errorMiddleware(log: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) {
@@ -130,6 +139,12 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
     }
     if (err instanceof ApiError) {
       sendError(res, err);
+      return;
+    }
+    if (err instanceof StorageUnavailable) {
+      // the blob store (files or S3) failed: retryable, not a bug
+      log.warn({ err, method: req.method, url: req.originalUrl }, 'blob store unavailable');
+      sendError(res, ApiError.storageUnavailable());
       return;
     }
     const e = err as BodyParserError;

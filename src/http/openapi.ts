@@ -148,6 +148,11 @@ function errorResponse(status: ErrorStatus, description: string): unknown {
   return { description, headers, content: { 'application/json': { schema: { $ref: `${REF}Error` } } } };
 }
 
+/** The content map of a text reply: each of its content types, a string body. */
+function textContent(types: string | readonly string[]): Record<string, unknown> {
+  return Object.fromEntries([types].flat().map((type) => [type, { schema: { type: 'string' } }]));
+}
+
 function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown> {
   const ok = r.returns;
   const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
@@ -181,10 +186,19 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
       out[200] = {
         description: ok.description,
         headers,
-        content: Object.fromEntries(
-          [ok.contentType].flat().map((type) => [type, { schema: { type: 'string' } }]),
-        ),
+        content: textContent(ok.contentType),
       };
+      if (ok.partial !== undefined)
+        out[206] = {
+          description: ok.partial,
+          headers: { ...headers, 'Content-Range': header('`bytes start-end/size`', 'string', true) },
+          content: textContent(ok.contentType),
+        };
+      if (ok.redirect !== undefined)
+        out[302] = {
+          description: ok.redirect,
+          headers: { 'X-Request-Id': REQUEST_ID, Location: header('where the bytes are', 'string', true) },
+        };
       break;
   }
   if (ok.noContent !== undefined)

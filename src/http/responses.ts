@@ -14,6 +14,10 @@ type Common<T> = {
   description: string;
   /** The route may also answer 204 without a body; the text says when. */
   noContent?: string;
+  /** A `text` route may also answer 206 with one byte range (`Range`); the text says when. */
+  partial?: string;
+  /** A `text` route may also answer 302 to `Location`; the text says when. */
+  redirect?: string;
   location?: Locator<T>;
   headers?: Record<string, HeaderDoc>;
 };
@@ -87,11 +91,13 @@ export const respond = {
     contentType: string | readonly string[],
     description: string,
     headers?: Record<string, HeaderDoc>,
+    opts: Pick<Common<never>, 'partial' | 'redirect'> = {},
   ): Success<never> => ({
     kind: 'text',
     contentType,
     description,
     ...(headers === undefined ? {} : { headers }),
+    ...opts,
   }),
 };
 

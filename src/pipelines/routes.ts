@@ -62,6 +62,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     errors: {
       403: 'the token lacks ci:read or does not reach the repository',
       404: 'no such repository, pipeline or step, or the step has not started',
+      503: 'the blob store holding the log cannot be read (`storage_unavailable`)',
     },
     handler: async ({ target, params }) => {
       const log = await pipelines.log(target.repo.id, params.number, params.step);

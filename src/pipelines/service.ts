@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.ts';
@@ -218,15 +219,28 @@ export class PipelinesService {
       'X-Svc-Step-Number': String(step.number),
     };
     if (total > LOG_READ_CAP || step.log_truncated) headers['X-Svc-Log-Truncated'] = 'true';
-    return { headers, body: this.logBytes(chunks, length) };
+    // The first chunk is opened before answering, so a blob store that cannot be read is a 503,
+    // not a 200 cut short.
+    const first =
+      chunks[0] === undefined || length === 0 ? undefined : await this.d.blobs.get(chunks[0].blob_key);
+    return { headers, body: this.logBytes(chunks, length, first) };
   }
 
   /** The first `length` bytes of the log chunks (chunks appended after the read are not part of it). */
-  private async *logBytes(chunks: readonly db.LogChunkRow[], length: number): AsyncGenerator<Buffer> {
+  private async *logBytes(
+    chunks: readonly db.LogChunkRow[],
+    length: number,
+    opened: Readable | undefined,
+  ): AsyncGenerator<Buffer> {
     let left = length;
+    let first = opened;
     for (const c of chunks) {
-      if (left <= 0) return;
-      const stream = await this.d.blobs.get(c.blob_key);
+      if (left <= 0) {
+        first?.destroy();
+        return;
+      }
+      const stream = first ?? (await this.d.blobs.get(c.blob_key));
+      first = undefined;
       try {
         for await (const piece of stream as AsyncIterable<Buffer>) {
           const part = piece.length > left ? piece.subarray(0, left) : piece;

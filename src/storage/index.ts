@@ -1,48 +1,13 @@
-import { createReadStream } from 'node:fs';
-import fs from 'node:fs/promises';
-import path from 'node:path';
-import type { Readable } from 'node:stream';
+/** The blob store (see blob.ts for the contract) and the choice of its driver. */
+import { FsBlobStore } from './fs.ts';
+import { S3BlobStore, type S3Settings } from './s3.ts';
+import type { BlobStore } from './blob.ts';
 
-/** Where large byte content (step logs, release assets) lives; PostgreSQL keeps only the keys. */
-export interface BlobStore {
-  put(key: string, data: Buffer): Promise<void>;
-  /** Streams one object; rejects when it does not exist. */
-  get(key: string): Promise<Readable>;
-  /** Deletes every object whose key starts with `prefix`. */
-  deletePrefix(prefix: string): Promise<void>;
-}
+export * from './blob.ts';
+export { FsBlobStore } from './fs.ts';
+export { S3BlobStore, type S3Settings } from './s3.ts';
 
-function safeKey(key: string): string {
-  if (key === '' || key.split('/').some((s) => s === '' || s === '.' || s === '..')) {
-    throw new Error(`invalid blob key: ${key}`);
-  }
-  return key;
-}
-
-/** Filesystem driver: one file per key under `root`. Writes are atomic (temp file + rename). */
-export class FsBlobStore implements BlobStore {
-  private readonly root: string;
-
-  constructor(root: string) {
-    this.root = root;
-  }
-
-  async put(key: string, data: Buffer): Promise<void> {
-    const file = path.join(this.root, safeKey(key));
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-    await fs.writeFile(tmp, data);
-    await fs.rename(tmp, file);
-  }
-
-  async get(key: string): Promise<Readable> {
-    const file = path.join(this.root, safeKey(key));
-    await fs.access(file);
-    return createReadStream(file);
-  }
-
-  async deletePrefix(prefix: string): Promise<void> {
-    const target = path.join(this.root, safeKey(prefix.replace(/\/+$/, '')));
-    await fs.rm(target, { recursive: true, force: true });
-  }
+/** S3/MinIO when `s3` is configured (`TRIAD_S3_ENDPOINT`), else files under `dir`. */
+export function openBlobStore(opts: { dir: string; s3: S3Settings | undefined }): BlobStore {
+  return opts.s3 === undefined ? new FsBlobStore(opts.dir) : new S3BlobStore(opts.s3);
 }

@@ -18,6 +18,7 @@
  * documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs of a
  * merge and `InvalidRefName` for a tag name the VCS refuses.
  */
+import type { ArchiveFormat } from './archive.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import type { RawSource } from './raw.ts';
@@ -118,6 +119,12 @@ export interface VcsDriver {
    * own, so a large file neither sits in memory nor holds the repository's pooled reader.
    */
   catFile(dir: string, commit: string, file: string): RawSource;
+
+  /**
+   * The files of commit `commit` (a full id, resolved by the caller) as a gzipped tarball or a
+   * zip whose entries lie below `prefix/`, streamed as the VCS writes it. No lock (a read).
+   */
+  archive(dir: string, commit: string, format: ArchiveFormat, prefix: string): AsyncIterable<Buffer>;
 
   /**
    * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need

@@ -21,7 +21,12 @@ export type MinioServer = {
   region: string;
   /** A client of the npm `minio` package for this server. */
   client: () => Client;
+  /** Stops the server and removes its data. */
   stop: () => Promise<void>;
+  /** Stops the server process only (its data stays): the port stops answering. */
+  halt: () => Promise<void>;
+  /** Starts it again after `halt`, on the same port with the same data. */
+  resume: () => Promise<void>;
 };
 
 function freePort(): Promise<number> {
@@ -42,6 +47,44 @@ export async function startMinio(): Promise<MinioServer> {
   const accessKey = `test${randomBytes(6).toString('hex')}`;
   const secretKey = randomBytes(18).toString('hex');
   const host = '127.0.0.1';
+  const url = `http://${host}:${port}`;
+  let proc = await launch({ dir, host, port, consolePort, accessKey, secretKey });
+  const halt = () => proc.halt();
+  const stop = async () => {
+    await proc.halt();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  const resume = async () => {
+    await proc.halt();
+    proc = await launch({ dir, host, port, consolePort, accessKey, secretKey });
+  };
+  const region = 'us-east-1';
+  return {
+    url,
+    host,
+    port,
+    accessKey,
+    secretKey,
+    region,
+    client: () => new Client({ endPoint: host, port, useSSL: false, accessKey, secretKey, region }),
+    stop,
+    halt,
+    resume,
+  };
+}
+
+type LaunchOptions = {
+  dir: string;
+  host: string;
+  port: number;
+  consolePort: number;
+  accessKey: string;
+  secretKey: string;
+};
+
+/** Starts the MinIO process on `dir` and waits until it is ready (the directory is removed on failure). */
+async function launch(o: LaunchOptions): Promise<{ halt: () => Promise<void> }> {
+  const { dir, host, port, consolePort, accessKey, secretKey } = o;
   const url = `http://${host}:${port}`;
   const logFile = path.join(dir, 'minio.log');
   const fd = fs.openSync(logFile, 'a');
@@ -80,13 +123,16 @@ export async function startMinio(): Promise<MinioServer> {
       resolve();
     });
   });
-  const stop = async () => {
+  const halt = async () => {
     if (!exited) {
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 5000);
       await exit;
       clearTimeout(t);
     }
+  };
+  const stop = async () => {
+    await halt();
     fs.rmSync(dir, { recursive: true, force: true });
   };
   const until = Date.now() + 30_000;
@@ -107,15 +153,5 @@ export async function startMinio(): Promise<MinioServer> {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  const region = 'us-east-1';
-  return {
-    url,
-    host,
-    port,
-    accessKey,
-    secretKey,
-    region,
-    client: () => new Client({ endPoint: host, port, useSSL: false, accessKey, secretKey, region }),
-    stop,
-  };
+  return { halt };
 }

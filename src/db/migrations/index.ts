@@ -6,6 +6,7 @@ import { Migration0005CiIsolation } from './0005-ci-isolation.ts';
 import { Migration0006RepoRefStates } from './0006-repo-ref-states.ts';
 import { Migration0008Webhooks } from './0008-webhooks.ts';
 import { Migration0009Pulls } from './0009-pulls.ts';
+import { Migration0010Releases } from './0010-releases.ts';
 import { Migration0011AgentPools } from './0011-agent-pools.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
@@ -18,5 +19,6 @@ export const migrations = [
   { name: '0006-repo-ref-states', class: Migration0006RepoRefStates },
   { name: '0008-webhooks', class: Migration0008Webhooks },
   { name: '0009-pulls', class: Migration0009Pulls },
+  { name: '0010-releases', class: Migration0010Releases },
   { name: '0011-agent-pools', class: Migration0011AgentPools },
 ];

@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { fileOutputStream } from '../archive.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -39,5 +40,11 @@ export const fossilDriver: VcsDriver = {
     args: ['cat', file, '-R', dir, '-r', commit],
     env: FOSSIL.env,
   }),
+  archive: (file, commit, format, prefix) =>
+    fileOutputStream(
+      FOSSIL.bin,
+      (out) => [format === 'zip' ? 'zip' : 'tarball', commit, out, '-R', file, '--name', prefix],
+      FOSSIL.env,
+    ),
   createOps: (opts) => new FossilOps(opts),
 };

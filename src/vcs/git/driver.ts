@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { commandStream } from '../archive.ts';
 import { GIT } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -33,5 +34,11 @@ export const gitDriver: VcsDriver = {
     args: ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`],
     env: GIT.env,
   }),
+  archive: (dir, commit, format, prefix) =>
+    commandStream(
+      GIT.bin,
+      ['-C', dir, 'archive', `--format=${format}`, `--prefix=${prefix}/`, commit],
+      GIT.env,
+    ),
   createOps: (opts) => new GitOps(opts),
 };

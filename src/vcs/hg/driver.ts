@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { commandStream } from '../archive.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -48,5 +49,26 @@ export const hgDriver: VcsDriver = {
     args: ['-R', dir, 'cat', '-r', commit, `path:${file}`],
     env: HG.env,
   }),
+  // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
+  archive: (dir, commit, format, prefix) =>
+    commandStream(
+      HG.bin,
+      [
+        '-R',
+        dir,
+        '--config',
+        'ui.archivemeta=false',
+        'archive',
+        '-t',
+        format === 'zip' ? 'zip' : 'tgz',
+        '-p',
+        prefix,
+        '-r',
+        commit,
+        '--',
+        '-',
+      ],
+      HG.env,
+    ),
   createOps: (opts) => new HgOps(opts),
 };

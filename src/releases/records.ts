@@ -1,0 +1,166 @@
+import { isUniqueViolation } from '../db/sql.ts';
+import type { Actor, RepoTarget } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
+import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
+import { PushLockTimeout } from '../repos/changes.ts';
+import { driverFor } from '../vcs/index.ts';
+import { InvalidRefName } from '../vcs/ops.ts';
+import * as db from './repository.ts';
+import type { CreateReleaseBody, ReleaseJson, UpdateReleaseBody } from './schemas.ts';
+import { visibleRelease, type ReleasesDeps, type Shared, type Viewer } from './common.ts';
+
+/** How long a tag creation waits for the repository's push lock. */
+const LOCK_WAIT_MS = 30_000;
+
+/**
+ * Release records: list, read by id and by tag, create (creating the tag when asked), update,
+ * delete with the asset objects. A tag is looked up and created under the repository's push lock
+ * through `RepoChanges.change`, so a created tag gets its `tag` event and CI like a pushed one.
+ */
+export class ReleaseRecords {
+  private readonly d: ReleasesDeps;
+  private readonly shared: Shared;
+
+  constructor(d: ReleasesDeps, shared: Shared) {
+    this.d = d;
+    this.shared = shared;
+  }
+
+  async list(t: RepoTarget, v: Viewer, q: PageQuery): Promise<Page<ReleaseJson>> {
+    const { rows, total } = await db.list(this.d.em(), t.repo.id, v.drafts, q.per_page, offsetOf(q));
+    return { items: await this.shared.json(t, rows), total, page: q.page, perPage: q.per_page };
+  }
+
+  async get(t: RepoTarget, id: number, v: Viewer): Promise<ReleaseJson> {
+    return this.one(t, await visibleRelease(this.d.em(), t, id, v));
+  }
+
+  async byTag(t: RepoTarget, tag: string, v: Viewer): Promise<ReleaseJson> {
+    const r = await db.byTag(this.d.em(), t.repo.id, tag);
+    if (r === undefined || (r.draft && !v.drafts)) throw ApiError.notFound('release');
+    return this.one(t, r);
+  }
+
+  async create(t: RepoTarget, actor: Actor, body: CreateReleaseBody): Promise<ReleaseJson> {
+    if ((await db.byTag(this.d.em(), t.repo.id, body.tag_name)) !== undefined) throw taken(body.tag_name);
+    const commit = await this.tag(t, actor, body.tag_name, body.target_commitish);
+    const row = await db
+      .insert(this.d.em(), {
+        repo_id: t.repo.id,
+        tag_name: body.tag_name,
+        target_commitish: body.target_commitish ?? commit,
+        name: body.name ?? '',
+        body: body.body ?? '',
+        draft: body.draft ?? false,
+        prerelease: body.prerelease ?? false,
+        author_id: actor.id,
+      })
+      .catch((e: unknown) => {
+        throw isUniqueViolation(e) ? taken(body.tag_name) : e;
+      });
+    if (row === undefined) throw taken(body.tag_name);
+    return this.one(t, row);
+  }
+
+  async update(t: RepoTarget, actor: Actor, id: number, body: UpdateReleaseBody): Promise<ReleaseJson> {
+    const current = await visibleRelease(this.d.em(), t, id, { drafts: true });
+    const retag = body.tag_name !== undefined && body.tag_name !== current.tag_name;
+    let commitish: string | undefined;
+    if (retag && body.tag_name !== undefined) {
+      const other = await db.byTag(this.d.em(), t.repo.id, body.tag_name);
+      if (other !== undefined) throw taken(body.tag_name);
+      const commit = await this.tag(t, actor, body.tag_name, body.target_commitish);
+      commitish = body.target_commitish ?? commit;
+    }
+    const row = await db
+      .update(this.d.em(), current.id, {
+        ...(retag ? { tag_name: body.tag_name, target_commitish: commitish } : {}),
+        name: body.name,
+        body: body.body,
+        draft: body.draft,
+        prerelease: body.prerelease,
+      })
+      .catch((e: unknown) => {
+        throw isUniqueViolation(e) ? taken(body.tag_name ?? '') : e;
+      });
+    return this.one(t, row);
+  }
+
+  /** Deletes the release and its asset rows, then their objects (a failure there leaves them to the sweeper). */
+  async remove(t: RepoTarget, id: number): Promise<void> {
+    const r = await visibleRelease(this.d.em(), t, id, { drafts: true });
+    const keys = (await db.assetsOf(this.d.em(), [r.id])).map((a) => a.blob_key);
+    await this.d.em().transactional(async (tx) => db.remove(tx, r.id));
+    try {
+      for (const k of keys) await this.d.blobs.delete(k);
+      await this.d.blobs.deletePrefix(assetPrefix(t.repo.id, r.id));
+    } catch (err) {
+      this.d.log.warn({ err, release: r.id }, 'asset objects of a deleted release left for the sweeper');
+    }
+  }
+
+  private async one(t: RepoTarget, r: db.ReleaseRow): Promise<ReleaseJson> {
+    const [json] = await this.shared.json(t, [r]);
+    if (json === undefined) throw new Error('release record missing');
+    return json;
+  }
+
+  /**
+   * The commit tag `name` names, under the push lock; without it, the tag is created at
+   * `commitish` (422 without one, or when it names nothing or the VCS refuses the name).
+   */
+  private async tag(
+    t: RepoTarget,
+    actor: Actor,
+    name: string,
+    commitish: string | undefined,
+  ): Promise<string> {
+    const repo = await this.d.repos.get(t.repo.id);
+    const dir = this.d.repos.path(repo);
+    const user = await this.d.users.get(actor.id);
+    const author = { name: user.displayName || user.username, email: user.email };
+    const ops = this.d.ops.get(repo.vcs);
+    let outcome;
+    try {
+      outcome = await this.d.changes.change(
+        this.d.repos.changed(repo, t.org.name),
+        actor.id,
+        async () => {
+          const existing = (await driverFor(repo.vcs).snapshot(dir)).tags.get(name);
+          if (existing !== undefined) return { kind: 'tag_exists' as const, commit: existing };
+          if (commitish === undefined) return { kind: 'unknown' as const };
+          return ops.createTag(dir, { name, target: commitish, author });
+        },
+        { signal: AbortSignal.timeout(2 * LOCK_WAIT_MS), deadline: Date.now() + LOCK_WAIT_MS },
+      );
+    } catch (e) {
+      if (e instanceof InvalidRefName) throw unprocessable(`tag_name: ${e.message}`);
+      if (e instanceof PushLockTimeout) {
+        throw new ApiError(503, 'service_unavailable', 'the repository is busy; try again');
+      }
+      throw e;
+    }
+    switch (outcome.kind) {
+      case 'created':
+      case 'tag_exists':
+        return outcome.commit;
+      case 'unknown':
+        throw unprocessable(`tag_name: no tag ${name} exists; give target_commitish to create it`);
+      case 'not_found':
+        throw unprocessable(`target_commitish: ${commitish ?? ''} names no commit, branch or bookmark`);
+    }
+  }
+}
+
+/** Where the objects of a release's assets live in the blob store. */
+export function assetPrefix(repoId: number, releaseId: number): string {
+  return `releases/${repoId}/${releaseId}/`;
+}
+
+function taken(tag: string): ApiError {
+  return ApiError.conflict(`a release for tag ${tag} exists already`);
+}
+
+function unprocessable(message: string): ApiError {
+  return new ApiError(422, 'unprocessable', message);
+}

@@ -1,0 +1,71 @@
+import type { RepoTarget } from '../http/auth.ts';
+import { ReleaseAssets } from './assets.ts';
+import { ReleaseRecords } from './records.ts';
+import * as db from './repository.ts';
+import { releaseJson, type ReleaseJson } from './schemas.ts';
+import { repoUrl, type ReleasesDeps } from './common.ts';
+
+/** Orphaned objects are removed this long after they were written (uploads in flight are younger). */
+const SWEEP_GRACE_MS = 15 * 60_000;
+const SWEEP_EVERY_MS = 60 * 60_000;
+/** Unfinished puts are abandoned this long after they started (the longest upload allowed). */
+const INCOMPLETE_GRACE_MS = 24 * 60 * 60_000;
+
+/**
+ * Releases: records and tags (`records.ts`), assets and source archives (`assets.ts`), and the
+ * sweeper that removes objects a crash left without their row.
+ */
+export class ReleasesService {
+  readonly records: ReleaseRecords;
+  readonly assets: ReleaseAssets;
+  readonly assetMaxBytes: number;
+  private readonly d: ReleasesDeps;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(d: ReleasesDeps) {
+    this.d = d;
+    this.assetMaxBytes = d.assetMaxBytes;
+    const shared = { json: (t: RepoTarget, rows: db.ReleaseRow[]) => this.json(t, rows) };
+    this.records = new ReleaseRecords(d, shared);
+    this.assets = new ReleaseAssets(d, shared);
+  }
+
+  /** Prepares the blob store (S3 bucket) and schedules the sweeper. A store not reachable yet is only logged. */
+  async start(): Promise<void> {
+    await this.d.blobs.init().catch((err: unknown) => this.d.log.warn({ err }, 'blob store not ready yet'));
+    const run = () => {
+      this.assets
+        .sweep(SWEEP_GRACE_MS, INCOMPLETE_GRACE_MS)
+        .catch((err: unknown) => this.d.log.warn({ err }, 'asset sweep failed'));
+    };
+    this.timer = setInterval(run, SWEEP_EVERY_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Release records with their assets and people (three queries for any number of releases). */
+  private async json(t: RepoTarget, rows: db.ReleaseRow[]): Promise<ReleaseJson[]> {
+    const em = this.d.em();
+    const assets = await db.assetsOf(
+      em,
+      rows.map((r) => r.id),
+    );
+    const people = await this.d.users.refs([
+      ...rows.map((r) => r.author_id),
+      ...assets.map((a) => a.uploader_id),
+    ]);
+    const persons = new Map([...people].map(([id, u]) => [id, { id: u.id, username: u.username }]));
+    const url = repoUrl(this.d.baseUrl(), t);
+    return rows.map((r) =>
+      releaseJson(
+        r,
+        url,
+        assets.filter((a) => a.release_id === r.id),
+        persons,
+      ),
+    );
+  }
+}

@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { VcsCommandFailed } from './run.ts';
+
+/** Formats of source archives (`VcsDriver.archive`). */
+export type ArchiveFormat = 'tar.gz' | 'zip';
+
+/**
+ * Streams the standard output of an archive command (git archive, hg archive, fossil
+ * tarball/zip) as it is produced. The command runs in its own process group: a consumer that
+ * stops early (a client gone) kills it; a non-zero exit ends the stream with `VcsCommandFailed`.
+ */
+export async function* commandStream(
+  cmd: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+): AsyncGenerator<Buffer> {
+  const child = spawn(cmd, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    if (stderr.length < 4096) stderr += d.toString('utf8');
+  });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('close', (code) => resolve(code));
+    child.once('error', () => resolve(null));
+  });
+  let done = false;
+  try {
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) yield chunk;
+    const code = await exited;
+    done = true;
+    if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, stderr);
+  } finally {
+    if (!done && child.exitCode === null && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+/**
+ * For a command that can only write its archive to a file (Fossil builds it in memory and opens
+ * the output path itself, which a socket cannot be): runs it with a temporary file, then streams
+ * that file and removes it.
+ */
+export async function* fileOutputStream(
+  cmd: string,
+  args: (out: string) => readonly string[],
+  env: NodeJS.ProcessEnv,
+): AsyncGenerator<Buffer> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-archive-'));
+  try {
+    const out = path.join(dir, 'archive');
+    for await (const chunk of commandStream(cmd, args(out), env)) void chunk; // prints nothing
+    yield* createReadStream(out) as AsyncIterable<Buffer>;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
