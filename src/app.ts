@@ -2,264 +2,28 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { RequestContext } from '@mikro-orm/core';
 import { trace, SpanStatusCode } from '@opentelemetry/api';
-import type { Logger } from 'pino';
-import type { Config } from './config.ts';
-import { ping, type Orm } from './db/database.ts';
+import { ping } from './db/database.ts';
 import { z } from 'zod';
 import { Api, reply, respond } from './http/api.ts';
-import { authenticate, type Directory } from './http/auth.ts';
+import { authenticate } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
 import { openapiDocument } from './http/openapi.ts';
-import type { Metrics } from './telemetry/metrics.ts';
-import { UsersService, type TargetDirectory } from './users/service.ts';
 import { userRoutes } from './users/routes.ts';
-import { OrgsService } from './orgs/service.ts';
 import { orgRoutes } from './orgs/routes.ts';
-import { ReposService } from './repos/service.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
-import { RepoChanges } from './repos/changes.ts';
 import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
-import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
-import { ReaderPool } from './vcs/pool.ts';
-import { TransportServers } from './vcs/transport.ts';
-import { AgentsService } from './agents/service.ts';
 import { agentRoutes } from './agents/routes.ts';
-import { PipelinesService } from './pipelines/service.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
-import { IssuesService } from './issues/service.ts';
 import { issueRoutes } from './issues/routes.ts';
-import { PullsService } from './pulls/service.ts';
 import { pullRoutes } from './pulls/routes.ts';
-import { Mergeability } from './pulls/mergeability.ts';
-import type { Trigger } from './pipelines/model.ts';
-import { WebhooksService } from './webhooks/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
-import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
-import { webhookLookups } from './webhooks/envelope.ts';
-import { openBlobStore, type BlobStore } from './storage/index.ts';
-import { ReleasesService } from './releases/service.ts';
 import { releaseRoutes } from './releases/routes.ts';
-import path from 'node:path';
+import { directory, type AppDeps, type Services } from './services.ts';
 
 export const VERSION = '0.1.0';
-
-export type Services = {
-  users: UsersService;
-  orgs: OrgsService;
-  repos: ReposService;
-  agents: AgentsService;
-  pipelines: PipelinesService;
-  issues: IssuesService;
-  webhooks: WebhooksService;
-  /** Delivers webhooks from the outbox; started and stopped by the server. */
-  webhookDispatcher: Dispatcher;
-  changes: RepoChanges;
-  /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
-  readers: ReaderPool;
-  pulls: PullsService;
-  /** Merges, dry-run merges, ref deletion (Mercurial's command servers); closed at shutdown. */
-  ops: VcsOpsSet;
-  /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
-  transports: TransportServers;
-  releases: ReleasesService;
-};
-
-export type AppDeps = {
-  config: Config;
-  orm: Orm;
-  log: Logger;
-  metrics: Metrics;
-  baseUrl: () => string;
-  databaseUrl: string;
-};
-
-/** The blob store of step logs and release assets: S3/MinIO when configured, else files. */
-export function blobStore(config: Config): BlobStore {
-  return openBlobStore(config.blobs);
-}
-
-/** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
-export function createServices(deps: AppDeps): Services {
-  const em = () => deps.orm.em;
-  const users: UsersService = new UsersService({
-    em,
-    maxTokensPerUser: deps.config.maxTokensPerUser,
-    targets: {
-      resolve: (level, target, userId) => resolveTarget(level, target, userId),
-      names: (t) => targetNames(t),
-    },
-  });
-  const orgs = new OrgsService({ em, users, maxOrgsPerUser: deps.config.maxOrgsPerUser });
-  const repos = new ReposService({ em, orgs, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
-  const resolveTarget: TargetDirectory['resolve'] = async (level, target, userId) => {
-    const [orgName, repoName, ...rest] = target.split('/');
-    const wantRepo = level === 'repo';
-    if (
-      orgName === undefined ||
-      rest.length > 0 ||
-      (wantRepo ? repoName === undefined : repoName !== undefined)
-    ) {
-      throw ApiError.validation(
-        `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
-      );
-    }
-    const org = await orgs.ref(orgName);
-    const role = org === undefined ? undefined : await orgs.role(org.id, userId);
-    if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
-    if (!wantRepo) return { orgId: org.id, repoId: null };
-    const repo = await repos.ref(org, repoName ?? '');
-    if (repo === undefined) throw ApiError.notFound('target repository');
-    return { orgId: org.id, repoId: repo.id };
-  };
-  // A token's target as `org` or `org/repo` (a target deleted since names nothing: the token went with it).
-  const targetNames: TargetDirectory['names'] = async (targets) => {
-    const orgNames = await orgs.names(targets.flatMap((t) => (t.orgId === null ? [] : [t.orgId])));
-    const repoNames = await repos.names(targets.flatMap((t) => (t.repoId === null ? [] : [t.repoId])));
-    return targets.map((t) => {
-      if (t.orgId === null) return null;
-      const org = orgNames.get(t.orgId) ?? '';
-      return t.repoId === null ? org : `${org}/${repoNames.get(t.repoId) ?? ''}`;
-    });
-  };
-  const agents = new AgentsService({ em });
-  const blobs = blobStore(deps.config);
-  const pipelines = new PipelinesService({
-    em,
-    blobs,
-    log: deps.log,
-    metrics: deps.metrics,
-    databaseUrl: deps.databaseUrl,
-    agentTimeoutMs: deps.config.agentTimeoutMs,
-    stepTimeoutSeconds: deps.config.stepTimeoutSeconds,
-    logMaxBytes: deps.config.stepLogMaxBytes,
-    baseUrl: deps.baseUrl,
-    readFile: async (repoId, rev, file) => {
-      const repo = await repos.get(repoId);
-      return driverFor(repo.vcs).fileAt(repos.path(repo), rev, file);
-    },
-    repoInfo: async (repoId) => {
-      const repo = await repos.get(repoId);
-      const org = await orgs.byId(repo.orgId);
-      return {
-        id: repo.id,
-        name: repo.name,
-        orgId: org.id,
-        org: org.name,
-        vcs: repo.vcs,
-        isPrivate: repo.isPrivate,
-      };
-    },
-    users,
-    agents,
-  });
-  const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
-  const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
-  const { concurrency, queue, hgWorkers } = deps.config.transport;
-  const transports = new TransportServers({ concurrency, queue, wsgiWorkers: hgWorkers });
-  const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
-  const webhookDispatcher = new Dispatcher({
-    em,
-    databaseUrl: deps.databaseUrl,
-    log: deps.log.child({ component: 'webhooks' }),
-    metrics: deps.metrics,
-    settings: deps.config.webhooks,
-    lookups,
-  });
-  const webhooks = new WebhooksService({
-    em,
-    settings: deps.config.webhooks,
-    lookups,
-    wake: () => webhookDispatcher.wake(),
-  });
-  const changes = new RepoChanges({
-    em,
-    log: deps.log,
-    baseUrl: deps.baseUrl,
-    markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
-    repoById: async (id) => {
-      const repo = await repos.get(id).catch((e: unknown) => {
-        if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
-        throw e;
-      });
-      if (repo === undefined) return undefined;
-      return repos.changed(repo, (await orgs.byId(repo.orgId)).name);
-    },
-    // the next read after a push starts with fresh reader processes and caches
-    onChanged: (repo) => readers.invalidate(repo.path),
-    // Pull requests first (source pushes, manual merges; their own savepoint), then one CI
-    // trigger call, so a commit reached by a push and a pull request gets one pipeline.
-    onRefMoves: async (tx, repo, moves, senderId) => {
-      let prTriggers: Trigger[] = [];
-      try {
-        prTriggers = await tx.transactional((sp) => pulls.sync.refsMoved(sp, repo, moves, senderId));
-      } catch (err) {
-        deps.log.error({ err, repo: repo.id }, 'pull request updates after a push failed');
-      }
-      const pushTriggers = moves.map((m): Trigger =>
-        m.type === 'tag'
-          ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
-          : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
-      );
-      return pipelines.trigger(tx, repo.id, [...pushTriggers, ...prTriggers]);
-    },
-  });
-  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp') });
-  const releases = new ReleasesService({
-    em,
-    log: deps.log.child({ component: 'releases' }),
-    baseUrl: deps.baseUrl,
-    blobs,
-    users,
-    repos,
-    changes,
-    ops,
-    assetMaxBytes: deps.config.assetMaxBytes,
-    redirectDownloads: deps.config.blobs.redirectDownloads,
-  });
-  const pulls: PullsService = new PullsService({
-    em,
-    log: deps.log,
-    users,
-    repos,
-    changes,
-    ops,
-    mergeability: new Mergeability({
-      ops: (kind) => ops.get(kind),
-      budgetMs: deps.config.pullCheckBudgetMs,
-      onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
-    }),
-    trigger: (tx, repoId, triggers) => pipelines.trigger(tx, repoId, triggers),
-  });
-  return {
-    users,
-    orgs,
-    repos,
-    agents,
-    pipelines,
-    issues,
-    webhooks,
-    webhookDispatcher,
-    changes,
-    readers,
-    pulls,
-    ops,
-    transports,
-    releases,
-  };
-}
-
-export function directory(s: Services): Directory {
-  return {
-    userByTokenHash: (hash) => s.users.userByTokenHash(hash),
-    agentByTokenHash: (hash) => s.agents.byTokenHash(hash),
-    orgByName: (name) => s.orgs.ref(name),
-    repoByName: (org, name) => s.repos.ref(org, name),
-    role: (orgId, userId) => s.orgs.role(orgId, userId),
-  };
-}
 
 export function createApp(deps: AppDeps, services: Services): { app: Express; api: Api } {
   const { orm, log, metrics, config } = deps;

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from './config.ts';
 import { inContext } from './server.ts';
 import { serve } from './main.ts';
-import { createServices, type Services } from './app.ts';
+import { createServices, type Services } from './services.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { embeddedDatabaseForCli } from './db/datadir.ts';
 import { Metrics } from './telemetry/metrics.ts';

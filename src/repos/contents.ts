@@ -4,7 +4,6 @@ import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
-import { streamOutput } from '../vcs/raw.ts';
 import {
   BadPath,
   DEFAULT_LIMITS,
@@ -138,7 +137,7 @@ export class ContentsService {
     return {
       size: probe.size,
       contentType: probe.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
-      body: streamOutput(driverFor(w.vcs).catFile(w.path, commit, p)),
+      body: driverFor(w.vcs).catFile(w.path, commit, p),
     };
   }
 

@@ -18,10 +18,9 @@
  * documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs of a
  * merge and `InvalidRefName` for a tag name the VCS refuses.
  */
-import type { ArchiveFormat } from './archive.ts';
+import type { ArchiveFormat } from './stream.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
-import type { RawSource } from './raw.ts';
 import type { RepoReader } from './reader.ts';
 import type { VcsTransport } from './transport.ts';
 
@@ -114,11 +113,11 @@ export interface VcsDriver {
   fileAt(dir: string, rev: string, file: string): Promise<string | undefined>;
 
   /**
-   * The command whose standard output is a file's bytes at a commit (a full id the reader
-   * resolved; the file known to exist): streamed by `streamOutput` (raw.ts) from a process of its
-   * own, so a large file neither sits in memory nor holds the repository's pooled reader.
+   * A file's bytes at a commit (a full id the reader resolved; the file known to exist), streamed
+   * from a process of its own (`commandStream`, stream.ts), so a large file neither sits in memory
+   * nor holds the repository's pooled reader. Stopping early kills the process.
    */
-  catFile(dir: string, commit: string, file: string): RawSource;
+  catFile(dir: string, commit: string, file: string): AsyncIterable<Buffer>;
 
   /**
    * The files of commit `commit` (a full id, resolved by the caller) as a gzipped tarball or a

@@ -15,7 +15,7 @@ import type { RepoReader } from './reader.ts';
 
 export { VCS_KINDS, type VcsKind } from './constants.ts';
 export type { VcsDriver } from './driver.ts';
-export type { ArchiveFormat } from './archive.ts';
+export type { ArchiveFormat } from './stream.ts';
 
 const DRIVERS: Record<VcsKind, VcsDriver> = { git: gitDriver, hg: hgDriver, fossil: fossilDriver };
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileOutputStream } from '../archive.ts';
+import { commandStream, fileOutputStream } from '../stream.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -35,11 +35,7 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  catFile: (dir, commit, file) => ({
-    command: FOSSIL.bin,
-    args: ['cat', file, '-R', dir, '-r', commit],
-    env: FOSSIL.env,
-  }),
+  catFile: (dir, commit, file) => commandStream(FOSSIL.bin, ['cat', file, '-R', dir, '-r', commit], FOSSIL.env),
   archive: (file, commit, format, prefix) =>
     fileOutputStream(
       FOSSIL.bin,

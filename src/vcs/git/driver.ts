@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream } from '../archive.ts';
+import { commandStream } from '../stream.ts';
 import { GIT } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -29,11 +29,7 @@ export const gitDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  catFile: (dir, commit, file) => ({
-    command: GIT.bin,
-    args: ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`],
-    env: GIT.env,
-  }),
+  catFile: (dir, commit, file) => commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env),
   archive: (dir, commit, format, prefix) =>
     commandStream(
       GIT.bin,

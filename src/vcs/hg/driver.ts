@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream } from '../archive.ts';
+import { commandStream } from '../stream.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -44,11 +44,7 @@ export const hgDriver: VcsDriver = {
   moves,
   fileAt,
   // `path:` makes the file relative to the repository root, not the working directory
-  catFile: (dir, commit, file) => ({
-    command: HG.bin,
-    args: ['-R', dir, 'cat', '-r', commit, `path:${file}`],
-    env: HG.env,
-  }),
+  catFile: (dir, commit, file) => commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env),
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
   archive: (dir, commit, format, prefix) =>
     commandStream(

@@ -9,8 +9,9 @@ import { VcsCommandFailed } from './run.ts';
 export type ArchiveFormat = 'tar.gz' | 'zip';
 
 /**
- * Streams the standard output of an archive command (git archive, hg archive, fossil
- * tarball/zip) as it is produced. The command runs in its own process group: a consumer that
+ * Streams the standard output of a command as it is produced (archives: git archive, hg archive;
+ * a file's bytes: git cat-file, hg cat, fossil cat), chunk by chunk as the consumer asks, so the
+ * pipe's backpressure bounds memory. The command runs in its own process group: a consumer that
  * stops early (a client gone) kills it; a non-zero exit ends the stream with `VcsCommandFailed`.
  */
 export async function* commandStream(
