@@ -35,7 +35,8 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  catFile: (dir, commit, file) => commandStream(FOSSIL.bin, ['cat', file, '-R', dir, '-r', commit], FOSSIL.env),
+  catFile: (dir, commit, file) =>
+    commandStream(FOSSIL.bin, ['cat', file, '-R', dir, '-r', commit], FOSSIL.env),
   archive: (file, commit, format, prefix) =>
     fileOutputStream(
       FOSSIL.bin,

@@ -29,7 +29,8 @@ export const gitDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  catFile: (dir, commit, file) => commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env),
+  catFile: (dir, commit, file) =>
+    commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env),
   archive: (dir, commit, format, prefix) =>
     commandStream(
       GIT.bin,

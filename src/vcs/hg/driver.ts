@@ -44,7 +44,8 @@ export const hgDriver: VcsDriver = {
   moves,
   fileAt,
   // `path:` makes the file relative to the repository root, not the working directory
-  catFile: (dir, commit, file) => commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env),
+  catFile: (dir, commit, file) =>
+    commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env),
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
   archive: (dir, commit, format, prefix) =>
     commandStream(
