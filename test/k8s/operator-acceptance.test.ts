@@ -7,91 +7,23 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { commitFiles, gitRepo } from '../helpers/ci.ts';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import {
-  PodRecorder,
-  ROOT,
-  deleteNamespace,
-  kubectl,
-  kubectlOk,
-  newNamespace,
-  serviceAccountKubeconfig,
-  waitFor,
-} from './harness/kube.ts';
+import { describe, expect, test } from '@jest/globals';
+import { PodRecorder, ROOT, kubectlOk, serviceAccountKubeconfig, waitFor } from './harness/kube.ts';
+import { labelled, operatorWorld } from './harness/operator-world.ts';
 import {
   condition,
   createPool,
   deploymentReplicas,
-  installAgentPoolCrd,
-  operatorRbac,
-  removePools,
   poolToken,
   agentPods,
-  startOperator,
   waitForPool,
-  type OperatorProcess,
 } from './harness/operator.ts';
 
-let s: TestServer;
-let owner: TestUser;
-let org: string;
-let ns: string;
-let op: OperatorProcess;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-  ns = await newNamespace('operator-acc');
-  await installAgentPoolCrd();
-  op = startOperator({
-    server: s.url,
-    token: s.adminToken,
-    namespace: ns,
-    kubeconfig: await operatorRbac(ns),
-  });
-});
-
-afterAll(async () => {
-  if (ns !== undefined) await removePools(ns);
-  await op?.kill();
-  await s?.close();
-  if (ns !== undefined) {
-    await kubectl([
-      'delete',
-      'clusterrole,clusterrolebinding',
-      `t-triad-operator-${ns}`,
-      '--ignore-not-found',
-    ]);
-    await deleteNamespace(ns);
-  }
-});
-
-const failWithLog = (err: unknown) => {
-  throw new Error(`${String(err)}\noperator log:\n${op.log().slice(-6000)}`);
-};
-
-const labelled = (pool: string) => `labels: {pool: ${pool}}
-steps:
-  - name: hello
-    image: alpine:3.20
-    commands: ["echo hello"]
-  - name: world
-    image: alpine:3.20
-    commands: ["echo world"]
-`;
-
-async function pushPipeline(file: string): Promise<string> {
-  const repo = await gitRepo(s, owner, org);
-  await commitFiles(repo, { '.pipeline.yml': file });
-  await repo.push();
-  return `/api/v1/repos/${org}/${repo.name}/pipelines/1`;
-}
+const w = operatorWorld('operator-acc');
 
 describe('AgentPool operator acceptance', () => {
   test('acceptance: a pool at 0 gets a replica for a pushed pipeline, its steps run as pods, it returns to 0, and kubectl shows it throughout', async () => {
-    await createPool(ns, 'acc', {
+    await createPool(w.ns, 'acc', {
       image: 'triad:test',
       minReplicas: 0,
       maxReplicas: 2,
@@ -101,25 +33,27 @@ describe('AgentPool operator acceptance', () => {
       steps: { pendingTimeoutSeconds: 60 },
     });
     await waitForPool(
-      ns,
+      w.ns,
       'acc',
       'scaled to zero',
       (p) => condition(p, 'Ready')?.reason === 'ScaledToZero',
-    ).catch(failWithLog);
-    const table = await kubectlOk(['get', 'agentpools', '-n', ns]);
+    ).catch(w.failWithLog);
+    const table = await kubectlOk(['get', 'agentpools', '-n', w.ns]);
     expect(table.split('\n')[0]).toMatch(
       /NAME\s+MIN\s+MAX\s+DESIRED\s+REPLICAS\s+READY\s+PENDING\s+RUNNING\s+STATUS\s+AGE/,
     );
     expect(table).toMatch(/acc\s+0\s+2\s+0\s+0\s+0\s+0\s+0\s+ScaledToZero/);
 
-    const steps = await PodRecorder.start(ns);
-    const api = await pushPipeline(labelled('acc'));
-    await waitFor('1 replica', async () => (await deploymentReplicas(ns, 'acc')) === 1).catch(failWithLog);
+    const steps = await PodRecorder.start(w.ns);
+    const api = await w.pushPipeline(labelled('acc'));
+    await waitFor('1 replica', async () => (await deploymentReplicas(w.ns, 'acc')) === 1).catch(
+      w.failWithLog,
+    );
     const [pod] = await waitFor('the agent pod', async () => {
-      const p = await agentPods(ns, 'acc');
+      const p = await agentPods(w.ns, 'acc');
       return p.length === 1 ? p : undefined;
     });
-    expect(await kubectlOk(['get', 'agentpools', 'acc', '-n', ns])).toMatch(
+    expect(await kubectlOk(['get', 'agentpools', 'acc', '-n', w.ns])).toMatch(
       /acc\s+0\s+2\s+1\s+\d\s+\d\s+1\s+0\s+/,
     );
 
@@ -128,17 +62,17 @@ describe('AgentPool operator acceptance', () => {
       cwd: ROOT,
       env: {
         ...process.env,
-        TRIAD_AGENT_SERVER: s.url,
-        TRIAD_AGENT_TOKEN: (await poolToken(ns, 'acc')).token,
+        TRIAD_AGENT_SERVER: w.s.url,
+        TRIAD_AGENT_TOKEN: (await poolToken(w.ns, 'acc')).token,
         TRIAD_AGENT_LABELS: 'pool=acc',
         TRIAD_AGENT_EXECUTOR: 'kubernetes',
         TRIAD_AGENT_INSTANCE: pod!,
-        TRIAD_AGENT_NAMESPACE: ns,
+        TRIAD_AGENT_NAMESPACE: w.ns,
         TRIAD_AGENT_CLONE_IMAGE: 'triad:test',
         TRIAD_AGENT_PENDING_TIMEOUT: '60',
         TRIAD_AGENT_POLL_WAIT: '2',
         TRIAD_AGENT_METRICS_PORT: 'off',
-        KUBECONFIG: await serviceAccountKubeconfig(ns, 'acc-agent'),
+        KUBECONFIG: await serviceAccountKubeconfig(w.ns, 'acc-agent'),
         LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -151,7 +85,7 @@ describe('AgentPool operator acceptance', () => {
       const p = await waitFor(
         'the pipeline to finish',
         async () => {
-          const r = await owner.client.get(api);
+          const r = await w.owner.client.get(api);
           return ['pending', 'running'].includes(r.body.status) ? undefined : r.body;
         },
         120_000,
@@ -167,7 +101,7 @@ describe('AgentPool operator acceptance', () => {
       ]);
       expect(steps.first(stepPods[0]!).metadata?.labels?.['triad.dev/agent']).toBe(pod);
       const back = await waitForPool(
-        ns,
+        w.ns,
         'acc',
         'back to zero',
         (x) => x.status?.desiredReplicas === 0 && x.status?.replicas === 0,

@@ -5,97 +5,38 @@
  * agents are played by the test through the HTTP API with the pool's own token (their pod names as
  * instances); operator-acceptance.test.ts runs a real agent.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { commitFiles, gitRepo } from '../helpers/ci.ts';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import { clients, deleteNamespace, kubectl, kubectlOk, newNamespace, waitFor } from './harness/kube.ts';
+import { describe, expect, test } from '@jest/globals';
+import { clients, kubectlOk, waitFor } from './harness/kube.ts';
+import { labelled, operatorWorld } from './harness/operator-world.ts';
 import {
   condition,
   createPool,
   deletePool,
   deploymentReplicas,
   getPool,
-  installAgentPoolCrd,
-  operatorRbac,
-  removePools,
   poolToken,
   registered,
   agentPods,
-  startOperator,
   waitForPool,
-  type OperatorProcess,
 } from './harness/operator.ts';
 
-let s: TestServer;
-let owner: TestUser;
-let org: string;
-let ns: string;
-let op: OperatorProcess;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-  ns = await newNamespace('operator');
-  await installAgentPoolCrd();
-  op = startOperator({
-    server: s.url,
-    token: s.adminToken,
-    namespace: ns,
-    kubeconfig: await operatorRbac(ns),
-  });
-});
-
-afterAll(async () => {
-  if (ns !== undefined) await removePools(ns);
-  await op?.kill();
-  await s?.close();
-  if (ns !== undefined) {
-    await kubectl([
-      'delete',
-      'clusterrole,clusterrolebinding',
-      `t-triad-operator-${ns}`,
-      '--ignore-not-found',
-    ]);
-    await deleteNamespace(ns);
-  }
-});
-
-const failWithLog = (err: unknown) => {
-  throw new Error(`${String(err)}\noperator log:\n${op.log().slice(-6000)}`);
-};
-
-const labelled = (pool: string) => `labels: {pool: ${pool}}
-steps:
-  - name: hello
-    image: alpine:3.20
-    commands: ["echo hello"]
-  - name: world
-    image: alpine:3.20
-    commands: ["echo world"]
-`;
-
-async function pushPipeline(file: string): Promise<string> {
-  const repo = await gitRepo(s, owner, org);
-  await commitFiles(repo, { '.pipeline.yml': file });
-  await repo.push();
-  return `/api/v1/repos/${org}/${repo.name}/pipelines/1`;
-}
+const w = operatorWorld('operator');
 
 describe('AgentPool operator', () => {
   test('when a pool has maxReplicas below minReplicas, then the API server rejects it with the schema message', async () => {
-    const err = await createPool(ns, 'bad', { image: 'triad:test', minReplicas: 3, maxReplicas: 1 }).then(
+    const err = await createPool(w.ns, 'bad', { image: 'triad:test', minReplicas: 3, maxReplicas: 1 }).then(
       () => undefined,
       (e: unknown) => e,
     );
     expect(String((err as any)?.body ?? err)).toMatch(/maxReplicas must be at least minReplicas/);
-    const neg = await createPool(ns, 'bad', { image: 'triad:test', minReplicas: -1 }).catch(
+    const neg = await createPool(w.ns, 'bad', { image: 'triad:test', minReplicas: -1 }).catch(
       (e: unknown) => e,
     );
     expect(String(neg?.body ?? neg)).toMatch(/minReplicas/);
   });
 
   test('when a pool is created, then its objects appear with owner references, it is registered and Ready; deleted objects come back', async () => {
-    await createPool(ns, 'main', {
+    await createPool(w.ns, 'main', {
       image: 'triad:test',
       minReplicas: 1,
       maxReplicas: 3,
@@ -104,11 +45,11 @@ describe('AgentPool operator', () => {
       podLabels: { team: 'ci' },
     });
     const pool = await waitForPool(
-      ns,
+      w.ns,
       'main',
       'Ready',
       (p) => condition(p, 'Ready')?.status === 'True',
-    ).catch(failWithLog);
+    ).catch(w.failWithLog);
     expect(condition(pool, 'Ready')).toMatchObject({ reason: 'AgentsReady' });
     expect(condition(pool, 'Degraded')).toMatchObject({ status: 'False' });
     expect(pool.status).toMatchObject({
@@ -121,11 +62,11 @@ describe('AgentPool operator', () => {
     const uid = pool.metadata.uid;
 
     const { apps, core, rbac } = clients();
-    const d = await apps.readNamespacedDeployment({ name: 'main-agent', namespace: ns });
-    const sa = await core.readNamespacedServiceAccount({ name: 'main-agent', namespace: ns });
-    const secret = await core.readNamespacedSecret({ name: 'main-agent-token', namespace: ns });
-    const role = await rbac.readNamespacedRole({ name: 'main-agent-steps', namespace: ns });
-    const binding = await rbac.readNamespacedRoleBinding({ name: 'main-agent-steps', namespace: ns });
+    const d = await apps.readNamespacedDeployment({ name: 'main-agent', namespace: w.ns });
+    const sa = await core.readNamespacedServiceAccount({ name: 'main-agent', namespace: w.ns });
+    const secret = await core.readNamespacedSecret({ name: 'main-agent-token', namespace: w.ns });
+    const role = await rbac.readNamespacedRole({ name: 'main-agent-steps', namespace: w.ns });
+    const binding = await rbac.readNamespacedRoleBinding({ name: 'main-agent-steps', namespace: w.ns });
     for (const o of [d, sa, secret, role, binding]) {
       expect(o.metadata?.ownerReferences).toEqual([
         expect.objectContaining({
@@ -142,42 +83,47 @@ describe('AgentPool operator', () => {
       [['pods/log'], ['get']],
       [['persistentvolumeclaims'], ['get', 'list', 'create', 'delete']],
     ]);
-    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'main-agent', namespace: ns }]);
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'main-agent', namespace: w.ns }]);
     const c = d.spec!.template.spec!;
     expect(c.serviceAccountName).toBe('main-agent');
     expect(d.spec!.template.metadata!.labels).toMatchObject({ team: 'ci', 'triad.dev/agent-pool': 'main' });
     const env = Object.fromEntries((c.containers[0]!.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
     expect(env).toMatchObject({
-      TRIAD_AGENT_SERVER: s.url,
+      TRIAD_AGENT_SERVER: w.s.url,
       TRIAD_AGENT_TOKEN: { secretKeyRef: { name: 'main-agent-token', key: 'token' } },
       TRIAD_AGENT_CAPACITY: '2',
-      TRIAD_AGENT_NAMESPACE: ns,
+      TRIAD_AGENT_NAMESPACE: w.ns,
     });
     // the empty label set (the value "" is dropped by the API server)
     expect(c.containers[0]!.env?.find((e) => e.name === 'TRIAD_AGENT_LABELS')?.value ?? '').toBe('');
 
-    const { token, agentId } = await poolToken(ns, 'main');
+    const { token, agentId } = await poolToken(w.ns, 'main');
     expect(pool.status.agentId).toBe(agentId);
-    expect((await registered(s, ns, 'main')).map((a) => [a.id, a.name])).toEqual([
-      [agentId, `agentpool:${ns}/main:${uid}`],
+    expect((await registered(w.s, w.ns, 'main')).map((a) => [a.id, a.name])).toEqual([
+      [agentId, `agentpool:${w.ns}/main:${uid}`],
     ]);
-    expect((await s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(200);
+    expect((await w.s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(200);
 
     // drift: the Deployment and the token Secret are deleted by hand
-    await apps.deleteNamespacedDeployment({ name: 'main-agent', namespace: ns });
-    await core.deleteNamespacedSecret({ name: 'main-agent-token', namespace: ns });
-    await waitFor('the Deployment back', async () => (await deploymentReplicas(ns, 'main')) === 1).catch(
-      failWithLog,
+    await apps.deleteNamespacedDeployment({ name: 'main-agent', namespace: w.ns });
+    await core.deleteNamespacedSecret({ name: 'main-agent-token', namespace: w.ns });
+    await waitFor('the Deployment back', async () => (await deploymentReplicas(w.ns, 'main')) === 1).catch(
+      w.failWithLog,
     );
-    const again = await waitFor('a new token Secret', () => poolToken(ns, 'main').catch(() => undefined));
+    const again = await waitFor('a new token Secret', () => poolToken(w.ns, 'main').catch(() => undefined));
     expect(again.agentId).not.toBe(agentId);
-    expect((await registered(s, ns, 'main')).map((a) => a.id)).toEqual([again.agentId]);
-    expect((await s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(401);
-    await waitForPool(ns, 'main', 'the new agent in the status', (p) => p.status?.agentId === again.agentId);
+    expect((await registered(w.s, w.ns, 'main')).map((a) => a.id)).toEqual([again.agentId]);
+    expect((await w.s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(401);
+    await waitForPool(
+      w.ns,
+      'main',
+      'the new agent in the status',
+      (p) => p.status?.agentId === again.agentId,
+    );
   });
 
   test('when three labelled pipelines queue for a pool of capacity 1, then it scales to 3 at once, keeps busy agents and returns to 0 after the delay; other pools stay put', async () => {
-    await createPool(ns, 'gpu', {
+    await createPool(w.ns, 'gpu', {
       image: 'triad:test',
       minReplicas: 0,
       maxReplicas: 5,
@@ -186,32 +132,32 @@ describe('AgentPool operator', () => {
       labels: { pool: 'gpu' },
     });
     await waitForPool(
-      ns,
+      w.ns,
       'gpu',
       'scaled to zero',
       (p) => condition(p, 'Ready')?.reason === 'ScaledToZero',
-    ).catch(failWithLog);
-    const apis = await Promise.all([1, 2, 3].map(() => pushPipeline(labelled('gpu'))));
+    ).catch(w.failWithLog);
+    const apis = await Promise.all([1, 2, 3].map(() => w.pushPipeline(labelled('gpu'))));
     const queued = Date.now();
-    await waitFor('3 replicas', async () => (await deploymentReplicas(ns, 'gpu')) === 3, 60_000, 50).catch(
-      failWithLog,
+    await waitFor('3 replicas', async () => (await deploymentReplicas(w.ns, 'gpu')) === 3, 60_000, 50).catch(
+      w.failWithLog,
     );
     process.stdout.write(
       `operator test: 3 pipelines queued -> 3 replicas requested in ${Date.now() - queued} ms\n`,
     );
-    expect(await deploymentReplicas(ns, 'main')).toBe(1);
+    expect(await deploymentReplicas(w.ns, 'main')).toBe(1);
     await waitForPool(
-      ns,
+      w.ns,
       'gpu',
       'pending 3',
       (p) => p.status?.pending === 3 && p.status?.readyReplicas === 3,
     );
 
     // labels route: the main pool's agents (no labels) see nothing; each gpu agent pod claims one
-    const main = s.anon.as((await poolToken(ns, 'main')).token);
+    const main = w.s.anon.as((await poolToken(w.ns, 'main')).token);
     expect((await main.post('/api/v1/ci/poll')).status).toBe(204);
-    const gpu = s.anon.as((await poolToken(ns, 'gpu')).token);
-    const pods = await agentPods(ns, 'gpu');
+    const gpu = w.s.anon.as((await poolToken(w.ns, 'gpu')).token);
+    const pods = await agentPods(w.ns, 'gpu');
     expect(pods).toHaveLength(3);
     const claims: number[] = [];
     for (const pod of pods) {
@@ -219,39 +165,39 @@ describe('AgentPool operator', () => {
       expect(r.status).toBe(200);
       claims.push(r.body.pipeline_id);
     }
-    await waitForPool(ns, 'gpu', 'running 3', (p) => p.status?.running === 3 && p.status?.pending === 0);
+    await waitForPool(w.ns, 'gpu', 'running 3', (p) => p.status?.running === 3 && p.status?.pending === 0);
 
     // the first agent finishes: after the delay one replica goes, and it is that idle one
     await gpu.put(`/api/v1/ci/pipelines/${claims[0]}/status`, { status: 'success' });
-    await waitFor('2 replicas', async () => (await deploymentReplicas(ns, 'gpu')) === 2, 60_000, 100).catch(
-      failWithLog,
+    await waitFor('2 replicas', async () => (await deploymentReplicas(w.ns, 'gpu')) === 2, 60_000, 100).catch(
+      w.failWithLog,
     );
-    await waitFor('2 agent pods', async () => (await agentPods(ns, 'gpu')).length === 2);
-    expect(await agentPods(ns, 'gpu')).toEqual(pods.slice(1));
+    await waitFor('2 agent pods', async () => (await agentPods(w.ns, 'gpu')).length === 2);
+    expect(await agentPods(w.ns, 'gpu')).toEqual(pods.slice(1));
 
     for (const id of claims.slice(1))
       await gpu.put(`/api/v1/ci/pipelines/${id}/status`, { status: 'success' });
     const p = await waitForPool(
-      ns,
+      w.ns,
       'gpu',
       'back to zero',
       (x) => x.status?.desiredReplicas === 0 && x.status?.replicas === 0,
     );
     expect(condition(p, 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
-    expect(await deploymentReplicas(ns, 'main')).toBe(1);
-    for (const api of apis) expect((await owner.client.get(api)).body.status).toBe('success');
+    expect(await deploymentReplicas(w.ns, 'main')).toBe(1);
+    for (const api of apis) expect((await w.owner.client.get(api)).body.status).toBe('success');
   });
 
   test('when a step pod of a finished pipeline is left behind, then the operator sweeps it', async () => {
-    const pods = await agentPods(ns, 'main');
-    await pushPipeline('steps:\n  - {name: a, image: alpine:3.20, commands: ["true"]}\n');
-    const main = s.anon.as((await poolToken(ns, 'main')).token);
+    const pods = await agentPods(w.ns, 'main');
+    await w.pushPipeline('steps:\n  - {name: a, image: alpine:3.20, commands: ["true"]}\n');
+    const main = w.s.anon.as((await poolToken(w.ns, 'main')).token);
     const job = await main.post('/api/v1/ci/poll', undefined, { 'X-Svc-Agent-Instance': pods[0]! });
     expect(job.status).toBe(200);
     await main.put(`/api/v1/ci/pipelines/${job.body.pipeline_id}/status`, { status: 'success' });
     const name = `triad-p${job.body.pipeline_id}-s1-stray`;
     await clients().core.createNamespacedPersistentVolumeClaim({
-      namespace: ns,
+      namespace: w.ns,
       body: {
         metadata: {
           name,
@@ -267,30 +213,30 @@ describe('AgentPool operator', () => {
     await waitFor(
       'the stray claim swept',
       async () => {
-        const left = await clients().core.listNamespacedPersistentVolumeClaim({ namespace: ns });
+        const left = await clients().core.listNamespacedPersistentVolumeClaim({ namespace: w.ns });
         return !left.items.some(
           (c) => c.metadata?.name === name && c.metadata.deletionTimestamp === undefined,
         );
       },
       60_000,
       500,
-    ).catch(failWithLog);
+    ).catch(w.failWithLog);
   });
 
   test('when a pool is deleted, then its objects are garbage-collected and its agent is deregistered', async () => {
-    const { token } = await poolToken(ns, 'gpu');
-    expect(await registered(s, ns, 'gpu')).toHaveLength(1);
-    await deletePool(ns, 'gpu');
+    const { token } = await poolToken(w.ns, 'gpu');
+    expect(await registered(w.s, w.ns, 'gpu')).toHaveLength(1);
+    await deletePool(w.ns, 'gpu');
     await waitFor(
       'the pool gone',
       async () =>
-        await getPool(ns, 'gpu').then(
+        await getPool(w.ns, 'gpu').then(
           () => false,
           () => true,
         ),
-    ).catch(failWithLog);
-    expect(await registered(s, ns, 'gpu')).toEqual([]);
-    expect((await s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(401);
+    ).catch(w.failWithLog);
+    expect(await registered(w.s, w.ns, 'gpu')).toEqual([]);
+    expect((await w.s.anon.as(token).get('/api/v1/ci/queue')).status).toBe(401);
     await waitFor(
       'its objects collected',
       async () =>
@@ -299,7 +245,7 @@ describe('AgentPool operator', () => {
             'get',
             'deployment,serviceaccount,secret,role,rolebinding',
             '-n',
-            ns,
+            w.ns,
             '-l',
             'triad.dev/agent-pool=gpu',
             '-o',
@@ -309,6 +255,6 @@ describe('AgentPool operator', () => {
       90_000,
       500,
     );
-    expect(await deploymentReplicas(ns, 'main')).toBe(1);
+    expect(await deploymentReplicas(w.ns, 'main')).toBe(1);
   });
 });
