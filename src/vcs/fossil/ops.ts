@@ -1,6 +1,11 @@
 /**
  * Fossil operations on a repository file. Lookups, ancestry and the dry-run merge read the
- * repository with SQL (`fossil sql --readonly`, every name as a hex literal; see dryrun.ts). Merges
+ * repository with SQL (every name as a hex literal; see dryrun.ts) on the repository's pooled
+ * reader: the same long-lived `fossil sql --readonly` process the contents reads use (reader.ts,
+ * pool.ts), so a read pays no process start and no repository open. Each statement is its own
+ * SQLite read transaction, so it sees every check-in committed before it (a push's own pull
+ * request updates read through the process that was live before the push; after the push
+ * `RepoChanges` drops it anyway). Only `fossil 3-way-merge` and the writes spawn processes. Merges
  * run in a throw-away check-out of the repository (`fossil open --workdir` under the caller's
  * temporary directory, with its own FOSSIL_HOME so the server's global Fossil configuration is
  * never touched), closed and removed in every outcome.
@@ -28,7 +33,9 @@ import {
 } from '../ops.ts';
 import { runChecked, runCommand, withTempDir } from '../run.ts';
 import { FOSSIL } from '../constants.ts';
+import type { ReaderPool } from '../pool.ts';
 import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
+import { FossilReader } from './reader.ts';
 import { sqlText } from './sql.ts';
 
 const BRANCH_TAG = `(SELECT tagid FROM tag WHERE tagname = 'branch')`;
@@ -74,30 +81,23 @@ export class FossilOps implements VcsOps {
   readonly kind = 'fossil' as const;
   private readonly timeoutMs: number;
   private readonly tmpDir: string;
+  private readonly readers: ReaderPool;
 
-  constructor(opts: { tmpDir: string; timeoutMs: number }) {
+  constructor(opts: { tmpDir: string; timeoutMs: number; readers: ReaderPool }) {
     this.timeoutMs = opts.timeoutMs;
     this.tmpDir = opts.tmpDir;
+    this.readers = opts.readers;
   }
 
   close(): void {
-    // no persistent processes
+    // the pooled readers belong to the pool's owner
   }
 
-  /** One read-only SQL statement answering one JSON value per row. */
+  /** One read-only SQL statement answering one JSON value per row, on the repository's pooled reader. */
   private async query<T>(file: string, sql: string): Promise<T[]> {
-    const input = `.mode list\n.headers off\n${sql.replace(/\s*\n\s*/g, ' ').trim()};\n`;
-    const r = await runChecked(FOSSIL.bin, ['sql', '-R', file, '--readonly'], {
-      env: FOSSIL.env,
-      input,
-      timeoutMs: this.timeoutMs,
-    });
-    if (r.stderr.trim() !== '') throw new Error(`fossil sql: ${r.stderr.trim()}`);
-    return r.stdout
-      .toString('utf8')
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as T);
+    const reader = this.readers.get('fossil', file);
+    if (!(reader instanceof FossilReader)) throw new Error(`not a Fossil reader: ${file}`);
+    return reader.sqlRows<T>(sql);
   }
 
   async resolveRef(dir: string, name: string): Promise<string | undefined> {
