@@ -51,8 +51,8 @@ export class VcsOpsSet {
   private readonly ownReaders: ReaderPool | undefined;
 
   constructor(opts: OpsOptions) {
-    this.ownReaders = opts.readers === undefined ? new ReaderPool(openReader) : undefined;
-    const readers = opts.readers ?? (this.ownReaders as ReaderPool);
+    const readers = opts.readers ?? new ReaderPool(openReader);
+    this.ownReaders = opts.readers === undefined ? readers : undefined;
     const o = { tmpDir: opts.tmpDir, timeoutMs: opts.timeoutMs ?? 60_000, readers };
     this.byKind = {
       git: gitDriver.createOps(o),
