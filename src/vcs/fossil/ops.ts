@@ -105,7 +105,7 @@ export class FossilOps implements VcsOps {
    * not arrived with the answer): that is thrown, never read as "nothing there".
    */
   private async one<T>(file: string, sql: string): Promise<T> {
-    const row = await this.one<T>(file, sql);
+    const [row] = await this.query<T>(file, sql);
     if (row === undefined) throw new Error('fossil sql: a statement answered no row');
     return row;
   }
