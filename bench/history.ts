@@ -54,9 +54,14 @@ function* history(n: number): Generator<string> {
 
 /**
  * The repositories under `store` (made once, kept between runs): a bare git repository
- * `git.git`, `repo.fossil` and a Mercurial repository `hg` with `@` on its tip.
+ * `git.git`, `repo.fossil` and a Mercurial repository `hg` with `@` on its tip. Only the `kinds`
+ * asked for (git always: the others are converted from it).
  */
-export async function generateHistory(STORE: string, COMMITS: number): Promise<void> {
+export async function generateHistory(
+  STORE: string,
+  COMMITS: number,
+  kinds: readonly VcsKind[] = ['git', 'hg', 'fossil'],
+): Promise<void> {
   await fs.mkdir(STORE, { recursive: true });
   const git = path.join(STORE, 'git.git');
   if (!existsSync(path.join(git, 'done'))) {
@@ -77,7 +82,7 @@ export async function generateHistory(STORE: string, COMMITS: number): Promise<v
     await fs.writeFile(path.join(git, 'done'), '');
   }
   const fossil = path.join(STORE, 'repo.fossil');
-  if (!existsSync(`${fossil}.done`)) {
+  if (kinds.includes('fossil') && !existsSync(`${fossil}.done`)) {
     await fs.rm(fossil, { force: true });
     await run(
       'sh',
@@ -87,7 +92,7 @@ export async function generateHistory(STORE: string, COMMITS: number): Promise<v
     await fs.writeFile(`${fossil}.done`, '');
   }
   const hg = path.join(STORE, 'hg');
-  if (!existsSync(path.join(hg, '.hg', 'done'))) {
+  if (kinds.includes('hg') && !existsSync(path.join(hg, '.hg', 'done'))) {
     console.log('hg: converting the git history (a few minutes)...');
     await fs.rm(hg, { recursive: true, force: true });
     await run('/usr/bin/hg', ['--config', 'extensions.convert=', 'convert', '-q', git, hg], STORE);

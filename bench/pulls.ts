@@ -35,7 +35,9 @@ const READS = Number(values.reads);
 const MERGES = Math.min(Number(values.merges), PRS);
 const STORE = path.join(import.meta.dirname, '.work', 'vcs-ops', String(COMMITS));
 
-await generateHistory(STORE, COMMITS);
+const KINDS = values.kinds.split(',') as VcsKind[];
+
+await generateHistory(STORE, COMMITS, KINDS);
 const work = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-pulls-'));
 const token = 'bench-admin-token';
 const running = await startServer(
@@ -109,7 +111,7 @@ async function benchKind(kind: VcsKind) {
 const rows: string[] = [];
 try {
   await api('POST', '/api/v1/orgs', { name: 'bench' });
-  for (const kind of values.kinds.split(',') as VcsKind[]) {
+  for (const kind of KINDS) {
     const r = await benchKind(kind);
     rows.push(
       `| ${kind} | ${ms(pct(r.cold, 0.5))} | ${ms(pct(r.cold, 0.99))} | ${ms(pct(r.cached, 0.5))} | ${ms(pct(r.cached, 0.99))} | ${ms(pct(r.merges, 0.5))} | ${ms(Math.max(...r.merges))} |`,

@@ -188,7 +188,7 @@ export function createServices(deps: AppDeps): Services {
       return pipelines.trigger(tx, repo.id, [...pushTriggers, ...prTriggers]);
     },
   });
-  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp'), readers });
   const releases = new ReleasesService({
     em,
     log: deps.log.child({ component: 'releases' }),

@@ -11,6 +11,7 @@ import { gitDriver } from './git/driver.ts';
 import { hgDriver } from './hg/driver.ts';
 import { closeBookkeeping } from './hg/refs.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
+import { ReaderPool } from './pool.ts';
 import type { RepoReader } from './reader.ts';
 
 export { VCS_KINDS, type VcsKind } from './constants.ts';
@@ -42,12 +43,18 @@ export function openReader(vcs: VcsKind, dir: string): RepoReader {
   return DRIVERS[vcs].openReader(dir);
 }
 
-/** The operations of every kind, sharing options (one set per server); `close` ends all persistent processes. */
+/**
+ * The operations of every kind, sharing options (one set per server); `close` ends all persistent
+ * processes it owns (a reader pool it was given stays open: its owner closes it).
+ */
 export class VcsOpsSet {
   private readonly byKind: Record<VcsKind, VcsOps>;
+  private readonly ownReaders: ReaderPool | undefined;
 
   constructor(opts: OpsOptions) {
-    const o = { tmpDir: opts.tmpDir, timeoutMs: opts.timeoutMs ?? 60_000 };
+    const readers = opts.readers ?? new ReaderPool(openReader);
+    this.ownReaders = opts.readers === undefined ? readers : undefined;
+    const o = { tmpDir: opts.tmpDir, timeoutMs: opts.timeoutMs ?? 60_000, readers };
     this.byKind = {
       git: gitDriver.createOps(o),
       hg: hgDriver.createOps(o),
@@ -61,5 +68,6 @@ export class VcsOpsSet {
 
   close(): void {
     for (const ops of Object.values(this.byKind)) ops.close();
+    this.ownReaders?.close();
   }
 }

@@ -18,6 +18,7 @@
  * may run at any time, also during a push.
  */
 import type { VcsKind } from './constants.ts';
+import type { ReaderPool } from './pool.ts';
 
 export type Author = { name: string; email: string };
 
@@ -164,6 +165,11 @@ export type OpsOptions = {
   tmpDir: string;
   /** Time limit of one VCS command (and of one Mercurial command-server request). Default 60 s. */
   timeoutMs?: number;
+  /**
+   * The server's pool of persistent readers, keyed by the same repository paths: Fossil's reads
+   * run on the repository's pooled `fossil sql` process. Without one, the set keeps its own.
+   */
+  readers?: ReaderPool;
 };
 
 // ------------------------------------------------------------------ helpers for the drivers

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import { VcsOpsSet } from '../../src/vcs/index.ts';
+import { openReader, VcsOpsSet } from '../../src/vcs/index.ts';
+import { ReaderPool } from '../../src/vcs/pool.ts';
 import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 import { ok } from '../helpers/vcs.ts';
@@ -348,6 +349,50 @@ describe('fossil operations', () => {
     expect(await ops.isAncestor(fx.srv, t, t)).toBe(true);
     expect(await ops.isAncestor(fx.srv, '0'.repeat(64), t)).toBe(false);
     expect(await ops.isAncestor(fx.srv, "' OR 1=1 --", t)).toBe(false);
+  });
+
+  test('reads share the pooled fossil sql process and see a new check-in on either side right away', async () => {
+    const readers = new ReaderPool(openReader);
+    const own = new VcsOpsSet({ tmpDir: fx.tmp, timeoutMs: 20_000, readers });
+    const o = own.get('fossil');
+    try {
+      const t = await line('t-fresh');
+      const s = await fx.commit('s-fresh', base, { 'f.txt': 'f\n' });
+      expect(await o.resolveRefs(fx.srv, ['s-fresh', 't-fresh'])).toEqual([s, t]);
+      const reader = readers.get('fossil', fx.srv);
+      expect(await o.checkMerge(fx.srv, 's-fresh', 't-fresh')).toMatchObject({
+        state: 'clean',
+        commitsAhead: 1,
+        commitsBehind: 1,
+      });
+      // Check-ins by another process (a client's commit); the pool is not invalidated.
+      const s2 = await fx.commit('s-fresh', 's-fresh', { 'f.txt': 'f2\n' });
+      expect(await o.resolveRef(fx.srv, 's-fresh')).toBe(s2);
+      expect(await o.isAncestor(fx.srv, s, s2)).toBe(true);
+      const t2 = await fx.commit('t-fresh', 't-fresh', { 'f.txt': 'other\n' });
+      expect(await o.resolveRefs(fx.srv, ['s-fresh', 't-fresh'])).toEqual([s2, t2]);
+      expect(await o.checkMerge(fx.srv, 's-fresh', 't-fresh')).toEqual({
+        state: 'conflict',
+        conflictedFiles: ['f.txt'],
+        commitsAhead: 2,
+        commitsBehind: 2,
+        sourceHead: s2,
+        targetHead: t2,
+      });
+      expect(await o.resolveCommit(fx.srv, t2.slice(0, 12))).toBe(t2);
+      // A merge check-in written by `fossil commit` in a check-out is seen by the next read too.
+      const s3 = await fx.commit('s-fresh3', t2, { 'g.txt': 'g\n' });
+      const m = await o.merge(fx.srv, { source: 's-fresh3', target: 't-fresh', style: 'merge', author: BOB });
+      if (m.kind !== 'merged') throw new Error(JSON.stringify(m));
+      expect(await o.resolveRef(fx.srv, 't-fresh')).toBe(m.mergeCommit);
+      expect(await o.isAncestor(fx.srv, s3, m.mergeCommit)).toBe(true);
+      // One process served every read.
+      expect(readers.size()).toBe(1);
+      expect(readers.get('fossil', fx.srv)).toBe(reader);
+    } finally {
+      own.close();
+      readers.close();
+    }
   });
 
   test('a repository without a "triad" user (imported elsewhere) still merges and tags', async () => {

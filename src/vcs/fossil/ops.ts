@@ -1,6 +1,11 @@
 /**
  * Fossil operations on a repository file. Lookups, ancestry and the dry-run merge read the
- * repository with SQL (`fossil sql --readonly`, every name as a hex literal; see dryrun.ts). Merges
+ * repository with SQL (every name as a hex literal; see dryrun.ts) on the repository's pooled
+ * reader: the same long-lived `fossil sql --readonly` process the contents reads use (reader.ts,
+ * pool.ts), so a read pays no process start and no repository open. Each statement is its own
+ * SQLite read transaction, so it sees every check-in committed before it (a push's own pull
+ * request updates read through the process that was live before the push; after the push
+ * `RepoChanges` drops it anyway). Only `fossil 3-way-merge` and the writes spawn processes. Merges
  * run in a throw-away check-out of the repository (`fossil open --workdir` under the caller's
  * temporary directory, with its own FOSSIL_HOME so the server's global Fossil configuration is
  * never touched), closed and removed in every outcome.
@@ -28,7 +33,9 @@ import {
 } from '../ops.ts';
 import { runChecked, runCommand, withTempDir } from '../run.ts';
 import { FOSSIL } from '../constants.ts';
+import type { ReaderPool } from '../pool.ts';
 import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
+import { FossilReader } from './reader.ts';
 import { sqlText } from './sql.ts';
 
 const BRANCH_TAG = `(SELECT tagid FROM tag WHERE tagname = 'branch')`;
@@ -74,49 +81,52 @@ export class FossilOps implements VcsOps {
   readonly kind = 'fossil' as const;
   private readonly timeoutMs: number;
   private readonly tmpDir: string;
+  private readonly readers: ReaderPool;
 
-  constructor(opts: { tmpDir: string; timeoutMs: number }) {
+  constructor(opts: { tmpDir: string; timeoutMs: number; readers: ReaderPool }) {
     this.timeoutMs = opts.timeoutMs;
     this.tmpDir = opts.tmpDir;
+    this.readers = opts.readers;
   }
 
   close(): void {
-    // no persistent processes
+    // the pooled readers belong to the pool's owner
   }
 
-  /** One read-only SQL statement answering one JSON value per row. */
+  /** One read-only SQL statement answering one JSON value per row, on the repository's pooled reader. */
   private async query<T>(file: string, sql: string): Promise<T[]> {
-    const input = `.mode list\n.headers off\n${sql.replace(/\s*\n\s*/g, ' ').trim()};\n`;
-    const r = await runChecked(FOSSIL.bin, ['sql', '-R', file, '--readonly'], {
-      env: FOSSIL.env,
-      input,
-      timeoutMs: this.timeoutMs,
-    });
-    if (r.stderr.trim() !== '') throw new Error(`fossil sql: ${r.stderr.trim()}`);
-    return r.stdout
-      .toString('utf8')
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => JSON.parse(l) as T);
+    const reader = this.readers.get('fossil', file);
+    if (!(reader instanceof FossilReader)) throw new Error(`not a Fossil reader: ${file}`);
+    return reader.sqlRows<T>(sql);
+  }
+
+  /**
+   * A statement that always answers one row. No row means it failed (an error whose stderr had
+   * not arrived with the answer): that is thrown, never read as "nothing there".
+   */
+  private async one<T>(file: string, sql: string): Promise<T> {
+    const [row] = await this.query<T>(file, sql);
+    if (row === undefined) throw new Error('fossil sql: a statement answered no row');
+    return row;
   }
 
   async resolveRef(dir: string, name: string): Promise<string | undefined> {
     if (!plausibleRefName(name)) return undefined;
-    const [row] = await this.query<{ id: string | null }>(
+    const row = await this.one<{ id: string | null }>(
       dir,
       `SELECT json_object('id', ${uuidOf(headOf(name))})`,
     );
-    return row?.id ?? undefined;
+    return row.id ?? undefined;
   }
 
   async resolveRefs(dir: string, names: readonly string[]): Promise<(string | undefined)[]> {
     const ok = names.filter(plausibleRefName);
     if (ok.length === 0) return names.map(() => undefined);
-    const [row] = await this.query<(string | null)[]>(
+    const row = await this.one<(string | null)[]>(
       dir,
       `SELECT json_array(${ok.map((n) => uuidOf(headOf(n))).join(', ')})`,
     );
-    const heads = new Map(ok.map((n, i) => [n, row?.[i] ?? undefined]));
+    const heads = new Map(ok.map((n, i) => [n, row[i] ?? undefined]));
     return names.map((n) => heads.get(n));
   }
 
@@ -124,7 +134,7 @@ export class FossilOps implements VcsOps {
     if (!plausibleRefName(rev)) return undefined;
     const hex = isHexId(rev) ? rev.toLowerCase() : '';
     const ci = `SELECT objid FROM event WHERE type = 'ci'`;
-    const [row] = await this.query<{
+    const row = await this.one<{
       byId: string | null;
       branch: string | null;
       tag: string | null;
@@ -140,7 +150,6 @@ export class FossilOps implements VcsOps {
          'prefix', json((SELECT json_group_array(uuid) FROM (SELECT uuid FROM blob
                   WHERE ${hex === '' ? '0' : `uuid >= ${sqlText(hex)} AND uuid < ${sqlText(`${hex}g`)}`} AND rid IN (${ci}) LIMIT 2))))`,
     );
-    if (row === undefined) return undefined;
     const full = /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(hex);
     if (full && row.byId !== null) return row.byId;
     return row.branch ?? row.tag ?? (row.prefix.length === 1 ? row.prefix[0] : undefined);
@@ -164,7 +173,7 @@ export class FossilOps implements VcsOps {
     const changed = files
       ? `, 'files', json(${changedFilesSql(uuidOf('(SELECT rid FROM piv)'), uuidOf('(SELECT t FROM h)'), uuidOf('(SELECT s FROM h)'))})`
       : '';
-    const [row] = await this.query<Row>(
+    const row = await this.one<Row>(
       file,
       // One walk over the parent links marks each ancestor with the side(s) it is reached from
       // (1 source, 2 target, 3 both); the pivot is the most recent common ancestor.
@@ -177,7 +186,7 @@ export class FossilOps implements VcsOps {
          'ahead', (SELECT count(*) FROM m WHERE sides = 1), 'behind', (SELECT count(*) FROM m WHERE sides = 2),
          'login', ${ACTOR}${changed})`,
     );
-    if (row?.s === null || row?.s === undefined) throw new RefNotFound('source', source);
+    if (row.s === null) throw new RefNotFound('source', source);
     if (row.t === null) throw new RefNotFound('target', target);
     return {
       src: row.s,
@@ -343,19 +352,19 @@ export class FossilOps implements VcsOps {
     if (!plausibleRefName(input.name) || /^(wiki|tkt|event)-/.test(input.name) || /\s/.test(input.name)) {
       throw new InvalidRefName(`invalid tag name: ${input.name}`);
     }
-    const [row] = await this.query<{ id: string | null; login: string }>(
+    const row = await this.one<{ id: string | null; login: string }>(
       dir,
       `SELECT json_object('login', ${ACTOR}, 'id', (SELECT b.uuid FROM tagxref x JOIN blob b ON b.rid = x.rid
         JOIN event e ON e.objid = x.rid WHERE x.tagid = (SELECT tagid FROM tag WHERE tagname = ${sqlText(`sym-${input.name}`)})
         AND x.tagtype > 0 ORDER BY e.mtime DESC LIMIT 1))`,
     );
-    if (row?.id !== null && row?.id !== undefined) return { kind: 'tag_exists', commit: row.id };
+    if (row.id !== null) return { kind: 'tag_exists', commit: row.id };
     const commit = await this.resolveCommit(dir, input.target);
     if (commit === undefined) return { kind: 'not_found' };
     const user = cleanAuthor(input.author).name;
     // `fossil tag add NAME ID` writes a control artifact with the symbolic tag sym-NAME.
     await runChecked(FOSSIL.bin, ['tag', 'add', '--user-override', user, '-R', dir, input.name, commit], {
-      env: { ...FOSSIL.env, USER: row?.login ?? 'triad' },
+      env: { ...FOSSIL.env, USER: row.login },
       timeoutMs: this.timeoutMs,
     });
     return { kind: 'created', name: input.name, commit };
@@ -364,12 +373,12 @@ export class FossilOps implements VcsOps {
   async isAncestor(dir: string, ancestor: string, descendant: string): Promise<boolean> {
     const full = /^([0-9a-f]{40}|[0-9a-f]{64})$/i;
     if (!full.test(ancestor) || !full.test(descendant)) return false;
-    const [row] = await this.query<{ r: number }>(
+    const row = await this.one<{ r: number }>(
       dir,
       `WITH RECURSIVE a(rid) AS (SELECT rid FROM blob WHERE uuid = ${sqlText(descendant.toLowerCase())}
          UNION SELECT pid FROM plink JOIN a ON plink.cid = a.rid)
        SELECT json_object('r', EXISTS (SELECT 1 FROM a WHERE rid = (SELECT rid FROM blob WHERE uuid = ${sqlText(ancestor.toLowerCase())})))`,
     );
-    return row?.r === 1;
+    return row.r === 1;
   }
 }

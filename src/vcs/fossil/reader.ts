@@ -71,8 +71,8 @@ export class FossilReader implements RepoReader {
     this.proc.close();
   }
 
-  /** Runs one statement returning one JSON value (undefined when it failed or returned no row). */
-  private query<T>(sql: string): Promise<T | undefined> {
+  /** Runs one statement (or several): its output before the end marker, and what it wrote to stderr. */
+  private exec(sql: string): Promise<{ out: string; err: string }> {
     this.seq += 1;
     const marker = `~end-${this.tag}-${this.seq}~`;
     const oneLine = sql.replace(/\s*\n\s*/g, ' ').trim();
@@ -85,13 +85,33 @@ export class FossilReader implements RepoReader {
     };
     return this.proc.run(async (p) => {
       const out = (await p.request(text, parse)).trim();
-      if (out === '') {
-        const err = p.takeStderr().trim();
-        if (err !== '') throw new Error(`fossil sql: ${err}`);
-        return undefined;
-      }
-      return JSON.parse(out) as T;
+      return { out, err: p.takeStderr().trim() };
     });
+  }
+
+  /** Runs one statement returning one JSON value (undefined when it failed or returned no row). */
+  private async query<T>(sql: string): Promise<T | undefined> {
+    const { out, err } = await this.exec(sql);
+    if (out === '') {
+      if (err !== '') throw new Error(`fossil sql: ${err}`);
+      return undefined;
+    }
+    return JSON.parse(out) as T;
+  }
+
+  /**
+   * One read-only statement answering one JSON value per row (JSON text never holds a raw
+   * newline), for the Fossil operations (ops.ts) that share this process. Anything on stderr is
+   * an error. Every statement runs in its own read transaction (the shell is in autocommit mode),
+   * so it sees every check-in committed before it started, also without `ReaderPool.invalidate`.
+   */
+  async sqlRows<T>(sql: string): Promise<T[]> {
+    const { out, err } = await this.exec(sql);
+    if (err !== '') throw new Error(`fossil sql: ${err}`);
+    return out
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as T);
   }
 
   private ci(rev: string): string {
