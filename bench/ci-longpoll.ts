@@ -9,29 +9,17 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { startBenchServer } from './lib/server.ts';
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' } } });
 const iterations = Number(values.iterations);
 
-const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-ci-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dir,
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
+const server = await startBenchServer('ci');
+const running = server.running;
+const dir = server.dir;
+const token = server.token;
 const base = running.url;
 const call = async (method: string, p: string, auth: string, body?: unknown) => {
   const r = await fetch(`${base}${p}`, {
@@ -91,6 +79,5 @@ try {
     `long-poll wake-up over ${iterations} pipelines: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${samples.at(-1)!.toFixed(2)} ms`,
   );
 } finally {
-  await running.close();
-  await fs.rm(dir, { recursive: true, force: true });
+  await server.close();
 }

@@ -20,8 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import * as prettier from 'prettier';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { apiCaller, startBenchServer } from './lib/server.ts';
 import { FOSSIL } from '../src/vcs/constants.ts';
 import type { VcsKind } from '../src/vcs/index.ts';
 import { ENV, generateRepos } from './repos.ts';
@@ -102,31 +101,11 @@ function serve(cmd: string, args: string[]): void {
 // ------------------------------------------------------------------ main
 
 const repos = await generateRepos(WORK, COMMITS);
-const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-contents-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dataDir,
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
+const server = await startBenchServer('contents');
+const running = server.running;
+const token = server.token;
 const base = running.url;
-const api = async (method: string, p: string, body?: unknown): Promise<Record<string, any>> => {
-  const r = await fetch(`${base}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-};
+const api = apiCaller(running.url, token);
 /** Anonymous read through the API (public repositories), keep-alive as a browser or client would. */
 const read = async (p: string): Promise<Record<string, any>> => {
   const r = await fetch(`${base}${p}`);
@@ -387,8 +366,7 @@ try {
   if (!values['no-record']) await record();
 } finally {
   for (const c of children) c.kill();
-  await running.close();
-  await fs.rm(dataDir, { recursive: true, force: true });
+  await server.close();
 }
 
 async function record(): Promise<void> {

@@ -11,39 +11,19 @@
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { apiCaller, startBenchServer } from './lib/server.ts';
 
 const out = process.argv[2];
 if (out === undefined) throw new Error('usage: node bench/fuzz-server.ts OUT.json');
-const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-fuzz-'));
-const token = 'fuzz-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dir,
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
+const server = await startBenchServer('fuzz');
+const running = server.running;
+const dir = server.dir;
+const token = server.token;
 const base = running.url;
 
-async function call(method: string, p: string, body?: unknown): Promise<Record<string, any>> {
-  const r = await fetch(`${base}${p}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as Record<string, any>;
-}
+const call = apiCaller(base, token);
 
 const env = {
   ...process.env,
@@ -108,8 +88,7 @@ let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
-  await running.close();
-  await fs.rm(dir, { recursive: true, force: true });
+  await server.close();
   process.exit(0);
 };
 process.on('SIGTERM', () => void stop());

@@ -13,8 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { startBenchServer } from './lib/server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -30,20 +29,9 @@ const ITERATIONS = Number(values.iterations);
 const WARMUP = 20;
 const USERS = 10;
 
-const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-issues-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dir,
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
+const server = await startBenchServer('issues');
+const running = server.running;
+const token = server.token;
 const base = running.url;
 const call = async (method: string, p: string, auth: string | undefined, body?: unknown) => {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -261,6 +249,5 @@ ${table}
     }
   }
 } finally {
-  await running.close();
-  await fs.rm(dir, { recursive: true, force: true });
+  await server.close();
 }

@@ -13,12 +13,10 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { CustomObjectsApi, KubeConfig, Watch, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { startBenchServer } from './lib/server.ts';
 import { buildTools } from '../scripts/tools/build.ts';
 import { toolPath } from '../scripts/tools/tools.ts';
 import { startControlPlane } from '../test/k8s/harness/control-plane.ts';
@@ -30,20 +28,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 await buildTools();
 const plane = await startControlPlane();
-const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-operator-'));
-const admin = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dir,
-    TRIAD_ADMIN_TOKEN: admin,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
+const server = await startBenchServer('operator');
+const running = server.running;
+const dir = server.dir;
+const admin = server.token;
 const base = running.url;
 const call = async (method: string, p: string, body?: unknown) => {
   const r = await fetch(`${base}${p}`, {
@@ -231,8 +219,7 @@ try {
   report('queued -> first step pod created (warm agent)', warm);
 } finally {
   for (const c of children) c.kill('SIGKILL');
-  await running.close();
+  await server.close();
   await plane.stop();
-  await fs.rm(dir, { recursive: true, force: true });
   process.exit(0);
 }

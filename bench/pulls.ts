@@ -15,8 +15,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { apiCaller, startBenchServer } from './lib/server.ts';
 import type { VcsKind } from '../src/vcs/index.ts';
 import { generateHistory, prepare } from './history.ts';
 
@@ -38,31 +37,13 @@ const STORE = path.join(import.meta.dirname, '.work', 'vcs-ops', String(COMMITS)
 const KINDS = values.kinds.split(',') as VcsKind[];
 
 await generateHistory(STORE, COMMITS, KINDS);
-const work = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-pulls-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: path.join(work, 'data'),
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-    TRIAD_PULL_CHECK_BUDGET_MS: '600000',
-  }),
-);
-const api = async (method: string, p: string, body?: unknown): Promise<Record<string, any>> => {
-  const r = await fetch(`${running.url}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-};
+const server = await startBenchServer('pulls', {
+  TRIAD_PULL_CHECK_BUDGET_MS: '600000',
+});
+const running = server.running;
+const work = server.dir;
+const token = server.token;
+const api = apiCaller(running.url, token);
 const timed = async (fn: () => Promise<unknown>): Promise<number> => {
   const s = performance.now();
   await fn();
@@ -119,8 +100,7 @@ try {
     console.log(rows.at(-1));
   }
 } finally {
-  await running.close();
-  await fs.rm(work, { recursive: true, force: true });
+  await server.close();
 }
 console.log(
   `\n${COMMITS} commits, ${PRS} pull requests per kind (${PRS} cold reads, ${PRS * READS} cached), ${MERGES} merges; load average ${os

@@ -19,10 +19,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
-import { loadConfig } from '../src/config.ts';
 import type { DomainEvent } from '../src/events/catalog.ts';
 import { emitEvents } from '../src/events/outbox.ts';
-import { startServer } from '../src/server.ts';
+import { apiCaller, startBenchServer } from './lib/server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -74,32 +73,14 @@ const arrived = (seq: number, timeoutMs = 60_000) =>
   });
 
 // --- server ----------------------------------------------------------------------------------
-const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-webhooks-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dir,
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-    TRIAD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
-    TRIAD_WEBHOOK_CONCURRENCY: values.concurrency,
-  }),
-);
-const call = async (method: string, p: string, body?: unknown) => {
-  const r = await fetch(`${running.url}${p}`, {
-    method,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-};
+const server = await startBenchServer('webhooks', {
+  TRIAD_WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+  TRIAD_WEBHOOK_CONCURRENCY: values.concurrency,
+});
+const running = server.running;
+const dir = server.dir;
+const token = server.token;
+const call = apiCaller(running.url, token);
 
 let seq = 0;
 /** Commits `n` push events (payload `{seq}`) in one transaction; resolves after the commit. */
@@ -243,6 +224,5 @@ ${table}
   }
 } finally {
   receiver.disconnect();
-  await running.close();
-  await fs.rm(dir, { recursive: true, force: true });
+  await server.close();
 }

@@ -1,0 +1,81 @@
+/**
+ * What the benchmarks share: a Triad server on a free loopback port with its own data directory
+ * and a known admin token (embedded PostgreSQL, no embedded agent, quiet logs), and a JSON API
+ * caller that throws on an error status.
+ */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.ts';
+import { startServer, type Running } from '../../src/server.ts';
+
+export type BenchServer = {
+  running: Running;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** The admin's token (`TRIAD_ADMIN_TOKEN`). */
+  token: string;
+  /** A temporary directory of the benchmark; the server's data is under `data/` unless given. */
+  dir: string;
+  /** Stops the server and removes `dir`. */
+  close: () => Promise<void>;
+};
+
+/** Starts a server for benchmark `name`; `env` adds or overrides settings. */
+export async function startBenchServer(
+  name: string,
+  env: Record<string, string> = {},
+  token = 'bench-admin-token',
+): Promise<BenchServer> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `triad-bench-${name}-`));
+  const running = await startServer(
+    loadConfig({
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TRIAD_DATA_DIR: path.join(dir, 'data'),
+      TRIAD_ADMIN_TOKEN: token,
+      TRIAD_EMBEDDED_AGENT: 'off',
+      LOG_LEVEL: 'warn',
+      TRIAD_LOG_REQUESTS: 'false',
+      ...env,
+    }),
+  );
+  return {
+    running,
+    url: running.url,
+    token,
+    dir,
+    close: async () => {
+      await running.close();
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type ApiCall = (
+  method: string,
+  p: string,
+  body?: unknown,
+  auth?: string | null,
+) => Promise<Record<string, any>>;
+
+/**
+ * A JSON API caller on `base` with `token` (`auth` per call overrides it; `null` sends none).
+ * Throws on a status of 400 or more; a 204 answers `{}`.
+ */
+export function apiCaller(base: string, token: string): ApiCall {
+  return async (method, p, body, auth) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const bearer = auth === undefined ? token : auth;
+    if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
+    const r = await fetch(`${base}${p}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await r.text();
+    if (r.status >= 400) throw new Error(`${method} ${p}: ${r.status} ${text}`);
+    return text === '' ? {} : (JSON.parse(text) as Record<string, any>);
+  };
+}
