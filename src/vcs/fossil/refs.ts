@@ -16,29 +16,38 @@ async function sql(file: string, query: string): Promise<string[][]> {
 const BRANCH_OF = (rid: string) =>
   `(select value from tagxref x where x.rid = ${rid} and x.tagtype > 0 and x.tagid = (select tagid from tag where tagname = 'branch'))`;
 
+/**
+ * The refs in one `fossil sql` run (a push of a long history is many sync round trips, each
+ * snapshotted before and after): the newest check-in, each branch's newest leaf, the symbolic
+ * tags and the highest rid, as one JSON value.
+ */
+const SNAPSHOT = `select hex(json_object(
+  'tip', (select b.uuid from event e join blob b on b.rid = e.objid where e.type = 'ci' order by e.mtime desc limit 1),
+  'mark', (select coalesce(max(rid), 0) from blob),
+  'leaves', json((select json_group_array(json_array(coalesce(${BRANCH_OF('l.rid')}, 'trunk'), b.uuid, e.mtime))
+               from leaf l join blob b on b.rid = l.rid join event e on e.objid = l.rid)),
+  'tags', json((select json_group_array(json_array(substr(t.tagname, 5), b.uuid)) from tagxref x
+             join tag t on t.tagid = x.tagid join blob b on b.rid = x.rid
+            where t.tagname like 'sym-%' and x.tagtype = 1))))`;
+
+type SnapshotRow = {
+  tip: string | null;
+  mark: number;
+  leaves: [string, string, number][];
+  tags: [string, string][];
+};
+
 export async function snapshot(file: string): Promise<Snapshot> {
-  const [tipRow] = await sql(
-    file,
-    `select hex(b.uuid), hex(cast((select max(rid) from blob) as text)) from event e join blob b on b.rid = e.objid
-      where e.type = 'ci' order by e.mtime desc limit 1`,
-  );
-  const leaves = await sql(
-    file,
-    `select hex(coalesce(${BRANCH_OF('l.rid')}, 'trunk')), hex(b.uuid) from leaf l join blob b on b.rid = l.rid
-       join event e on e.objid = l.rid order by e.mtime asc`,
-  );
-  const tags = await sql(
-    file,
-    `select hex(substr(t.tagname, 5)), hex(b.uuid) from tagxref x join tag t on t.tagid = x.tagid
-       join blob b on b.rid = x.rid where t.tagname like 'sym-%' and x.tagtype = 1`,
-  );
-  const [maxRow] = await sql(file, `select hex(cast(coalesce(max(rid), 0) as text)) from blob`);
+  const [[json = '{}'] = []] = await sql(file, SNAPSHOT);
+  const row = JSON.parse(json) as SnapshotRow;
+  // The newest leaf of a branch names its head (oldest first, so the newest wins).
+  const leaves = [...row.leaves].sort((a, b) => a[2] - b[2]);
   return {
-    tip: tipRow?.[0] ?? '',
-    branches: new Map(leaves.map(([b = '', u = '']) => [b, u])),
+    tip: row.tip ?? '',
+    branches: new Map(leaves.map(([b, u]) => [b, u])),
     bookmarks: new Map(),
-    tags: new Map(tags.map(([n = '', u = '']) => [n, u])),
-    mark: Number(maxRow?.[0] ?? 0),
+    tags: new Map(row.tags),
+    mark: row.mark,
   };
 }
 
