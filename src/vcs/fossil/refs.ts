@@ -1,4 +1,6 @@
 /** Fossil snapshots (newest leaf per branch, symbolic tags, the highest rid) and ref moves. */
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
 import { FOSSIL } from '../constants.ts';
 import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, output, tagMoves } from '../refs.ts';
@@ -37,7 +39,50 @@ type SnapshotRow = {
   tags: [string, string][];
 };
 
+/**
+ * Identifies a repository file's committed content without opening it: SQLite's file change
+ * counter (header bytes 24–27, bumped by every committed write in rollback-journal mode) with the
+ * file's inode, size and mtime. Undefined (no caching) in WAL mode, where the counter is not kept.
+ */
+async function version(file: string): Promise<string | undefined> {
+  if (existsSync(`${file}-wal`)) return undefined;
+  const fh = await fs.open(file, 'r').catch(() => undefined);
+  if (fh === undefined) return undefined;
+  try {
+    const head = Buffer.alloc(100);
+    const st = await fh.stat();
+    const { bytesRead } = await fh.read(head, 0, 100, 0);
+    if (bytesRead < 100 || head.subarray(0, 16).toString('latin1') !== 'SQLite format 3\0') return undefined;
+    if (head[18] === 2) return undefined; // WAL
+    return `${st.ino}:${st.size}:${st.mtimeMs}:${head.readUInt32BE(24)}`;
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * The last snapshot of recently pushed-to repositories: a sync round trip that wrote nothing (a
+ * clone by a writer, the first request of a push) reads no SQL, and the snapshot before a round
+ * trip is the one taken after the previous.
+ */
+const snapshots = new Map<string, { version: string; snap: Snapshot }>();
+const SNAPSHOTS_KEPT = 64;
+
 export async function snapshot(file: string): Promise<Snapshot> {
+  const v = await version(file);
+  const hit = snapshots.get(file);
+  if (v !== undefined && hit?.version === v) return hit.snap;
+  const snap = await query(file);
+  // Kept only when the file did not change while it was read.
+  if (v !== undefined && (await version(file)) === v) {
+    snapshots.delete(file);
+    snapshots.set(file, { version: v, snap });
+    if (snapshots.size > SNAPSHOTS_KEPT) snapshots.delete(snapshots.keys().next().value!);
+  }
+  return snap;
+}
+
+async function query(file: string): Promise<Snapshot> {
   const [[json = '{}'] = []] = await sql(file, SNAPSHOT);
   const row = JSON.parse(json) as SnapshotRow;
   // The newest leaf of a branch names its head (oldest first, so the newest wins).
