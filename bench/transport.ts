@@ -1,12 +1,12 @@
 /**
  * Push and clone through Triad next to the VCS's own server: the whole generated history pushed
  * into an empty repository, a clone of it, then a push of five more small commits, for Git
- * (`git http-backend` as a CGI program under a bare `node:http` server) and Mercurial (`hg serve`).
- * Fossil is not measured here (a pushed Fossil history must come from a clone of the target;
- * `npm run bench:contents` times Fossil clones). The repositories are the ones bench/contents.ts
- * generates (bench/repos.ts, kept between runs).
+ * (`git http-backend` as a CGI program under a bare `node:http` server), Mercurial (`hg serve`)
+ * and Fossil (`fossil server`; the pushed repository is the generated one given the target's
+ * project code, see `benchFossil`). The repositories are the ones bench/contents.ts generates
+ * (bench/repos.ts, kept between runs).
  *
- *   npm run bench:transport [-- --commits 10000]
+ *   npm run bench:transport [-- --commits 10000] [--kinds hg,git,fossil]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';

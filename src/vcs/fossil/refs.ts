@@ -97,13 +97,12 @@ async function query(file: string): Promise<Snapshot> {
 }
 
 /** Check-ins matching `where` (over `event e` joined to `blob b`), newest first. */
-async function commits(file: string, where: string, limit: number): Promise<CommitInfo[]> {
-  const rows = await sql(
-    file,
-    `select hex(b.uuid), hex(e.user), hex(''), hex(strftime('%Y-%m-%dT%H:%M:%SZ', e.mtime)),
-            hex(coalesce(e.ecomment, e.comment, ''))
-       from event e join blob b on b.rid = e.objid where ${where} order by e.mtime desc limit ${limit}`,
-  );
+const commitsSql = (where: string, limit: number) =>
+  `select hex(b.uuid), hex(e.user), hex(''), hex(strftime('%Y-%m-%dT%H:%M:%SZ', e.mtime)),
+          hex(coalesce(e.ecomment, e.comment, ''))
+     from event e join blob b on b.rid = e.objid where ${where} order by e.mtime desc limit ${limit}`;
+
+function commitRows(rows: string[][]): CommitInfo[] {
   return rows.map(([id = '', name = '', email = '', date = '', message = '']) => ({
     id,
     message,
@@ -111,11 +110,18 @@ async function commits(file: string, where: string, limit: number): Promise<Comm
   }));
 }
 
-/** Check-ins on `branch` above `mark` (new since the snapshot that had it). */
+async function commits(file: string, where: string, limit: number): Promise<CommitInfo[]> {
+  return commitRows(await sql(file, commitsSql(where, limit)));
+}
+
+/** Check-ins on `branch` above `mark` (new since the snapshot that had it): their count, then the list, in one run. */
 async function newCommits(file: string, branch: string, mark: number, max: number) {
   const where = `e.type = 'ci' and e.objid > ${mark} and coalesce(${BRANCH_OF('e.objid')}, 'trunk') = '${branch.replace(/'/g, "''")}'`;
-  const [count] = await sql(file, `select hex(cast(count(*) as text)) from event e where ${where}`);
-  return { commits: await commits(file, where, max), total: Number(count?.[0] ?? 0) };
+  const [[count = '0'] = [], ...rows] = await sql(
+    file,
+    `select hex(cast(count(*) as text)) from event e where ${where}; ${commitsSql(where, max)}`,
+  );
+  return { commits: commitRows(rows), total: Number(count) };
 }
 
 export const moves: VcsDriver['moves'] = async (file, before, after, opts) => {
