@@ -1,12 +1,12 @@
 /**
  * Push and clone through Triad next to the VCS's own server: the whole generated history pushed
  * into an empty repository, a clone of it, then a push of five more small commits, for Git
- * (`git http-backend` as a CGI program under a bare `node:http` server) and Mercurial (`hg serve`).
- * Fossil is not measured here (a pushed Fossil history must come from a clone of the target;
- * `npm run bench:contents` times Fossil clones). The repositories are the ones bench/contents.ts
- * generates (bench/repos.ts, kept between runs).
+ * (`git http-backend` as a CGI program under a bare `node:http` server), Mercurial (`hg serve`)
+ * and Fossil (`fossil server`; the pushed repository is the generated one given the target's
+ * project code, see `benchFossil`). The repositories are the ones bench/contents.ts generates
+ * (bench/repos.ts, kept between runs).
  *
- *   npm run bench:transport [-- --commits 10000]
+ *   npm run bench:transport [-- --commits 10000] [--kinds hg,git,fossil]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -21,12 +21,19 @@ import { runCgi } from '../src/vcs/cgi.ts';
 import { ENV, generateRepos } from './repos.ts';
 
 const exec = promisify(execFile);
-const { values } = parseArgs({ options: { commits: { type: 'string', default: '10000' } } });
+const { values } = parseArgs({
+  options: {
+    commits: { type: 'string', default: '10000' },
+    kinds: { type: 'string', default: 'hg,git,fossil' },
+  },
+});
 const COMMITS = Number(values.commits);
+const KINDS = new Set(values.kinds.split(','));
 const WORK = path.join(import.meta.dirname, '.work', 'contents', String(COMMITS));
 const run = async (cmd: string, args: string[], cwd: string): Promise<string> =>
   (await exec(cmd, args, { cwd, env: ENV, maxBuffer: 512 * 1024 * 1024 })).stdout;
 const HG = '/usr/bin/hg';
+const FOSSIL = 'fossil';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -152,6 +159,81 @@ await until(`http://127.0.0.1:${hgPort}/?cmd=capabilities`);
 
 type Row = { kind: string; step: string; triad: number; native: number };
 const rows: Row[] = [];
+const record = (r: Row) => {
+  rows.push(r);
+  console.log(`${r.kind}: ${r.step}: Triad ${r.triad.toFixed(2)} s, native ${r.native.toFixed(2)} s`);
+};
+
+/**
+ * Fossil: a push needs a source repository with the target's project code. The generated history
+ * is copied and given the project code of the empty Triad repository (read from a clone of it);
+ * Fossil's own server serves a new repository given the same code.
+ */
+async function benchFossil(): Promise<void> {
+  const dir = path.join(tmp, 'fossil');
+  await fs.mkdir(dir);
+  await api('/api/v1/orgs/bench/repos', { name: 'fossil-push', vcs: 'fossil' });
+  const triad = `${running.url}/bench/fossil-push`;
+  const auth = ['-B', `x:${token}`];
+  await run(FOSSIL, ['clone', ...auth, triad, 'empty.fossil'], dir);
+  const code = (
+    await run(
+      FOSSIL,
+      ['sql', '-R', 'empty.fossil', `SELECT value FROM config WHERE name = 'project-code'`],
+      dir,
+    )
+  )
+    .trim()
+    .replace(/'/g, '');
+  const src = path.join(dir, 'src.fossil');
+  await fs.copyFile(repos.fossil, src);
+  const sameCode = `UPDATE config SET value = '${code}' WHERE name = 'project-code'`;
+  await run(FOSSIL, ['sql', '-R', src, sameCode], dir);
+  await run(FOSSIL, ['new', 'native.fossil'], dir);
+  await run(
+    FOSSIL,
+    ['sql', '-R', 'native.fossil', `${sameCode}; UPDATE user SET cap = 'giozh' WHERE login = 'nobody'`],
+    dir,
+  );
+  const port = await freePort();
+  children.push(
+    spawn(FOSSIL, ['server', '--port', String(port), '--localhost', 'native.fossil'], {
+      cwd: dir,
+      env: ENV,
+      stdio: 'ignore',
+    }),
+  );
+  const native = `http://127.0.0.1:${port}/`;
+  await until(native);
+  const push = (to: string) =>
+    run(FOSSIL, ['push', '--once', '-R', src, ...(to === triad ? auth : []), to], dir);
+  record({
+    kind: 'fossil',
+    step: `push of ${COMMITS} commits into an empty repository`,
+    triad: await timed(() => push(triad)),
+    native: await timed(() => push(native)),
+  });
+  record({
+    kind: 'fossil',
+    step: `clone of ${COMMITS} commits`,
+    triad: await timed(() => run(FOSSIL, ['clone', ...auth, triad, 'clone-triad.fossil'], dir)),
+    native: await timed(() => run(FOSSIL, ['clone', native, 'clone-native.fossil'], dir)),
+  });
+  const work = path.join(dir, 'work');
+  await run(FOSSIL, ['open', '-f', '--workdir', work, src], dir);
+  await run(FOSSIL, ['settings', 'autosync', 'off'], work);
+  for (let i = 1; i <= 5; i++) {
+    await fs.writeFile(path.join(work, `increment-${i}.txt`), `increment ${i}\n`);
+    await run(FOSSIL, ['add', `increment-${i}.txt`], work);
+    await run(FOSSIL, ['commit', '--no-warnings', '-m', `inc ${i}`], work);
+  }
+  record({
+    kind: 'fossil',
+    step: 'push of five small commits',
+    triad: await timed(() => push(triad)),
+    native: await timed(() => push(native)),
+  });
+}
 
 /** Five small commits in a working copy. */
 async function fiveCommits(kind: 'git' | 'hg', dir: string): Promise<void> {
@@ -168,6 +250,7 @@ async function fiveCommits(kind: 'git' | 'hg', dir: string): Promise<void> {
 }
 
 for (const kind of ['hg', 'git'] as const) {
+  if (!KINDS.has(kind)) continue;
   await api('/api/v1/orgs/bench/repos', { name: `${kind}-push`, vcs: kind });
   const src = path.join(tmp, `${kind}-src`);
   const native = kind === 'git' ? `http://127.0.0.1:${gitPort}/target.git` : `http://127.0.0.1:${hgPort}/`;
@@ -184,26 +267,28 @@ for (const kind of ['hg', 'git'] as const) {
     kind === 'git'
       ? run('git', ['clone', '-q', '--bare', from, dest], tmp)
       : run(HG, ['clone', '-q', '-U', from, dest], tmp);
-  rows.push({
+  record({
     kind,
     step: `push of ${COMMITS} commits into an empty repository`,
     triad: await timed(() => push(triad)),
     native: await timed(() => push(native)),
   });
-  rows.push({
+  record({
     kind,
     step: `clone of ${COMMITS} commits`,
     triad: await timed(() => clone(triad, path.join(tmp, `${kind}-clone-triad`))),
     native: await timed(() => clone(native, path.join(tmp, `${kind}-clone-native`))),
   });
   await fiveCommits(kind, src);
-  rows.push({
+  record({
     kind,
     step: 'push of five small commits',
     triad: await timed(() => push(triad)),
     native: await timed(() => push(native)),
   });
 }
+
+if (KINDS.has('fossil')) await benchFossil();
 
 console.log(`| kind | step | Triad (s) | native (s) | ratio |\n| ---- | ---- | --: | --: | --: |`);
 for (const r of rows)

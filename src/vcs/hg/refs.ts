@@ -113,9 +113,10 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
   }
   if (after.mark > before.mark) {
     const rest = `${fresh}${covered.length > 0 ? ` and not (${covered.join(' or ')})` : ''}`;
-    for (const [branch] of await branchOf(dir, rest)) {
+    // branchOf already names every new changeset of each branch: its count is the total.
+    for (const [branch, nodes] of await branchOf(dir, rest)) {
       const revset = `reverse((${rest}) and branch(${JSON.stringify(`literal:${branch}`)}))`;
-      const gained = await listed(dir, revset, opts.maxCommits);
+      const gained = { commits: await commits(dir, revset, opts.maxCommits), total: nodes.length };
       const existed = before.branches.has(branch);
       out.push({
         type: 'branch',
