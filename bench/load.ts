@@ -15,12 +15,10 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { apiCaller, startBenchServer } from './lib/server.ts';
 import { openReader } from '../src/vcs/index.ts';
 import { ReaderPool } from '../src/vcs/pool.ts';
 
@@ -34,29 +32,10 @@ const { values } = parseArgs({
 });
 const AUTOCANNON = path.join(import.meta.dirname, '..', 'node_modules', '.bin', 'autocannon');
 
-const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-load-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: path.join(tmp, 'data'),
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
-const api = async (p: string, body: unknown): Promise<Record<string, any>> => {
-  const r = await fetch(`${running.url}${p}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify(body),
-  });
-  if (r.status >= 400) throw new Error(`POST ${p}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as Record<string, any>;
-};
+const server = await startBenchServer('load');
+const { running, token, dir: tmp } = server;
+const call = apiCaller(running.url, token);
+const api = (p: string, body: unknown) => call('POST', p, body);
 await api('/api/v1/orgs', { name: 'bench' });
 const repo = (await api('/api/v1/orgs/bench/repos', { name: 'load', vcs: 'git' })).data as { id: number };
 const store = running.services.repos.path({ id: repo.id, vcs: 'git' });
@@ -159,5 +138,4 @@ console.log(
 bare.close();
 readers.close();
 await db.end();
-await running.close();
-await fs.rm(tmp, { recursive: true, force: true });
+await server.close();

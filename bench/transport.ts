@@ -12,11 +12,9 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { loadConfig } from '../src/config.ts';
-import { startServer } from '../src/server.ts';
+import { apiCaller, startBenchServer } from './lib/server.ts';
 import { runCgi } from '../src/vcs/cgi.ts';
 import { ENV, generateRepos } from './repos.ts';
 
@@ -66,29 +64,10 @@ async function until(url: string): Promise<void> {
 }
 
 const repos = await generateRepos(WORK, COMMITS);
-const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-transport-'));
-const token = 'bench-admin-token';
-const running = await startServer(
-  loadConfig({
-    ...process.env,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: path.join(tmp, 'data'),
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-  }),
-);
-const api = async (p: string, body: unknown): Promise<Record<string, any>> => {
-  const r = await fetch(`${running.url}${p}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify(body),
-  });
-  if (r.status >= 400) throw new Error(`POST ${p}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as Record<string, any>;
-};
+const server = await startBenchServer('transport');
+const { running, token, dir: tmp } = server;
+const call = apiCaller(running.url, token);
+const api = (p: string, body: unknown) => call('POST', p, body);
 await api('/api/v1/orgs', { name: 'bench' });
 const triadUrl = (name: string) => `${running.url.replace('://', `://x:${token}@`)}/bench/${name}`;
 
@@ -298,5 +277,4 @@ for (const r of rows)
 
 for (const c of children) c.kill();
 gitServer.close();
-await running.close();
-await fs.rm(tmp, { recursive: true, force: true });
+await server.close();
