@@ -141,7 +141,8 @@ export class ReleaseRecords {
       );
     } catch (e) {
       if (e instanceof InvalidRefName) throw unprocessable(`tag_name: ${e.message}`);
-      if (busy(e) || queueWait.aborted) throw new ApiError(503, 'service_unavailable', 'the repository is busy; try again');
+      if (busy(e) || queueWait.aborted)
+        throw new ApiError(503, 'service_unavailable', 'the repository is busy; try again');
       throw e;
     }
     switch (outcome.kind) {
