@@ -45,3 +45,8 @@ export function isDbId(n: number): boolean {
 export function isUniqueViolation(e: unknown): boolean {
   return typeof e === 'object' && e !== null && 'code' in e && e.code === '23505';
 }
+
+/** Did a statement fail on a foreign key, e.g. a parent row deleted meanwhile (SQLSTATE 23503)? */
+export function isForeignKeyViolation(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && 'code' in e && e.code === '23503';
+}

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { isDbId } from '../db/sql.ts';
+import { isDbId, isForeignKeyViolation } from '../db/sql.ts';
 import type { Actor, RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { IncomingUpload } from '../http/multipart.ts';
@@ -19,6 +19,10 @@ export type Download =
 
 /** Presigned download URLs are valid this long. */
 const PRESIGN_SECONDS = 300;
+/** Orphaned objects are removed this long after they were written (uploads in flight are younger). */
+export const SWEEP_GRACE_MS = 15 * 60_000;
+/** Longest label kept (the column is `text`; this bounds it). */
+const LABEL_MAX = 1000;
 
 /**
  * Release assets: uploads streamed to the blob store (sha256 computed on the way), lists,
@@ -26,11 +30,16 @@ const PRESIGN_SECONDS = 300;
  *
  * Consistency: an upload stores the object first and inserts its row after; a deletion removes
  * the row first and the object after. A failure in between leaves an object without a row, never
- * a row without its object, and `sweep` removes such objects.
+ * a row without its object, and `sweep` removes such objects. The sweeper only removes objects
+ * older than `sweepGraceMs`, so an upload refuses to write its row when more than half of that
+ * passed since its object was stored (a client stalling after the file part), and checks after the
+ * insert that the object is still there (else the row goes again: 503).
  */
 export class ReleaseAssets {
   private readonly d: ReleasesDeps;
   private readonly shared: Shared;
+  /** How old an object without a row must be for the sweeper to remove it. */
+  sweepGraceMs = SWEEP_GRACE_MS;
 
   constructor(d: ReleasesDeps, shared: Shared) {
     this.d = d;
@@ -46,6 +55,11 @@ export class ReleaseAssets {
   async upload(t: RepoTarget, actor: Actor, releaseId: number, upload: IncomingUpload): Promise<AssetJson> {
     const r = await visibleRelease(this.d.em(), t, releaseId, { drafts: true });
     const file = await upload.file();
+    const typeProblem = contentTypeProblem(file.contentType);
+    if (typeProblem !== undefined) {
+      upload.abandon();
+      throw ApiError.validation(typeProblem);
+    }
     const key = `${assetPrefix(t.repo.id, r.id)}${randomUUID()}`;
     const hash = createHash('sha256');
     const hashed = Readable.from(
@@ -69,6 +83,8 @@ export class ReleaseAssets {
       }
       throw ApiError.badRequest(`the upload failed: ${(e as Error).message}`);
     }
+    const storedAt = Date.now();
+    const grace = this.sweepGraceMs;
     const drop = async () => {
       await this.d.blobs.delete(key).catch((err: unknown) => {
         this.d.log.warn({ err, key }, 'asset object left for the sweeper');
@@ -82,17 +98,23 @@ export class ReleaseAssets {
       throw e;
     }
     const name = (fields.name ?? file.filename).trim();
-    const problem = assetNameProblem(name);
+    const label = fields.label ?? '';
+    const problem = assetNameProblem(name) ?? labelProblem(label);
     if (problem !== undefined) {
       await drop();
       throw ApiError.validation(problem);
+    }
+    if (Date.now() - storedAt > grace / 2) {
+      // the sweeper may take the object any time now: no row for it
+      await drop();
+      throw ApiError.badRequest('the request body stalled too long after the file; upload it again');
     }
     const row = await db
       .insertAsset(this.d.em(), {
         release_id: r.id,
         repo_id: t.repo.id,
         name,
-        label: (fields.label ?? '').slice(0, 1000),
+        label,
         size,
         content_type: file.contentType || 'application/octet-stream',
         sha256: hash.digest('hex'),
@@ -101,12 +123,15 @@ export class ReleaseAssets {
       })
       .catch(async (e: unknown) => {
         await drop();
+        // the release was deleted while the body streamed
+        if (isForeignKeyViolation(e)) throw ApiError.notFound('release');
         throw e;
       });
     if (row === undefined) {
       await drop();
       throw ApiError.conflict(`the release has an asset named ${name} already`);
     }
+    await this.ensureStored(row.id, key);
     return assetJson(row, `${repoUrl(this.d.baseUrl(), t)}/releases/${r.id}`, await this.people([actor.id]));
   }
 
@@ -217,6 +242,24 @@ export class ReleaseAssets {
     };
   }
 
+  /** No row without its object: when the sweeper took the object after all, the row goes (503). */
+  private async ensureStored(assetId: number, key: string): Promise<void> {
+    let there: boolean;
+    try {
+      there = (await this.d.blobs.stat(key)) !== undefined;
+    } catch (e) {
+      // the store cannot tell: the row stays (the object was stored; a download reports the store)
+      this.d.log.warn({ err: e, key }, 'asset upload: the stored object could not be checked');
+      return;
+    }
+    if (there) return;
+    await this.d.em().transactional((tx) => db.removeAsset(tx, assetId));
+    this.d.log.warn({ key }, 'asset upload: the object was swept before its row was written');
+    throw ApiError.storageUnavailable(
+      'the stored file was removed before the upload finished; upload it again',
+    );
+  }
+
   private async people(ids: number[]) {
     const refs = await this.d.users.refs(ids);
     return new Map([...refs].map(([id, u]) => [id, { id: u.id, username: u.username }]));
@@ -229,5 +272,20 @@ function assetNameProblem(name: string): string | undefined {
   if (name.length > 255) return 'name: at most 255 characters';
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f/\\]/.test(name)) return 'name: no control characters or slashes';
+  return undefined;
+}
+
+/** Why a label is refused, or undefined (line breaks and tabs are allowed; PostgreSQL text holds no NUL). */
+function labelProblem(label: string): string | undefined {
+  if (label.length > LABEL_MAX) return `label: at most ${LABEL_MAX} characters`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(label)) return 'label: no control characters';
+  return undefined;
+}
+
+/** Why the file part's `Content-Type` is refused (it is stored in a varchar(255)), or undefined. */
+function contentTypeProblem(type: string): string | undefined {
+  if (type.length > 255) return "the file part's Content-Type: at most 255 characters";
+  if (!/^[\x20-\x7e]*$/.test(type)) return "the file part's Content-Type: printable ASCII only";
   return undefined;
 }

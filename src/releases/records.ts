@@ -3,6 +3,7 @@ import type { Actor, RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
+import { GateFull } from '../vcs/gate.ts';
 import { driverFor } from '../vcs/index.ts';
 import { InvalidRefName } from '../vcs/ops.ts';
 import * as db from './repository.ts';
@@ -20,6 +21,10 @@ const LOCK_WAIT_MS = 30_000;
 export class ReleaseRecords {
   private readonly d: ReleasesDeps;
   private readonly shared: Shared;
+  /** How long a tag creation waits for the push lock held by another request or replica. */
+  lockWaitMs = LOCK_WAIT_MS;
+  /** How long it waits in this process's queue of changes to the repository. */
+  queueWaitMs = 2 * LOCK_WAIT_MS;
 
   constructor(d: ReleasesDeps, shared: Shared) {
     this.d = d;
@@ -120,6 +125,7 @@ export class ReleaseRecords {
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
     const ops = this.d.ops.get(repo.vcs);
+    const queueWait = AbortSignal.timeout(this.queueWaitMs);
     let outcome;
     try {
       outcome = await this.d.changes.change(
@@ -131,13 +137,12 @@ export class ReleaseRecords {
           if (commitish === undefined) return { kind: 'unknown' as const };
           return ops.createTag(dir, { name, target: commitish, author });
         },
-        { signal: AbortSignal.timeout(2 * LOCK_WAIT_MS), deadline: Date.now() + LOCK_WAIT_MS },
+        { signal: queueWait, deadline: Date.now() + this.lockWaitMs },
       );
     } catch (e) {
       if (e instanceof InvalidRefName) throw unprocessable(`tag_name: ${e.message}`);
-      if (e instanceof PushLockTimeout) {
+      if (busy(e) || queueWait.aborted)
         throw new ApiError(503, 'service_unavailable', 'the repository is busy; try again');
-      }
       throw e;
     }
     switch (outcome.kind) {
@@ -155,6 +160,15 @@ export class ReleaseRecords {
 /** Where the objects of a release's assets live in the blob store. */
 export function assetPrefix(repoId: number, releaseId: number): string {
   return `releases/${repoId}/${releaseId}/`;
+}
+
+/**
+ * The change never started because the repository stayed busy: the push lock wait ran out
+ * (`PushLockTimeout`) or too many changes wait already (`GateFull`). A wait in the in-memory
+ * queue that hit its time limit is told by the aborted signal (whatever error carries it).
+ */
+function busy(e: unknown): boolean {
+  return e instanceof PushLockTimeout || e instanceof GateFull;
 }
 
 function taken(tag: string): ApiError {

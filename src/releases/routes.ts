@@ -171,12 +171,13 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
       apiPath('repos', p.org!, p.repo!, 'releases', p.id!, 'assets', a.id),
     ),
     errors: {
-      400: 'a broken multipart body, no file in `attachment`, a second file, or a bad name',
+      400: 'a broken or stalled multipart body, no file in `attachment`, a second file, a bad name or label, a file part Content-Type over 255 characters or not printable ASCII',
       403: WRITE_403,
+      404: 'no such repository or release (also one deleted while the body streamed)',
       409: 'the release has an asset of that name',
       413: 'the file is larger than TRIAD_ASSET_MAX_BYTES',
       415: 'the body is not multipart/form-data',
-      503: STORE_503,
+      503: `${STORE_503}, or the stored file was removed before the upload finished`,
     },
     handler: async ({ access, target, params, req }) => {
       const actor = access.actor();

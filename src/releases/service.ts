@@ -5,8 +5,6 @@ import * as db from './repository.ts';
 import { releaseJson, type ReleaseJson } from './schemas.ts';
 import { repoUrl, type ReleasesDeps } from './common.ts';
 
-/** Orphaned objects are removed this long after they were written (uploads in flight are younger). */
-const SWEEP_GRACE_MS = 15 * 60_000;
 const SWEEP_EVERY_MS = 60 * 60_000;
 /** Unfinished puts are abandoned this long after they started (the longest upload allowed). */
 const INCOMPLETE_GRACE_MS = 24 * 60 * 60_000;
@@ -35,7 +33,7 @@ export class ReleasesService {
     await this.d.blobs.init().catch((err: unknown) => this.d.log.warn({ err }, 'blob store not ready yet'));
     const run = () => {
       this.assets
-        .sweep(SWEEP_GRACE_MS, INCOMPLETE_GRACE_MS)
+        .sweep(this.assets.sweepGraceMs, INCOMPLETE_GRACE_MS)
         .catch((err: unknown) => this.d.log.warn({ err }, 'asset sweep failed'));
     };
     this.timer = setInterval(run, SWEEP_EVERY_MS);
