@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors.ts';
 import type { Actor, RepoTarget } from '../http/auth.ts';
+import { PushLockTimeout } from '../repos/changes.ts';
 import { RefNotFound, type MergeOutcome } from '../vcs/ops.ts';
 import type { PullReads } from './reads.ts';
 import * as db from './repository.ts';
@@ -73,6 +74,9 @@ export class PullMerges {
       );
     } catch (e) {
       if (e instanceof RefNotFound) throw ApiError.notFound(`${e.role} ref "${e.ref}"`);
+      if (e instanceof PushLockTimeout) {
+        throw new ApiError(503, 'service_unavailable', 'the repository is busy; try again');
+      }
       throw e;
     } finally {
       if (mine !== undefined && this.merging.get(repo.id) === mine) this.merging.delete(repo.id);
@@ -110,7 +114,9 @@ export class PullMerges {
 
   /**
    * The merged pull request. `PullSync` marked it in the change's transaction; should that have
-   * failed (it runs in a savepoint), it is marked here, with its event.
+   * failed (it runs in a savepoint), or skipped it because it was closed meanwhile (a close that
+   * committed after the check under the push lock), it is marked here, with its event: the merge
+   * landed, so the record never says `closed`.
    */
   private async merged(
     t: RepoTarget,
@@ -122,7 +128,7 @@ export class PullMerges {
     const repo = await this.reads.repo(t.repo.id);
     return this.d.em().transactional(async (tx) => {
       let row = await this.reads.find(tx, repo.id, number, true);
-      if (row.status === 'open') {
+      if (row.status !== 'merged') {
         const check = mergedCheck(
           this.d.mergeability,
           repo,

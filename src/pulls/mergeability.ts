@@ -54,6 +54,38 @@ export class Mergeability {
   /** The mergeability of `source` into `target` now, within the budget (`budgetMs` overrides it). */
   async read(repo: RepoDisk, source: string, target: string, budgetMs = this.d.budgetMs): Promise<LiveCheck> {
     const [sh, th] = await this.heads(repo, source, target);
+    return this.readAt(repo, source, target, sh, th, budgetMs);
+  }
+
+  /**
+   * `read` for several pairs of refs of one repository (a page of pull requests): the heads of
+   * all their refs are resolved with one VCS call, then each pair is read as `read` does (dry
+   * runs limited by `maxRunning`).
+   */
+  async readMany(
+    repo: RepoDisk,
+    pairs: readonly { source: string; target: string }[],
+    budgetMs = this.d.budgetMs,
+  ): Promise<LiveCheck[]> {
+    if (pairs.length === 0) return [];
+    const names = [...new Set(pairs.flatMap((p) => [p.source, p.target]))];
+    const ids = await this.d.ops(repo.vcs).resolveRefs(repo.path, names);
+    const head = new Map(names.map((n, i) => [n, ids[i]]));
+    return Promise.all(
+      pairs.map((p) =>
+        this.readAt(repo, p.source, p.target, head.get(p.source), head.get(p.target), budgetMs),
+      ),
+    );
+  }
+
+  private async readAt(
+    repo: RepoDisk,
+    source: string,
+    target: string,
+    sh: string | undefined,
+    th: string | undefined,
+    budgetMs: number,
+  ): Promise<LiveCheck> {
     if (sh === undefined) return { ok: false, missing: 'source' };
     if (th === undefined) return { ok: false, missing: 'target' };
     const key = keyOf(repo, sh, th);

@@ -84,15 +84,19 @@ export class PullReads {
       rows.flatMap((r) => [r.author_id, r.merged_by]),
       em,
     );
-    const checks: readonly StoredCheck[] = live
-      ? await Promise.all(rows.map((r) => this.liveCheck(repo, r)))
-      : rows;
+    const checks: readonly StoredCheck[] = live ? await this.liveChecks(repo, rows) : rows;
     return rows.map((r, i) => pullJson(r, repo.refType, users, checks[i]));
   }
 
-  private async liveCheck(repo: PullRepo, r: PullRow): Promise<StoredCheck> {
-    if (r.status === 'merged') return r;
-    const live = await this.d.mergeability.read(repo, r.source_ref, r.target_ref);
-    return live.ok ? live.check : r;
+  /** Open and closed rows' mergeability now (their refs resolved with one VCS call); merged: stored. */
+  private async liveChecks(repo: PullRepo, rows: readonly PullRow[]): Promise<StoredCheck[]> {
+    const pending = rows.filter((r) => r.status !== 'merged');
+    const pairs = pending.map((r) => ({ source: r.source_ref, target: r.target_ref }));
+    const answers = await this.d.mergeability.readMany(repo, pairs);
+    const byRow = new Map(pending.map((r, i) => [r, answers[i]!]));
+    return rows.map((r) => {
+      const live = byRow.get(r);
+      return live?.ok === true ? live.check : r;
+    });
   }
 }

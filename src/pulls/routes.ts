@@ -112,6 +112,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
       403: MEMBER_403,
       404: 'no such repository or pull request, or its source or target ref no longer exists',
       409: '`merge_conflict` (with `conflicted_files`; nothing changed), `head_moved`, `target_moved`, `not_fast_forward`, `not_open`, or nothing to merge (`conflict`)',
+      503: 'the repository is busy: its push lock was not free within 60 s (`service_unavailable`)',
     },
     handler: async ({ access, target, params, body }) =>
       reply.ok(await merges.merge(target, access.actor(), params.number, body)),

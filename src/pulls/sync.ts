@@ -1,7 +1,7 @@
 import type { Db } from '../db/query.ts';
 import type { Trigger } from '../pipelines/model.ts';
 import type { ChangedRepo } from '../repos/changes.ts';
-import type { RefMove } from '../vcs/driver.ts';
+import type { BranchMove, RefMove } from '../vcs/driver.ts';
 import { CONSTANTS } from '../vcs/constants.ts';
 import type { Mergeability } from './mergeability.ts';
 import type { PullReads, PullRepo } from './reads.ts';
@@ -13,8 +13,10 @@ import { emitPull, type Merging, type PullsDeps } from './service.ts';
  * What moved refs mean for open pull requests, inside the push transaction of `RepoChanges` (any
  * change: a client push, a merge, one found at start-up):
  * - the pull request a merge in progress belongs to (its target moved) becomes `merged`;
- * - any other whose source head is now reachable from its target head becomes `merged` too
- *   (a manual merge: merged_by is the pusher, merge_commit the target head);
+ * - any other whose target moved so that it now contains the source head, which the target's
+ *   previous head did not, becomes `merged` too (a manual merge: merged_by is the pusher,
+ *   merge_commit the target head); one whose source was already contained (`behind`: created
+ *   with nothing to merge, or its source moved back onto the target's history) stays open;
  * - one whose source moved otherwise is `synchronized`: new `head_commit`, an event, and a
  *   `pull_request` CI trigger for the new head, returned to join the push's own triggers (one
  *   pipeline for a commit reached by both).
@@ -45,32 +47,40 @@ export class PullSync {
       defaultBranch: changed.defaultBranch,
       refType: CONSTANTS[changed.vcs].refType,
     };
-    const moved = new Map<string, string>();
-    for (const m of moves) if (m.type === repo.refType) moved.set(m.name, m.head);
+    const moved = new Map<string, BranchMove>();
+    for (const m of moves) if (m.type === repo.refType) moved.set(m.name, m);
     const rows = await db.openTouching(tx, repo.id, [...moved.keys()]);
     const ops = this.d.ops.get(repo.vcs);
     const repository = { id: repo.id, name: changed.name, org: changed.org };
+    const heads = await this.unmovedHeads(repo, rows, moved);
+    const contains = memoAncestry((a, d) => ops.isAncestor(repo.path, a, d));
     const triggers: Trigger[] = [];
     for (const row of rows) {
-      const newSource = moved.get(row.source_ref);
-      const newTarget = moved.get(row.target_ref);
-      if (merging?.pullId === row.id && newTarget !== undefined) {
+      const newSource = moved.get(row.source_ref)?.head;
+      const targetMove = moved.get(row.target_ref);
+      if (merging?.pullId === row.id && targetMove !== undefined) {
         const check = mergedCheck(this.d.mergeability, repo, row, merging.head, merging.base);
-        await this.markMerged(tx, repo, repository, row, check, merging.actorId, newTarget);
+        await this.markMerged(tx, repo, repository, row, check, merging.actorId, targetMove.head);
         continue;
       }
-      const sourceHead = newSource ?? (await ops.resolveRef(repo.path, row.source_ref)) ?? row.head_commit;
-      const targetHead = newTarget ?? (await ops.resolveRef(repo.path, row.target_ref));
-      if (targetHead !== undefined && (await ops.isAncestor(repo.path, sourceHead, targetHead))) {
+      const sourceHead = newSource ?? heads.get(row.source_ref) ?? row.head_commit;
+      const targetHead = targetMove?.head ?? heads.get(row.target_ref);
+      // A manual merge: this push moved the target so that it contains the source head, which the
+      // target's previous head did not (a source already contained, `behind`, stays open).
+      if (
+        targetMove !== undefined &&
+        (await contains(sourceHead, targetMove.head)) &&
+        (targetMove.oldHead === '' || !(await contains(sourceHead, targetMove.oldHead)))
+      ) {
         const check: StoredCheck = {
           head_commit: sourceHead,
-          base_commit: targetHead,
+          base_commit: targetMove.head,
           mergeable_state: 'behind',
           conflicted_files: [],
           commits_ahead: 0,
           commits_behind: 0,
         };
-        await this.markMerged(tx, repo, repository, row, check, senderId, targetHead);
+        await this.markMerged(tx, repo, repository, row, check, senderId, targetMove.head);
         continue;
       }
       if (newSource === undefined || newSource === row.head_commit) continue;
@@ -89,6 +99,20 @@ export class PullSync {
     return triggers;
   }
 
+  /** The heads of the refs these rows name that the push did not move: one VCS call. */
+  private async unmovedHeads(
+    repo: PullRepo,
+    rows: readonly PullRow[],
+    moved: ReadonlyMap<string, BranchMove>,
+  ): Promise<Map<string, string | undefined>> {
+    const names = [...new Set(rows.flatMap((r) => [r.source_ref, r.target_ref]))].filter(
+      (n) => !moved.has(n),
+    );
+    if (names.length === 0) return new Map();
+    const ids = await this.d.ops.get(repo.vcs).resolveRefs(repo.path, names);
+    return new Map(names.map((n, i) => [n, ids[i]]));
+  }
+
   private async markMerged(
     tx: Db,
     repo: PullRepo,
@@ -105,6 +129,25 @@ export class PullSync {
       pull_request: pull!,
     });
   }
+}
+
+/**
+ * `isAncestor` asked once per pair of commits within one push (pull requests sharing a source and
+ * a target cost one VCS call, not one each).
+ */
+function memoAncestry(
+  isAncestor: (ancestor: string, descendant: string) => Promise<boolean>,
+): (ancestor: string, descendant: string) => Promise<boolean> {
+  const seen = new Map<string, Promise<boolean>>();
+  return (a, d) => {
+    const key = `${a} ${d}`;
+    let p = seen.get(key);
+    if (p === undefined) {
+      p = isAncestor(a, d);
+      seen.set(key, p);
+    }
+    return p;
+  };
 }
 
 /** A merged pull request keeps the mergeability it had when merged (source and target heads then). */

@@ -54,6 +54,11 @@ export type BranchMove = {
   before: string;
   after: string;
   created: boolean;
+  /**
+   * The commit the ref itself named before ('' when created, and for a Mercurial named branch,
+   * which may have several heads): what pull requests compare with (`before` may be the tip).
+   */
+  oldHead: string;
   /** The commit the ref names now: what CI builds. */
   head: string;
   /** Commits the ref gained, newest first, at most the `maxCommits` asked for. */

@@ -55,6 +55,7 @@ export async function branchMoves(
       before: old ?? '',
       after: head,
       created: old === undefined,
+      oldHead: old ?? '',
       head,
       commits,
       total,

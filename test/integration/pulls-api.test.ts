@@ -225,10 +225,46 @@ describe('pull request API', () => {
       commits_ahead: 1,
       commits_behind: 1,
     });
-    // the push to main contained the `same` PR's source: detected as merged by the pusher
-    expect((await s.anon.get(`${pulls()}/${behind.number}`)).body.data).toMatchObject({
+    // main already contained the `same` PR's source before that push: nobody merged it, it stays open
+    expect(await settled(s.anon, `${pulls()}/${behind.number}`)).toMatchObject({
+      status: 'open',
+      mergeable_state: 'behind',
+      merged_by: null,
+      merge_commit: null,
+    });
+    const merged = await outboxEvents(s, repo.id);
+    expect(
+      merged.filter(
+        (e) => e.event_type === 'pull_request.merged' && e.payload.pull_request.number === behind.number,
+      ),
+    ).toEqual([]);
+  });
+
+  test('when a source is force-pushed back onto the target history, then the PR stays open; a push that contains a new source commit merges it', async () => {
+    await repo.commitOn('back', { 'back.txt': 'back\n' }, 'back');
+    const pr = (await author.client.post(pulls(), { title: 'back', source_ref: 'back' })).body.data;
+    await repo.pull();
+    const url = withCreds(repo.w.url, repo.w.token);
+    await ok('git', ['push', '-q', '-f', url, 'refs/remotes/origin/main:refs/heads/back'], repo.w.dir);
+    expect(await settled(s.anon, `${pulls()}/${pr.number}`)).toMatchObject({
+      status: 'open',
+      mergeable_state: 'behind',
+      merge_commit: null,
+    });
+    await repo.commitOn('main', { 'main-only.txt': 'main\n' }, 'main moves on');
+    expect((await s.anon.get(`${pulls()}/${pr.number}`)).body.data.status).toBe('open');
+
+    // a new commit on the source, then merged into main by a client: a manual merge
+    await repo.commitOn('back', { 'back.txt': 'back again\n' }, 'back again');
+    await repo.pull();
+    await ok('git', ['checkout', '-q', '-B', 'main', 'origin/main'], repo.w.dir);
+    await ok('git', ['merge', '-q', '--no-edit', 'origin/back'], repo.w.dir);
+    await ok('git', ['push', '-q', url, 'main:refs/heads/main'], repo.w.dir);
+    const head = (await ok('git', ['rev-parse', 'HEAD'], repo.w.dir)).trim();
+    expect((await s.anon.get(`${pulls()}/${pr.number}`)).body.data).toMatchObject({
       status: 'merged',
       merged_by: { id: owner.id },
+      merge_commit: head,
     });
   });
 });

@@ -222,3 +222,24 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s pull requests', (kind) =
     expect(merged).toHaveLength(1);
   });
 });
+
+describe('Mercurial manual-merge detection', () => {
+  test('when a PR from a bookmark already at the mainline head meets a push to the mainline, then it stays open and behind', async () => {
+    const repo = await PrRepo.create(owner, org, 'hg');
+    await repo.pull();
+    const d = repo.w.dir;
+    await ok('hg', ['bookmark', '-f', '-r', '@', 'level'], d);
+    // exits 1 ("no changes found") although it exports the bookmark
+    expect(
+      (await sh('hg', ['push', '-q', '-B', 'level', withCreds(repo.w.url, repo.w.token)], d)).code,
+    ).toBeLessThanOrEqual(1);
+    const pr = await open(repo, 'level');
+    await repo.commitOn('@', { 'later.txt': 'later\n' }, 'the mainline moves on');
+    expect(await settled(owner.client, `${repo.api}/pulls/${pr.number}`)).toMatchObject({
+      status: 'open',
+      mergeable_state: 'behind',
+      merge_commit: null,
+    });
+    expect(await types(repo)).not.toContain('pull_request.merged');
+  });
+});

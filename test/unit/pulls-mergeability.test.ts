@@ -14,10 +14,14 @@ function world() {
   ]);
   const pending: (() => void)[] = [];
   let checks = 0;
+  let resolves = 0;
   let hold = false;
   const ops = {
     kind: 'git',
-    resolveRefs: (_dir: string, names: string[]) => Promise.resolve(names.map((n) => heads.get(n))),
+    resolveRefs: (_dir: string, names: string[]) => {
+      resolves += 1;
+      return Promise.resolve(names.map((n) => heads.get(n)));
+    },
     checkMerge: async (_dir: string, source: string, target: string): Promise<MergeCheck> => {
       checks += 1;
       const sourceHead = heads.get(source);
@@ -38,6 +42,7 @@ function world() {
   return {
     heads,
     checks: () => checks,
+    resolves: () => resolves,
     hold: (on: boolean) => (hold = on),
     release: () => pending.splice(0).forEach((r) => r()),
     m: (budgetMs: number, maxEntries?: number) =>
@@ -87,5 +92,30 @@ describe('Mergeability', () => {
     expect(w.checks()).toBe(3);
     expect(await m.read(repo, 'nope', 'main')).toEqual({ ok: false, missing: 'source' });
     expect(await m.read(repo, 'feature', 'gone')).toEqual({ ok: false, missing: 'target' });
+  });
+
+  test('a page of pairs resolves all its refs with one VCS call and answers each pair in order', async () => {
+    const w = world();
+    w.heads.set('other', 'c'.repeat(40));
+    const m = w.m(60_000);
+    const pairs = [
+      { source: 'feature', target: 'main' },
+      { source: 'other', target: 'main' },
+      { source: 'nope', target: 'main' },
+      { source: 'feature', target: 'gone' },
+      { source: 'other', target: 'main' },
+    ];
+    const answers = await m.readMany(repo, pairs);
+    expect(w.resolves()).toBe(1);
+    expect(answers.map((a) => (a.ok ? a.check.head_commit : a.missing))).toEqual([
+      'a'.repeat(40),
+      'c'.repeat(40),
+      'source',
+      'target',
+      'c'.repeat(40),
+    ]);
+    expect(answers[0]).toEqual(await m.read(repo, 'feature', 'main'));
+    expect(await m.readMany(repo, [])).toEqual([]);
+    expect(w.resolves()).toBe(2); // the single read; none for an empty page
   });
 });

@@ -107,6 +107,7 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
       before: old === undefined ? '' : before.tip,
       after: after.tip,
       created: old === undefined,
+      oldHead: old ?? '',
       head: node,
       ...gained,
     });
@@ -125,6 +126,7 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
         before: existed ? before.tip : '',
         after: after.tip,
         created: !existed,
+        oldHead: '',
         head: gained.commits[0]?.id ?? after.tip,
         ...gained,
       });
