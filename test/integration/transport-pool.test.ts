@@ -100,7 +100,7 @@ describe('the pooled hgweb workers', () => {
 });
 
 describe('the transports concurrency cap', () => {
-  test('when every slot is taken and the queue is full, then a clone gets 503 with Retry-After, the API still answers, and an aborted push frees its slot (the waiting clone runs), worker and hook', async () => {
+  test('when every slot is taken and the queue is full, then a clone (and a push to another repository, once it holds its push lock) gets 503 with Retry-After, the API still answers, and an aborted push frees its slot (the waiting clone runs), worker and hook', async () => {
     const repo = await newHgRepo();
     const w = await WorkingCopy.clone('hg', repo.clone, owner.token);
     await w.commit('a.txt', 'a\n', 'held');
@@ -128,6 +128,22 @@ describe('the transports concurrency cap', () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('7');
     expect(await refused.text()).toMatch(/too many clone and push requests/);
+    // a push to another repository gets its push lock, then the same 503 for the full queue
+    const other = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: uniq('git'), vcs: 'git' });
+    expect(other.status).toBe(201);
+    const pushRefused = await fetch(`${s.url}/${org}/${other.body.data.name}/git-receive-pack`, {
+      method: 'POST',
+      headers: {
+        authorization: basic(owner.token),
+        'content-type': 'application/x-git-receive-pack-request',
+      },
+      body: '0000',
+      signal: AbortSignal.timeout(30_000),
+    });
+    expect(pushRefused.status).toBe(503);
+    expect(pushRefused.headers.get('retry-after')).toBe('7');
+    expect(await pushRefused.text()).toMatch(/too many clone and push requests/);
+    expect(await outboxEvents(s, other.body.data.id)).toEqual([]);
     // the API is not behind the cap
     const api = await owner.client.get(`/api/v1/repos/${org}/${repo.name}`);
     expect(api.status).toBe(200);
