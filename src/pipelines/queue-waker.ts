@@ -3,11 +3,23 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { NOTIFY_CHANNEL } from './model.ts';
 
-/** Wakes long-polling agents when a pipeline is queued, through PostgreSQL LISTEN/NOTIFY. */
+/** The first pause before reconnecting a lost listener, doubled after each failed try up to the cap. */
+const RECONNECT_FIRST_MS = 1000;
+const RECONNECT_MAX_MS = 30_000;
+
+/**
+ * Wakes long-polling agents when a pipeline is queued, through PostgreSQL LISTEN/NOTIFY.
+ *
+ * `seen` counts the wakeups: a caller reads it before it looks at the queue and passes it to
+ * `wait`, which then answers at once when a notification came in between (none is lost). A lost
+ * listener connection is reconnected with backoff until it is back or the waker is closed; the
+ * reconnection counts as a wakeup (notifications meanwhile were missed).
+ */
 export class QueueWaker {
   private readonly bus = new EventEmitter();
   private client: pg.Client | undefined;
   private closed = false;
+  private wakeups = 0;
   private readonly url: string;
   private readonly log: Logger;
 
@@ -22,22 +34,41 @@ export class QueueWaker {
     return this.closed;
   }
 
+  /** The wakeups so far: read before looking at the queue, then hand it to `wait`. */
+  get seen(): number {
+    return this.wakeups;
+  }
+
   async start(): Promise<void> {
     const c = new pg.Client({ connectionString: this.url });
-    c.on('notification', () => this.bus.emit('wake'));
+    c.on('notification', () => this.wake());
     c.on('error', (err) => {
-      this.log.warn({ err }, 'pipeline queue listener lost; reconnecting');
+      if (this.client !== c) return; // a failed connection attempt: `start` reports it
       this.client = undefined;
-      if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 1000).unref();
+      void c.end().catch(() => undefined);
+      this.log.warn({ err }, 'pipeline queue listener lost; reconnecting');
+      this.reconnect(RECONNECT_FIRST_MS);
     });
-    await c.connect();
-    await c.query(`listen ${NOTIFY_CHANNEL}`);
+    try {
+      await c.connect();
+      await c.query(`listen ${NOTIFY_CHANNEL}`);
+    } catch (e) {
+      await c.end().catch(() => undefined);
+      throw e;
+    }
+    if (this.closed) {
+      await c.end().catch(() => undefined);
+      return;
+    }
     this.client = c;
   }
 
-  /** Resolves on the next notification, after `ms`, at shutdown, or when `signal` aborts. */
-  wait(ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.closed) return Promise.resolve();
+  /**
+   * Resolves on the next notification, after `ms`, at shutdown, or when `signal` aborts; at once
+   * when a wakeup came after `since` (a value of `seen`).
+   */
+  wait(ms: number, signal?: AbortSignal, since?: number): Promise<void> {
+    if (this.closed || (since !== undefined && since !== this.wakeups)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t);
@@ -56,6 +87,33 @@ export class QueueWaker {
   async close(): Promise<void> {
     this.closed = true;
     this.bus.emit('close');
-    await this.client?.end().catch(() => undefined);
+    const c = this.client;
+    this.client = undefined;
+    await c?.end().catch(() => undefined);
+  }
+
+  private wake(): void {
+    this.wakeups += 1;
+    this.bus.emit('wake');
+  }
+
+  /** Tries to listen again after `delayMs`, and again with a doubled pause while it fails. */
+  private reconnect(delayMs: number): void {
+    if (this.closed) return;
+    setTimeout(() => {
+      if (this.closed) return;
+      this.start().then(
+        () => {
+          if (this.client === undefined) return; // closed meanwhile
+          this.log.info('pipeline queue listener reconnected');
+          this.wake();
+        },
+        (err: unknown) => {
+          const next = Math.min(delayMs * 2, RECONNECT_MAX_MS);
+          this.log.warn({ err, retryInMs: next }, 'pipeline queue listener reconnect failed');
+          this.reconnect(next);
+        },
+      );
+    }, delayMs).unref();
   }
 }

@@ -51,6 +51,7 @@ export class PipelineQueue {
     const over = () => gone?.aborted === true || this.d.waker.isClosed;
     for (;;) {
       if (over()) return undefined;
+      const seen = this.d.waker.seen; // before the claim: a NOTIFY during it is not missed
       const job = await this.claim(agent, labels);
       if (job !== undefined) {
         if (over()) {
@@ -61,7 +62,7 @@ export class PipelineQueue {
       }
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
-      await this.d.waker.wait(Math.min(left, 5000), gone);
+      await this.d.waker.wait(Math.min(left, 5000), gone, seen);
     }
   }
 
@@ -90,11 +91,12 @@ export class PipelineQueue {
   ): Promise<QueueFigures> {
     const deadline = Date.now() + waitMs;
     for (;;) {
+      const seen = this.d.waker.seen; // before the figures: a NOTIFY meanwhile is not missed
       const figures = await this.depth(labels, liveAgents);
       const left = deadline - Date.now();
       if (since === undefined || figures.version !== since || left <= 0) return figures;
       if (gone?.aborted === true || this.d.waker.isClosed) return figures;
-      await this.d.waker.wait(Math.min(left, 3000), gone);
+      await this.d.waker.wait(Math.min(left, 3000), gone, seen);
     }
   }
 

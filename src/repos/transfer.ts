@@ -38,7 +38,8 @@ type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' 
  * 1. the body is spooled to a per-request directory (size-capped: 413 beyond), before any lock or
  *    database connection is taken, so a slow or vanishing client holds nothing but a file;
  * 2. it waits for a slot of the transports' shared concurrency cap (503 with `Retry-After` when
- *    the queue is full), so a flood of clones cannot take the whole machine from the API;
+ *    the queue is full), so a flood of clones cannot take the whole machine from the API; a push
+ *    waits for it only once it holds its repository's push lock;
  * 3. a read runs the backend with its output streamed to the client; a push runs it from the
  *    spool under the repository's push lock (`RepoChanges`) with its output held in a file, sent
  *    once the push is recorded;
@@ -71,19 +72,26 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
     const { driver, ...rest } = r;
     const backend: BackendRequest = { ...rest, input, tmpDir, scriptDir, signal: ac.signal };
     const { servers } = limits;
-    leave = await servers.limiter.enter(ac.signal);
     if (push === undefined) {
+      leave = await servers.limiter.enter(ac.signal);
       answer(res, await serveBackend(driver, backend, servers), ac.signal, log);
       return;
     }
     const output = path.join(ws.dir, 'response');
+    // A push takes its slot once it holds the repository's push lock: pushes queued behind a slow
+    // push to one repository must not hold the slots other repositories' clones and pushes need.
+    // (Lock order: push lock, then slot; reads take only the slot.) `GateFull` thrown in there
+    // comes back out of `change` after the unchanged refs are recorded.
     const result = await push.changes.change(
       push.repo,
       push.senderId,
-      () => serveBackend(driver, { ...backend, output }, servers),
+      async () => {
+        leave = await servers.limiter.enter(ac.signal);
+        return serveBackend(driver, { ...backend, output }, servers);
+      },
       { signal: ac.signal, deadline },
     );
-    leave();
+    leave?.();
     if (result.outcome === 'ok') {
       // The push is recorded: its answer gets a time limit of its own, not what is left of the
       // transfer's (the client should learn that its push went through).

@@ -144,3 +144,16 @@ export async function filesUnder(dir: string): Promise<string[]> {
   await walk(dir);
   return out;
 }
+
+/**
+ * Files under a spool directory (other than the CGI scripts, kept for the process's lifetime),
+ * once the last request's clean-up had a moment to finish.
+ */
+export async function noFilesUnder(dir: string): Promise<string[]> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const files = (await filesUnder(dir)).filter((f) => !f.includes('/scripts/'));
+    if (files.length === 0 || Date.now() > until) return files;
+    await sleep(100);
+  }
+}

@@ -157,7 +157,7 @@ export async function addCommit(
       await hg(['clone', '-q', '-u', 'tip', store, 'w'], work);
       const w = path.join(work, 'w');
       await write(w);
-      await hg(['add', '-q', ...names], w);
+      await hg(['add', '-q', '--', ...names], w);
       await hg(['commit', '-m', 'later'], w);
       await hg(['push', '-q', store], w);
       return (await hg(['log', '-r', '.', '-T', '{node}'], w)).trim();
@@ -166,7 +166,7 @@ export async function addCommit(
     await fossil(['user', 'default', 'triad'], work);
     await fossil(['update', 'trunk'], work);
     await write(work);
-    await fossil(['add', ...names], work);
+    await fossil(['add', '--', ...names], work);
     await new Promise((r) => setTimeout(r, 1100));
     await fossil(['commit', '--no-warnings', '-m', 'later'], work);
     const id = await fossilCheckout(work);

@@ -36,9 +36,11 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
   let base: string;
   let fx: Fixture;
   let big: string;
+  let store: string;
   beforeAll(async () => {
     const repo = await newRepo(vcs);
     base = repo.base;
+    store = repo.store;
     fx = await populate(vcs, repo.store);
     big = await addCommit(vcs, repo.store, { 'big/blob.bin': BIG });
   }, 180_000);
@@ -96,6 +98,19 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     expect(up.status).toBe(400);
     expect(((await up.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
   });
+
+  test('when a file name starts with a dash (`-x.txt`, `--args`), then its bytes come as for any other name', async () => {
+    const id = await addCommit(vcs, store, { '-x.txt': 'dash\n', '--args': 'not an option\n' });
+    for (const [p, body] of [
+      ['-x.txt', 'dash\n'],
+      ['--args', 'not an option\n'],
+      [`-x.txt?rev=${id}`, 'dash\n'],
+    ] as const) {
+      const r = await get(`${base}/raw/${p}`);
+      expect({ p, status: r.status }).toEqual({ p, status: 200 });
+      expect(await r.text()).toBe(body);
+    }
+  }, 120_000);
 
   test('when the repository was just created, then 404 as the blob read answers ("repository is empty"; Fossil: its initial check-in has no files)', async () => {
     const empty = await newRepo(vcs);

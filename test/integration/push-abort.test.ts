@@ -8,8 +8,8 @@ import { outboxEvents } from '../helpers/outbox.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 import {
   basic,
-  filesUnder,
   killProcessesWithEnv,
+  noFilesUnder,
   rawRequest,
   sleep,
   waitFor,
@@ -86,19 +86,6 @@ async function pushKilledWhen(w: WorkingCopy, flag: string): Promise<void> {
   );
   process.kill(-client.pid!, 'SIGKILL');
   await gone;
-}
-
-/**
- * Files under a spool directory (other than the CGI scripts, kept for the process's lifetime),
- * once the last request's clean-up had a moment to finish.
- */
-async function noFilesUnder(dir: string): Promise<string[]> {
-  const until = Date.now() + 5000;
-  for (;;) {
-    const files = (await filesUnder(dir)).filter((f) => !f.includes('/scripts/'));
-    if (files.length === 0 || Date.now() > until) return files;
-    await sleep(100);
-  }
 }
 
 const backends = () => `SCRIPT_NAME=/${org}/`;

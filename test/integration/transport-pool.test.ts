@@ -6,14 +6,24 @@ import { startTestServer, uniq, type TestServer, type TestUser } from '../helper
 import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
-import { killProcessesWithEnv, waitFor, waitNoProcesses } from '../helpers/transport.ts';
+import {
+  basic,
+  filesUnder,
+  killProcessesWithEnv,
+  noFilesUnder,
+  waitFor,
+  waitNoProcesses,
+} from '../helpers/transport.ts';
 
 // One backend run at a time, one request waiting, one hgweb worker: the smallest bounded pool.
 let s: TestServer;
 let owner: TestUser;
 let org: string;
+let spool: string;
 beforeAll(async () => {
+  spool = await tempDir('triad-spool-test-');
   s = await startTestServer({
+    TRIAD_TRANSPORT_SPOOL_DIR: spool,
     TRIAD_TRANSPORT_CONCURRENCY: '1',
     TRIAD_TRANSPORT_QUEUE: '1',
     TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: '7',
@@ -90,7 +100,7 @@ describe('the pooled hgweb workers', () => {
 });
 
 describe('the transports concurrency cap', () => {
-  test('when every slot is taken and the queue is full, then a clone gets 503 with Retry-After, the API still answers, and an aborted push frees its slot (the waiting clone runs), worker and hook', async () => {
+  test('when every slot is taken and the queue is full, then a clone (and a push to another repository, once it holds its push lock) gets 503 with Retry-After, the API still answers, and an aborted push frees its slot (the waiting clone runs), worker and hook', async () => {
     const repo = await newHgRepo();
     const w = await WorkingCopy.clone('hg', repo.clone, owner.token);
     await w.commit('a.txt', 'a\n', 'held');
@@ -118,6 +128,22 @@ describe('the transports concurrency cap', () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('7');
     expect(await refused.text()).toMatch(/too many clone and push requests/);
+    // a push to another repository gets its push lock, then the same 503 for the full queue
+    const other = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: uniq('git'), vcs: 'git' });
+    expect(other.status).toBe(201);
+    const pushRefused = await fetch(`${s.url}/${org}/${other.body.data.name}/git-receive-pack`, {
+      method: 'POST',
+      headers: {
+        authorization: basic(owner.token),
+        'content-type': 'application/x-git-receive-pack-request',
+      },
+      body: '0000',
+      signal: AbortSignal.timeout(30_000),
+    });
+    expect(pushRefused.status).toBe(503);
+    expect(pushRefused.headers.get('retry-after')).toBe('7');
+    expect(await pushRefused.text()).toMatch(/too many clone and push requests/);
+    expect(await outboxEvents(s, other.body.data.id)).toEqual([]);
     // the API is not behind the cap
     const api = await owner.client.get(`/api/v1/repos/${org}/${repo.name}`);
     expect(api.status).toBe(200);
@@ -131,6 +157,8 @@ describe('the transports concurrency cap', () => {
     const served = await waiting;
     expect(served.status).toBe(200);
     expect(await served.text()).toMatch(/unbundle/);
+    // the aborted push's spooled body, held answer and TMPDIR are gone
+    expect(await noFilesUnder(spool)).toEqual([]);
     // the interrupted transaction is rolled back by the next push, which goes through
     await w.commit('b.txt', 'b\n', 'next');
     expect((await w.push()).code).toBe(0);
@@ -139,6 +167,74 @@ describe('the transports concurrency cap', () => {
     expect(events).toHaveLength(1);
     expect(events[0]!.payload.commits.map((c: { subject: string }) => c.subject)).toEqual(['next', 'held']);
   }, 120_000);
+
+  test('when pushes queue behind a push held on one repository, then they hold no slot: a clone of another repository gets one at once, never a 503', async () => {
+    const spoolDir = await tempDir('triad-spool-test-');
+    const t = await startTestServer({
+      TRIAD_TRANSPORT_CONCURRENCY: '2',
+      TRIAD_TRANSPORT_QUEUE: '1',
+      TRIAD_HG_WORKERS: '2',
+      TRIAD_TRANSPORT_SPOOL_DIR: spoolDir,
+    });
+    const u = await t.newUser();
+    const o = await t.newOrg(u);
+    const clients: ReturnType<typeof spawn>[] = [];
+    try {
+      const a = await u.client.post(`/api/v1/orgs/${o}/repos`, { name: 'busy', vcs: 'hg' });
+      const b = await u.client.post(`/api/v1/orgs/${o}/repos`, { name: 'other', vcs: 'git' });
+      expect([a.status, b.status]).toEqual([201, 201]);
+      const src = await WorkingCopy.clone('git', b.body.data.clone_url, u.token);
+      await src.commit('b.txt', 'b\n', 'other repository');
+      expect((await src.push()).code).toBe(0);
+      const copies = [];
+      for (const n of [0, 1, 2]) {
+        const c = await WorkingCopy.clone('hg', a.body.data.clone_url, u.token);
+        await c.commit(`f${n}.txt`, `${n}\n`, `push ${n}`);
+        copies.push(c);
+      }
+      const aDir = path.join(t.dataDir, 'repos', `${a.body.data.id}.hg`);
+      const flag = path.join(await tempDir(), 'in-hook');
+      await writeFile(aDir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 60\n`);
+      const push = (c: WorkingCopy) => {
+        const [cmd, args] = c.pushCommand();
+        const p = spawn(cmd, args, { cwd: c.dir, env: vcsEnv, stdio: 'ignore', detached: true });
+        clients.push(p);
+      };
+      push(copies[0]!);
+      await waitFor('the hook to run', () =>
+        fs
+          .access(flag)
+          .then(() => true)
+          .catch(() => undefined),
+      );
+      // two more pushes to the same repository: their bodies are spooled, they wait for its lock
+      push(copies[1]!);
+      push(copies[2]!);
+      const bodies = async () => (await filesUnder(spoolDir)).filter((f) => path.basename(f) === 'body');
+      await waitFor('three spooled push bodies', async () =>
+        (await bodies()).length === 3 ? true : undefined,
+      );
+      const limiter = t.running.services.transports.limiter;
+      expect(limiter.load()).toEqual({ active: 1, waiting: 0 });
+
+      // the other repository is served with the free slot (no 503 for a full queue either)
+      const clone = await WorkingCopy.clone('git', b.body.data.clone_url, u.token);
+      expect(await clone.head()).toBe(await src.head());
+      const refs = await fetch(`${t.url}/${o}/other/info/refs?service=git-upload-pack`, {
+        headers: { authorization: basic(u.token) },
+        signal: AbortSignal.timeout(30_000),
+      });
+      expect(refs.status).toBe(200);
+      await refs.arrayBuffer();
+      expect(limiter.load()).toEqual({ active: 1, waiting: 0 });
+      expect((await bodies()).length).toBe(3);
+    } finally {
+      for (const c of clients) if (c.exitCode === null) process.kill(-c.pid!, 'SIGKILL');
+      await killProcessesWithEnv(`SCRIPT_NAME=/${o}/`);
+      await t.close();
+    }
+    expect(await noFilesUnder(spoolDir)).toEqual([]);
+  }, 180_000);
 
   test('when more clones arrive than run at once, then they wait their turn and all succeed', async () => {
     const roomy = await startTestServer({ TRIAD_TRANSPORT_CONCURRENCY: '2', TRIAD_HG_WORKERS: '2' });

@@ -35,8 +35,9 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
+  // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
   catFile: (dir, commit, file) =>
-    commandStream(FOSSIL.bin, ['cat', file, '-R', dir, '-r', commit], FOSSIL.env),
+    commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env),
   archive: (file, commit, format, prefix) =>
     fileOutputStream(
       FOSSIL.bin,
