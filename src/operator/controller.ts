@@ -31,6 +31,8 @@ import {
 export type ControllerOptions = {
   resyncMs: number;
   sweepGraceMs: number;
+  /** Namespaces besides a pool's own where its steps may run (`*`: any). */
+  stepNamespaces: readonly string[];
   /** Only the pools (and objects) of this namespace; undefined: the whole cluster. */
   namespace?: string | undefined;
 };
@@ -72,6 +74,7 @@ export class Controller {
         return { figures: w?.figures, error: w?.error };
       },
       sweepGraceMs: o.sweepGraceMs,
+      stepNamespaces: o.stepNamespaces,
     });
     const ns = o.namespace;
     const at = (group: string, plural: string) =>
