@@ -13,25 +13,25 @@ class FakeLeases {
     if (this.failing) throw new ApiException(503, 'unavailable', {}, {});
   }
 
-  readNamespacedLease = async (): Promise<V1Lease> => {
+  readNamespacedLease = (): Promise<V1Lease> => {
     this.check();
     if (this.lease === undefined) throw new ApiException(404, 'not found', {}, {});
-    return structuredClone(this.lease);
+    return Promise.resolve(structuredClone(this.lease));
   };
 
-  createNamespacedLease = async ({ body }: { body: V1Lease }): Promise<V1Lease> => {
+  createNamespacedLease = ({ body }: { body: V1Lease }): Promise<V1Lease> => {
     this.check();
     if (this.lease !== undefined) throw new ApiException(409, 'exists', {}, {});
     this.lease = { ...body, metadata: { ...body.metadata, resourceVersion: String(++this.version) } };
-    return this.lease;
+    return Promise.resolve(this.lease);
   };
 
-  replaceNamespacedLease = async ({ body }: { body: V1Lease }): Promise<V1Lease> => {
+  replaceNamespacedLease = ({ body }: { body: V1Lease }): Promise<V1Lease> => {
     this.check();
     if (body.metadata?.resourceVersion !== this.lease?.metadata?.resourceVersion)
       throw new ApiException(409, 'conflict', {}, {});
     this.lease = { ...body, metadata: { ...body.metadata, resourceVersion: String(++this.version) } };
-    return this.lease;
+    return Promise.resolve(this.lease);
   };
 }
 
@@ -77,7 +77,7 @@ describe('operator leader election', () => {
       spec: {
         holderIdentity: 'skewed',
         leaseDurationSeconds: 1,
-        renewTime: new Date(Date.now() + 3_600_000) as never,
+        renewTime: new Date(Date.now() + 3_600_000),
       },
     };
     const b = elector(leases, 'b', events);
