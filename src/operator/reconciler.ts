@@ -28,6 +28,7 @@ import {
   settings,
   specProblem,
   stepNamespace,
+  stepNamespaceProblem,
   VERSION,
   type AgentPool,
   type AgentPoolStatus,
@@ -260,7 +261,12 @@ export class Reconciler {
         throw err;
       }
     }
-    if (stepNamespace(pool) !== meta.namespace) {
+    // (never in a namespace the pool was not allowed: nothing was made there, and a Role of that
+    // name would be someone else's)
+    if (
+      stepNamespace(pool) !== meta.namespace &&
+      stepNamespaceProblem(pool, this.d.stepNamespaces) === undefined
+    ) {
       for (const o of [role(pool), roleBinding(pool)]) {
         await this.objects.delete(o).catch((err: unknown) => {
           if (!notFound(err)) throw err;

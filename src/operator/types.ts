@@ -139,12 +139,17 @@ export function specProblem(pool: AgentPool, stepNamespaces: readonly string[] =
   if (labels !== undefined) return labels;
   const podLabels = labelsProblem('podLabels', pool.spec.podLabels, Number.MAX_SAFE_INTEGER);
   if (podLabels !== undefined) return podLabels;
+  return stepNamespaceProblem(pool, stepNamespaces);
+}
+
+/** Why the pool's step namespace is not allowed (its own, one of `stepNamespaces`, or any with `*`). */
+export function stepNamespaceProblem(pool: AgentPool, stepNamespaces: readonly string[]): string | undefined {
   const ns = stepNamespace(pool);
-  if (ns !== pool.metadata!.namespace && !stepNamespaces.includes('*') && !stepNamespaces.includes(ns))
-    return `steps.namespace ${JSON.stringify(ns)} is not allowed: the operator runs steps only in the pool's own namespace${
-      stepNamespaces.length === 0 ? '' : ` or in ${stepNamespaces.join(', ')}`
-    } (TRIAD_OPERATOR_STEP_NAMESPACES)`;
-  return undefined;
+  if (ns === pool.metadata!.namespace || stepNamespaces.includes('*') || stepNamespaces.includes(ns))
+    return undefined;
+  return `steps.namespace ${JSON.stringify(ns)} is not allowed: the operator runs steps only in the pool's own namespace${
+    stepNamespaces.length === 0 ? '' : ` or in ${stepNamespaces.join(', ')}`
+  } (TRIAD_OPERATOR_STEP_NAMESPACES)`;
 }
 
 /** `namespace/name` of an object. */

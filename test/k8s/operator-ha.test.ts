@@ -94,4 +94,38 @@ describe('AgentPool operator replicas', () => {
     await waitForPool(w.ns, 'p', 'observed generation 2', (p) => p.status?.observedGeneration === 2);
     expect(await registered(w.s, w.ns, 'p')).toHaveLength(1);
   });
+
+  test("when the server refuses the operator during a pool's deletion, then the pool shows DeregistrationFailed, and the skip annotation lets it go", async () => {
+    await w.ops[2]!.kill('SIGKILL');
+    const refused = w.operator('refused', { TRIAD_OPERATOR_TOKEN: 'adm_rotated_away' });
+    await waitFor('the refused operator to lead', async () => (await holder()) === 'refused', 60_000);
+    const [agent] = await registered(w.s, w.ns, 'p');
+    await kubectl(['delete', 'agentpool', 'p', '-n', w.ns, '--wait=false']);
+    const stuck = await waitForPool(
+      w.ns,
+      'p',
+      'DeregistrationFailed',
+      (p) => condition(p, 'Degraded')?.reason === 'DeregistrationFailed',
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${logs()}`);
+    });
+    expect(condition(stuck, 'Degraded')).toMatchObject({ status: 'True' });
+    expect(condition(stuck, 'Degraded')?.message).toMatch(
+      /^cannot deregister the agent agentpool:.*: GET \/api\/v1\/admin\/agents: 401 .*triad.dev\/skip-deregistration=true/,
+    );
+    expect(stuck.metadata.finalizers).toEqual(['triad.dev/agent-registration']);
+
+    await kubectl(['annotate', 'agentpool', 'p', '-n', w.ns, 'triad.dev/skip-deregistration=true']);
+    await waitFor(
+      'the pool gone',
+      async () => (await kubectl(['get', 'agentpool', 'p', '-n', w.ns])).code !== 0,
+      60_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${logs()}`);
+    });
+    expect(refused.log()).toMatch(/skip-deregistration: its agent is left registered/);
+    // left registered, as documented: the administrator deletes it
+    expect((await registered(w.s, w.ns, 'p')).map((a) => a.id)).toEqual([agent.id]);
+    expect((await w.s.admin.delete(`/api/v1/admin/agents/${agent.id}`)).status).toBe(204);
+  });
 });

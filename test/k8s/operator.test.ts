@@ -35,6 +35,48 @@ describe('AgentPool operator', () => {
     expect(String(neg?.body ?? neg)).toMatch(/minReplicas/);
   });
 
+  test('when a pool names a step namespace that is not allowed, or invalid labels, then it is InvalidSpec and nothing is made for it', async () => {
+    await createPool(w.ns, 'escape', {
+      image: 'triad:test',
+      minReplicas: 1,
+      steps: { namespace: 'kube-system' },
+    });
+    await createPool(w.ns, 'spaced', { image: 'triad:test', minReplicas: 1, labels: { pool: 'a b' } });
+    const escape = await waitForPool(
+      w.ns,
+      'escape',
+      'InvalidSpec',
+      (p) => condition(p, 'Degraded')?.reason === 'InvalidSpec',
+    ).catch(w.failWithLog);
+    expect(condition(escape, 'Degraded')).toMatchObject({ status: 'True' });
+    expect(condition(escape, 'Degraded')?.message).toMatch(
+      /^steps.namespace "kube-system" is not allowed: the operator runs steps only in the pool's own namespace/,
+    );
+    expect(condition(escape, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    const spaced = await waitForPool(
+      w.ns,
+      'spaced',
+      'InvalidSpec',
+      (p) => condition(p, 'Degraded')?.reason === 'InvalidSpec',
+    ).catch(w.failWithLog);
+    expect(condition(spaced, 'Degraded')?.message).toBe('labels: invalid value "a b" of label pool');
+    const made = await kubectlOk([
+      'get',
+      'role,rolebinding',
+      '-n',
+      'kube-system',
+      '-l',
+      'triad.dev/agent-pool=escape',
+      '-o',
+      'name',
+    ]);
+    expect(made.trim()).toBe('');
+    expect(await deploymentReplicas(w.ns, 'escape')).toBeUndefined();
+    expect(await deploymentReplicas(w.ns, 'spaced')).toBeUndefined();
+    expect(await registered(w.s, w.ns, 'escape')).toEqual([]);
+    for (const name of ['escape', 'spaced']) await deletePool(w.ns, name);
+  });
+
   test('when a pool is created, then its objects appear with owner references, it is registered and Ready; deleted objects come back', async () => {
     await createPool(w.ns, 'main', {
       image: 'triad:test',

@@ -24,8 +24,8 @@ export type OperatorWorld = {
   ns: string;
   /** Every operator started so far (`operator()`), the first one is the default. */
   ops: OperatorProcess[];
-  /** Starts a `triad operator` on this namespace, as the chart's service account. */
-  operator: (identity?: string) => OperatorProcess;
+  /** Starts a `triad operator` on this namespace, as the chart's service account (`env` added). */
+  operator: (identity?: string, env?: Record<string, string>) => OperatorProcess;
   /** Throws `err` with the tail of the operators' logs (for `.catch(w.failWithLog)`). */
   failWithLog: (err: unknown) => never;
   /** Pushes `.pipeline.yml` with `file` to a new git repository; its first pipeline's API path. */
@@ -40,13 +40,14 @@ export function operatorWorld(prefix: string, opts: { startOperator?: boolean } 
   let kubeconfig = '';
   const w = {
     ops: [] as OperatorProcess[],
-    operator: (identity?: string) => {
+    operator: (identity?: string, env?: Record<string, string>) => {
       const o = startOperator({
         server: w.s.url,
         token: w.s.adminToken,
         namespace: w.ns,
         kubeconfig,
         identity,
+        env,
       });
       w.ops.push(o);
       return o;
