@@ -1,7 +1,8 @@
 /**
  * The operator's robustness on the real control plane: a replica killed in the middle of a
  * reconcile leaves nothing a restarted one cannot converge from (no dangling registration), and
- * of two replicas only the Lease holder works until it dies.
+ * of two replicas only the Lease holder works until it dies. The operators here run with the
+ * chart's namespaced RBAC (`operator.watchNamespace`): Roles in the namespace, no ClusterRole.
  */
 import { describe, expect, test } from '@jest/globals';
 import { CoordinationV1Api } from '@kubernetes/client-node';
@@ -16,7 +17,7 @@ import {
   waitForPool,
 } from './harness/operator.ts';
 
-const w = operatorWorld('operator-ha', { startOperator: false });
+const w = operatorWorld('operator-ha', { startOperator: false, namespaced: true });
 
 async function holder(): Promise<string | undefined> {
   const api = clients().kc.makeApiClient(CoordinationV1Api);
@@ -30,6 +31,13 @@ const logs = () => w.ops.map((o, i) => `--- operator ${i}\n${o.log().slice(-3000
 
 describe('AgentPool operator replicas', () => {
   test('when the operator is killed in the middle of a reconcile, then a restarted one converges with one registration', async () => {
+    expect(
+      (await kubectl(['get', 'clusterrole', `t-triad-operator-${w.ns}`, '--ignore-not-found', '-o', 'name']))
+        .stdout,
+    ).toBe('');
+    expect((await kubectl(['get', 'role', 't-triad-operator', '-n', w.ns, '-o', 'name'])).stdout.trim()).toBe(
+      'role.rbac.authorization.k8s.io/t-triad-operator',
+    );
     const first = w.operator('first');
     await waitFor('the first operator to lead', async () => (await holder()) === 'first');
     await createPool(w.ns, 'p', { image: 'triad:test', minReplicas: 1, maxReplicas: 2 });

@@ -34,9 +34,13 @@ export type OperatorWorld = {
 
 /**
  * Registers the `beforeAll`/`afterAll` of a file. The returned object is filled in by `beforeAll`;
- * with `startOperator` (the default) one operator runs from the start.
+ * with `startOperator` (the default) one operator runs from the start; `namespaced`: the chart's
+ * namespaced RBAC (`operator.watchNamespace`) instead of its ClusterRole.
  */
-export function operatorWorld(prefix: string, opts: { startOperator?: boolean } = {}): OperatorWorld {
+export function operatorWorld(
+  prefix: string,
+  opts: { startOperator?: boolean; namespaced?: boolean } = {},
+): OperatorWorld {
   let kubeconfig = '';
   const w = {
     ops: [] as OperatorProcess[],
@@ -70,7 +74,7 @@ export function operatorWorld(prefix: string, opts: { startOperator?: boolean } 
     w.org = await w.s.newOrg(w.owner);
     w.ns = await newNamespace(prefix);
     await installAgentPoolCrd();
-    kubeconfig = await operatorRbac(w.ns);
+    kubeconfig = await operatorRbac(w.ns, opts.namespaced);
     if (opts.startOperator !== false) w.operator();
   });
 
