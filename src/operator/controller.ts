@@ -24,6 +24,7 @@ import {
   notFound,
   PLURAL,
   settings,
+  specProblem,
   VERSION,
   type AgentPool,
 } from './types.ts';
@@ -176,6 +177,8 @@ export class Controller {
     for (const p of this.pools.list()) {
       if (changed !== undefined && keyOf(p) === keyOf(changed) && p.metadata?.deletionTimestamp !== undefined)
         continue;
+      // a pool that cannot run (invalid labels among others) is not scaled: nothing to watch
+      if (specProblem(p, this.o.stepNamespaces) !== undefined) continue;
       const labels = settings(p).labels;
       wanted.set(formatLabels(labels), labels);
     }
