@@ -24,6 +24,7 @@ import {
   notFound,
   PLURAL,
   settings,
+  specProblem,
   VERSION,
   type AgentPool,
 } from './types.ts';
@@ -31,6 +32,8 @@ import {
 export type ControllerOptions = {
   resyncMs: number;
   sweepGraceMs: number;
+  /** Namespaces besides a pool's own where its steps may run (`*`: any). */
+  stepNamespaces: readonly string[];
   /** Only the pools (and objects) of this namespace; undefined: the whole cluster. */
   namespace?: string | undefined;
 };
@@ -72,6 +75,7 @@ export class Controller {
         return { figures: w?.figures, error: w?.error };
       },
       sweepGraceMs: o.sweepGraceMs,
+      stepNamespaces: o.stepNamespaces,
     });
     const ns = o.namespace;
     const at = (group: string, plural: string) =>
@@ -173,6 +177,8 @@ export class Controller {
     for (const p of this.pools.list()) {
       if (changed !== undefined && keyOf(p) === keyOf(changed) && p.metadata?.deletionTimestamp !== undefined)
         continue;
+      // a pool that cannot run (invalid labels among others) is not scaled: nothing to watch
+      if (specProblem(p, this.o.stepNamespaces) !== undefined) continue;
       const labels = settings(p).labels;
       wanted.set(formatLabels(labels), labels);
     }

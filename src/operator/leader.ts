@@ -30,6 +30,10 @@ export class LeaderElector {
   private timer: NodeJS.Timeout | undefined;
   private leading = false;
   private stopped = false;
+  /** Local time of this replica's last successful hold of the lease. */
+  private lastHeld = 0;
+  /** The holder and renew time last read, and the local time they were first seen. */
+  private observed: { holder: string; renewTime: string; at: number } | undefined;
 
   private readonly o: LeaderOptions;
   private readonly log: Logger;
@@ -44,6 +48,14 @@ export class LeaderElector {
     this.api = kc.makeApiClient(CoordinationV1Api);
   }
 
+  /**
+   * How long a leader goes on without a successful renewal: the lease duration less one retry
+   * period, so it stops before another replica can take the lease over.
+   */
+  private get renewDeadlineMs(): number {
+    return Math.max(this.o.retryMs, this.o.leaseSeconds * 1000 - this.o.retryMs);
+  }
+
   get isLeader(): boolean {
     return this.leading;
   }
@@ -53,6 +65,7 @@ export class LeaderElector {
       if (this.stopped) return;
       try {
         const held = await this.tryHold();
+        if (held) this.lastHeld = Date.now();
         if (held && !this.leading) {
           this.leading = true;
           this.log.info({ identity: this.o.identity }, 'became leader');
@@ -64,6 +77,12 @@ export class LeaderElector {
         }
       } catch (err) {
         this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'leader election failed');
+        // Renewal failing: once another replica may have taken the lease, stop leading.
+        if (this.leading && Date.now() - this.lastHeld >= this.renewDeadlineMs) {
+          this.leading = false;
+          this.log.warn({ identity: this.o.identity }, 'could not renew the lease in time');
+          this.onLose();
+        }
       }
       if (!this.stopped) this.timer = setTimeout(() => void tick(), this.o.retryMs);
     };
@@ -117,8 +136,12 @@ export class LeaderElector {
     }
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity;
-    const renewed = spec.renewTime === undefined ? 0 : new Date(spec.renewTime).getTime();
-    const expired = renewed + (spec.leaseDurationSeconds ?? leaseSeconds) * 1000 < Date.now();
+    // Expiry by the local clock: the holder's renewTime (written with its clock) is only compared
+    // with what this replica read before; unchanged for the lease duration means expired.
+    const seen = { holder: holder ?? '', renewTime: String(spec.renewTime?.valueOf() ?? '') };
+    if (this.observed?.holder !== seen.holder || this.observed.renewTime !== seen.renewTime)
+      this.observed = { ...seen, at: Date.now() };
+    const expired = this.observed.at + (spec.leaseDurationSeconds ?? leaseSeconds) * 1000 < Date.now();
     if (holder !== undefined && holder !== '' && holder !== identity && !expired) return false;
     const mine = holder === identity;
     const micro = (t: Date | undefined) =>

@@ -18,6 +18,15 @@ const envSchema = z.object({
   TRIAD_OPERATOR_LEASE_SECONDS: z.coerce.number().int().min(2).max(300).default(15),
   TRIAD_OPERATOR_RESYNC_SECONDS: z.coerce.number().positive().default(60),
   TRIAD_OPERATOR_SWEEP_GRACE_SECONDS: z.coerce.number().min(0).default(120),
+  TRIAD_OPERATOR_STEP_NAMESPACES: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== ''),
+    ),
   LOG_LEVEL: z.string().default('info'),
 });
 
@@ -49,6 +58,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
     sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
     namespace: e.TRIAD_OPERATOR_WATCH_NAMESPACE,
+    stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
   });
   const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
   const leaseSeconds = e.TRIAD_OPERATOR_LEASE_SECONDS;

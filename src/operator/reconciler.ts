@@ -10,12 +10,13 @@ import {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { formatLabels } from '../pipelines/labels.ts';
-import { deployment, role, roleBinding, serviceAccount, stepNamespace, tokenSecret } from './resources.ts';
-import { ScaleDownTimer, wantedReplicas } from './scaling.ts';
+import { deployment, role, roleBinding, serviceAccount, tokenSecret } from './resources.ts';
+import { busyInstances, ScaleDownTimer, wantedReplicas } from './scaling.ts';
 import { sweepSteps, markBusyAgents } from './sweeper.ts';
 import type { QueueFigures, RegisteredAgent, TriadApi } from './triad-api.ts';
 import {
   ANNOTATION_AGENT_ID,
+  ANNOTATION_SKIP_DEREGISTRATION,
   FINALIZER,
   GROUP,
   keyOf,
@@ -26,6 +27,8 @@ import {
   PLURAL,
   settings,
   specProblem,
+  stepNamespace,
+  stepNamespaceProblem,
   VERSION,
   type AgentPool,
   type AgentPoolStatus,
@@ -39,6 +42,8 @@ export type ReconcileDeps = {
   queue: (labels: Record<string, string>) => { figures?: QueueFigures; error?: string };
   /** Step pods and claims younger than this are never swept (their claim may be on its way). */
   sweepGraceMs: number;
+  /** Namespaces besides a pool's own where its steps may run (`*`: any). */
+  stepNamespaces: readonly string[];
 };
 
 /**
@@ -92,7 +97,7 @@ export class Reconciler {
         MERGE,
       );
     }
-    const problem = specProblem(pool);
+    const problem = specProblem(pool, this.d.stepNamespaces);
     if (problem !== undefined) {
       await this.writeStatus(pool, {}, [
         cond('Ready', false, 'InvalidSpec', problem),
@@ -134,11 +139,11 @@ export class Reconciler {
     let downAt: number | undefined;
     let wanted = replicas;
     if (q.figures !== undefined) {
-      wanted = wantedReplicas(q.figures, {
-        capacity: s.capacity,
-        min: s.minReplicas,
-        max: s.maxReplicas,
-      });
+      wanted = wantedReplicas(
+        q.figures,
+        { capacity: s.capacity, min: s.minReplicas, max: s.maxReplicas },
+        busyInstances(agent),
+      );
       const decided = this.timer.decide(keyOf(pool), wanted, current, s.scaleDownDelaySeconds * 1000);
       replicas = decided.replicas;
       recheck = decided.recheckInMs;
@@ -147,9 +152,10 @@ export class Reconciler {
     replicas = Math.min(s.maxReplicas, Math.max(s.minReplicas, replicas));
     const d = deployment(pool, replicas, this.d.api.server);
     d.spec!.template.metadata!.annotations = { [ANNOTATION_AGENT_ID]: String(agent.id) };
+    // Busy agents get their deletion cost before a lower replica count lets the ReplicaSet choose.
+    await markBusyAgents(this.core, pool, agent);
     const applied = await this.apply(d);
 
-    await markBusyAgents(this.core, pool, agent);
     await sweepSteps(this.core, pool, stepNamespace(pool), agent, this.d.sweepGraceMs, this.d.log);
 
     const ready = applied.status?.readyReplicas ?? 0;
@@ -226,15 +232,41 @@ export class Reconciler {
     return { id: created.id, name: n.agentName, instances: [], running_pipelines: [] };
   }
 
-  /** Deregisters the pool's agent and deletes what owner references cannot reach, then lets the pool go. */
+  /**
+   * Deregisters the pool's agent and deletes what owner references cannot reach, then lets the pool
+   * go. While the server cannot be asked (down, gone, or refusing the operator's token) the pool
+   * stays, with `Degraded=True/DeregistrationFailed`; the annotation `triad.dev/skip-deregistration:
+   * "true"` lets it go without (the registration is then left on the server, and logged).
+   */
   private async finalize(pool: AgentPool): Promise<void> {
     const meta = pool.metadata!;
     if (!(meta.finalizers ?? []).includes(FINALIZER)) return;
     const n = names(pool);
-    for (const a of (await this.d.api.agents()).filter((x) => x.name === n.agentName)) {
-      await this.d.api.deregister(a.id);
+    if (meta.annotations?.[ANNOTATION_SKIP_DEREGISTRATION] === 'true') {
+      this.d.log.warn(
+        { pool: keyOf(pool), agent: n.agentName, agentId: pool.status?.agentId },
+        'pool deleted with skip-deregistration: its agent is left registered on the server',
+      );
+    } else {
+      try {
+        for (const a of (await this.d.api.agents()).filter((x) => x.name === n.agentName)) {
+          await this.d.api.deregister(a.id);
+        }
+      } catch (err) {
+        const message = `cannot deregister the agent ${n.agentName}: ${err instanceof Error ? err.message : String(err)}; retrying (annotate the pool ${ANNOTATION_SKIP_DEREGISTRATION}=true to delete it without)`;
+        await this.writeStatus(pool, pool.status ?? {}, [
+          cond('Ready', false, 'Deleting', 'the pool is being deleted'),
+          cond('Degraded', true, 'DeregistrationFailed', message),
+        ]).catch(() => undefined);
+        throw err;
+      }
     }
-    if (stepNamespace(pool) !== meta.namespace) {
+    // (never in a namespace the pool was not allowed: nothing was made there, and a Role of that
+    // name would be someone else's)
+    if (
+      stepNamespace(pool) !== meta.namespace &&
+      stepNamespaceProblem(pool, this.d.stepNamespaces) === undefined
+    ) {
       for (const o of [role(pool), roleBinding(pool)]) {
         await this.objects.delete(o).catch((err: unknown) => {
           if (!notFound(err)) throw err;

@@ -18,6 +18,7 @@ import {
   MANAGED_BY,
   names,
   settings,
+  stepNamespace,
   type AgentPool,
 } from './types.ts';
 
@@ -52,11 +53,6 @@ function meta(pool: AgentPool, name: string, namespace = pool.metadata!.namespac
     labels: { ...poolLabels(pool), 'app.kubernetes.io/component': 'agent' },
     ...(sameNamespace ? { ownerReferences: [owner(pool)] } : {}),
   };
-}
-
-/** The namespace where the pool's step pods run. */
-export function stepNamespace(pool: AgentPool): string {
-  return pool.spec.steps?.namespace ?? pool.metadata!.namespace!;
 }
 
 export function serviceAccount(pool: AgentPool): V1ServiceAccount & KubernetesObject {

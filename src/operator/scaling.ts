@@ -1,13 +1,23 @@
 import type { Logger } from 'pino';
-import type { QueueFigures, TriadApi } from './triad-api.ts';
+import type { QueueFigures, RegisteredAgent, TriadApi } from './triad-api.ts';
 
-/** Replicas the work asks for: `clamp(ceil((pending + running) / capacity), min, max)`. */
+/**
+ * Replicas the work asks for: `clamp(max(ceil((pending + running) / capacity), busy), min, max)`.
+ * `busy` is the number of live agents running a pipeline now: the running pipelines may be spread
+ * one per agent, so the pool never goes below it (a scale-down then only removes idle agents).
+ */
 export function wantedReplicas(
   f: { pending: number; running: number },
   p: { capacity: number; min: number; max: number },
+  busy = 0,
 ): number {
-  const need = Math.ceil((f.pending + f.running) / Math.max(1, p.capacity));
+  const need = Math.max(Math.ceil((f.pending + f.running) / Math.max(1, p.capacity)), busy);
   return Math.min(p.max, Math.max(p.min, need));
+}
+
+/** The agent's live instances that run at least one pipeline. */
+export function busyInstances(agent: RegisteredAgent): number {
+  return agent.instances.filter((i) => i.live && i.running_pipelines.length > 0).length;
 }
 
 /**

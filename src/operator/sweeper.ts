@@ -1,8 +1,14 @@
 import type { CoreV1Api, V1ObjectMeta } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { LABEL_AGENT, LABEL_MANAGED_BY, LABEL_PIPELINE, MANAGED_BY } from '../../agent/executors/pod-spec.ts';
+import {
+  LABEL_AGENT,
+  LABEL_MANAGED_BY,
+  LABEL_PIPELINE,
+  MANAGED_BY,
+  labelValue,
+} from '../../agent/executors/pod-spec.ts';
 import type { RegisteredAgent } from './triad-api.ts';
-import { LABEL_POOL, MERGE, names, type AgentPool } from './types.ts';
+import { LABEL_POOL, MERGE, type AgentPool } from './types.ts';
 
 /** Kubernetes' hint to a ReplicaSet scaling down: pods with a lower cost go first. */
 export const DELETION_COST = 'controller.kubernetes.io/pod-deletion-cost';
@@ -35,8 +41,30 @@ export async function markBusyAgents(
   }
 }
 
-const olderThan = (m: V1ObjectMeta | undefined, ms: number) =>
-  m?.creationTimestamp !== undefined && Date.now() - new Date(m.creationTimestamp).getTime() > ms;
+const olderThan = (m: V1ObjectMeta | undefined, ms: number, now: number) =>
+  m?.creationTimestamp !== undefined && now - new Date(m.creationTimestamp).getTime() > ms;
+
+/**
+ * Whether a step pod or claim is a leftover of this agent: its agent label names exactly one of
+ * the agent's own instances (a pool with the same name elsewhere, or one whose name starts like
+ * this pool's, never matches), its pipeline no longer runs on the server, and it is older than
+ * `graceMs`.
+ */
+export function isLeftover(
+  m: V1ObjectMeta | undefined,
+  agent: RegisteredAgent,
+  graceMs: number,
+  now = Date.now(),
+): boolean {
+  const mine = new Set(agent.instances.map((i) => labelValue(i.name)));
+  const owner = m?.labels?.[LABEL_AGENT];
+  return (
+    owner !== undefined &&
+    mine.has(owner) &&
+    !agent.running_pipelines.map(String).includes(m?.labels?.[LABEL_PIPELINE] ?? '') &&
+    olderThan(m, graceMs, now)
+  );
+}
 
 /**
  * Deletes the step pods and workspace claims of the pool's agents whose pipeline no longer runs
@@ -51,13 +79,8 @@ export async function sweepSteps(
   graceMs: number,
   log: Logger,
 ): Promise<number> {
-  const prefix = `${names(pool).agents}-`;
-  const running = new Set(agent.running_pipelines.map(String));
   const labelSelector = `${LABEL_MANAGED_BY}=${MANAGED_BY},${LABEL_PIPELINE}`;
-  const stale = (m: V1ObjectMeta | undefined) =>
-    (m?.labels?.[LABEL_AGENT] ?? '').startsWith(prefix) &&
-    !running.has(m?.labels?.[LABEL_PIPELINE] ?? '') &&
-    olderThan(m, graceMs);
+  const stale = (m: V1ObjectMeta | undefined) => isLeftover(m, agent, graceMs);
   let swept = 0;
   for (const pod of (await core.listNamespacedPod({ namespace, labelSelector })).items) {
     if (!stale(pod.metadata)) continue;

@@ -7,6 +7,7 @@ import {
   type V1ResourceRequirements,
   type V1Toleration,
 } from '@kubernetes/client-node';
+import { MAX_LABELS, validLabelKey, validLabelValue } from '../pipelines/labels.ts';
 
 /** The AgentPool custom resource (`triad.dev/v1alpha1`): its spec, status and the names derived from it. */
 export const GROUP = 'triad.dev';
@@ -100,14 +101,55 @@ export function settings(pool: AgentPool): PoolSettings {
   };
 }
 
-/** What a spec cannot be run with (the schema rejects most of it; this covers objects it let in). */
-export function specProblem(pool: AgentPool): string | undefined {
+/** Annotation on a pool: its deletion skips deregistering the agent (the server is gone for good). */
+export const ANNOTATION_SKIP_DEREGISTRATION = 'triad.dev/skip-deregistration';
+
+/** The namespace where the pool's step pods run. */
+export function stepNamespace(pool: AgentPool): string {
+  return pool.spec.steps?.namespace ?? pool.metadata!.namespace!;
+}
+
+function labelsProblem(what: string, labels: unknown, max: number): string | undefined {
+  if (labels === undefined) return undefined;
+  if (typeof labels !== 'object' || labels === null || Array.isArray(labels))
+    return `${what} must be a map of label keys to values`;
+  const entries = Object.entries(labels);
+  if (entries.length > max) return `${what} has more than ${max} labels`;
+  for (const [k, v] of entries) {
+    if (!validLabelKey(k)) return `${what}: invalid label key ${JSON.stringify(k)}`;
+    if (typeof v !== 'string' || !validLabelValue(v))
+      return `${what}: invalid value ${JSON.stringify(v)} of label ${k}`;
+  }
+  return undefined;
+}
+
+/**
+ * What a spec cannot be run with (the schema rejects most of it; this covers objects it let in and
+ * the operator's own rules). `stepNamespaces`: the namespaces besides the pool's own where its steps
+ * may run (`*`: any); a pool naming another one would make the operator grant its agents pod
+ * creation there.
+ */
+export function specProblem(pool: AgentPool, stepNamespaces: readonly string[] = []): string | undefined {
   const s = settings(pool);
   if (s.maxReplicas < s.minReplicas)
     return `maxReplicas (${s.maxReplicas}) is less than minReplicas (${s.minReplicas})`;
   if (s.capacity < 1) return 'capacity must be at least 1';
   if (typeof s.image !== 'string' || s.image === '') return 'image is required';
-  return undefined;
+  const labels = labelsProblem('labels', pool.spec.labels, MAX_LABELS);
+  if (labels !== undefined) return labels;
+  const podLabels = labelsProblem('podLabels', pool.spec.podLabels, Number.MAX_SAFE_INTEGER);
+  if (podLabels !== undefined) return podLabels;
+  return stepNamespaceProblem(pool, stepNamespaces);
+}
+
+/** Why the pool's step namespace is not allowed (its own, one of `stepNamespaces`, or any with `*`). */
+export function stepNamespaceProblem(pool: AgentPool, stepNamespaces: readonly string[]): string | undefined {
+  const ns = stepNamespace(pool);
+  if (ns === pool.metadata!.namespace || stepNamespaces.includes('*') || stepNamespaces.includes(ns))
+    return undefined;
+  return `steps.namespace ${JSON.stringify(ns)} is not allowed: the operator runs steps only in the pool's own namespace${
+    stepNamespaces.length === 0 ? '' : ` or in ${stepNamespaces.join(', ')}`
+  } (TRIAD_OPERATOR_STEP_NAMESPACES)`;
 }
 
 /** `namespace/name` of an object. */

@@ -1,7 +1,8 @@
 /**
  * The operator's robustness on the real control plane: a replica killed in the middle of a
  * reconcile leaves nothing a restarted one cannot converge from (no dangling registration), and
- * of two replicas only the Lease holder works until it dies.
+ * of two replicas only the Lease holder works until it dies. The operators here run with the
+ * chart's namespaced RBAC (`operator.watchNamespace`): Roles in the namespace, no ClusterRole.
  */
 import { describe, expect, test } from '@jest/globals';
 import { CoordinationV1Api } from '@kubernetes/client-node';
@@ -16,7 +17,7 @@ import {
   waitForPool,
 } from './harness/operator.ts';
 
-const w = operatorWorld('operator-ha', { startOperator: false });
+const w = operatorWorld('operator-ha', { startOperator: false, namespaced: true });
 
 async function holder(): Promise<string | undefined> {
   const api = clients().kc.makeApiClient(CoordinationV1Api);
@@ -30,6 +31,13 @@ const logs = () => w.ops.map((o, i) => `--- operator ${i}\n${o.log().slice(-3000
 
 describe('AgentPool operator replicas', () => {
   test('when the operator is killed in the middle of a reconcile, then a restarted one converges with one registration', async () => {
+    expect(
+      (await kubectl(['get', 'clusterrole', `t-triad-operator-${w.ns}`, '--ignore-not-found', '-o', 'name']))
+        .stdout,
+    ).toBe('');
+    expect((await kubectl(['get', 'role', 't-triad-operator', '-n', w.ns, '-o', 'name'])).stdout.trim()).toBe(
+      'role.rbac.authorization.k8s.io/t-triad-operator',
+    );
     const first = w.operator('first');
     await waitFor('the first operator to lead', async () => (await holder()) === 'first');
     await createPool(w.ns, 'p', { image: 'triad:test', minReplicas: 1, maxReplicas: 2 });
@@ -93,5 +101,39 @@ describe('AgentPool operator replicas', () => {
     );
     await waitForPool(w.ns, 'p', 'observed generation 2', (p) => p.status?.observedGeneration === 2);
     expect(await registered(w.s, w.ns, 'p')).toHaveLength(1);
+  });
+
+  test("when the server refuses the operator during a pool's deletion, then the pool shows DeregistrationFailed, and the skip annotation lets it go", async () => {
+    await w.ops[2]!.kill('SIGKILL');
+    const refused = w.operator('refused', { TRIAD_OPERATOR_TOKEN: 'adm_rotated_away' });
+    await waitFor('the refused operator to lead', async () => (await holder()) === 'refused', 60_000);
+    const [agent] = await registered(w.s, w.ns, 'p');
+    await kubectl(['delete', 'agentpool', 'p', '-n', w.ns, '--wait=false']);
+    const stuck = await waitForPool(
+      w.ns,
+      'p',
+      'DeregistrationFailed',
+      (p) => condition(p, 'Degraded')?.reason === 'DeregistrationFailed',
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${logs()}`);
+    });
+    expect(condition(stuck, 'Degraded')).toMatchObject({ status: 'True' });
+    expect(condition(stuck, 'Degraded')?.message).toMatch(
+      /^cannot deregister the agent agentpool:.*: GET \/api\/v1\/admin\/agents: 401 .*triad.dev\/skip-deregistration=true/,
+    );
+    expect(stuck.metadata.finalizers).toEqual(['triad.dev/agent-registration']);
+
+    await kubectl(['annotate', 'agentpool', 'p', '-n', w.ns, 'triad.dev/skip-deregistration=true']);
+    await waitFor(
+      'the pool gone',
+      async () => (await kubectl(['get', 'agentpool', 'p', '-n', w.ns])).code !== 0,
+      60_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${logs()}`);
+    });
+    expect(refused.log()).toMatch(/skip-deregistration: its agent is left registered/);
+    // left registered, as documented: the administrator deletes it
+    expect((await registered(w.s, w.ns, 'p')).map((a) => a.id)).toEqual([agent.id]);
+    expect((await w.s.admin.delete(`/api/v1/admin/agents/${agent.id}`)).status).toBe(204);
   });
 });

@@ -6,7 +6,7 @@
  * instances); operator-acceptance.test.ts runs a real agent.
  */
 import { describe, expect, test } from '@jest/globals';
-import { clients, kubectlOk, waitFor } from './harness/kube.ts';
+import { clients, kubectlOk, sleep, waitFor } from './harness/kube.ts';
 import { labelled, operatorWorld } from './harness/operator-world.ts';
 import {
   condition,
@@ -33,6 +33,48 @@ describe('AgentPool operator', () => {
       (e: unknown) => e,
     );
     expect(String(neg?.body ?? neg)).toMatch(/minReplicas/);
+  });
+
+  test('when a pool names a step namespace that is not allowed, or invalid labels, then it is InvalidSpec and nothing is made for it', async () => {
+    await createPool(w.ns, 'escape', {
+      image: 'triad:test',
+      minReplicas: 1,
+      steps: { namespace: 'kube-system' },
+    });
+    await createPool(w.ns, 'spaced', { image: 'triad:test', minReplicas: 1, labels: { pool: 'a b' } });
+    const escape = await waitForPool(
+      w.ns,
+      'escape',
+      'InvalidSpec',
+      (p) => condition(p, 'Degraded')?.reason === 'InvalidSpec',
+    ).catch(w.failWithLog);
+    expect(condition(escape, 'Degraded')).toMatchObject({ status: 'True' });
+    expect(condition(escape, 'Degraded')?.message).toMatch(
+      /^steps.namespace "kube-system" is not allowed: the operator runs steps only in the pool's own namespace/,
+    );
+    expect(condition(escape, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    const spaced = await waitForPool(
+      w.ns,
+      'spaced',
+      'InvalidSpec',
+      (p) => condition(p, 'Degraded')?.reason === 'InvalidSpec',
+    ).catch(w.failWithLog);
+    expect(condition(spaced, 'Degraded')?.message).toBe('labels: invalid value "a b" of label pool');
+    const made = await kubectlOk([
+      'get',
+      'role,rolebinding',
+      '-n',
+      'kube-system',
+      '-l',
+      'triad.dev/agent-pool=escape',
+      '-o',
+      'name',
+    ]);
+    expect(made.trim()).toBe('');
+    expect(await deploymentReplicas(w.ns, 'escape')).toBeUndefined();
+    expect(await deploymentReplicas(w.ns, 'spaced')).toBeUndefined();
+    expect(await registered(w.s, w.ns, 'escape')).toEqual([]);
+    for (const name of ['escape', 'spaced']) await deletePool(w.ns, name);
   });
 
   test('when a pool is created, then its objects appear with owner references, it is registered and Ready; deleted objects come back', async () => {
@@ -186,6 +228,58 @@ describe('AgentPool operator', () => {
     expect(condition(p, 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
     expect(await deploymentReplicas(w.ns, 'main')).toBe(1);
     for (const api of apis) expect((await w.owner.client.get(api)).body.status).toBe('success');
+  });
+
+  test('when capacity is 2 and one pipeline is left on each of 2 agents, then the pool keeps both busy agents and only removes one once it is idle', async () => {
+    await createPool(w.ns, 'wide', {
+      image: 'triad:test',
+      minReplicas: 0,
+      maxReplicas: 4,
+      capacity: 2,
+      scaleDownDelaySeconds: 2,
+      labels: { pool: 'wide' },
+    });
+    await Promise.all([1, 2, 3, 4].map(() => w.pushPipeline(labelled('wide'))));
+    await waitForPool(
+      w.ns,
+      'wide',
+      '2 agents ready',
+      (p) => p.status?.desiredReplicas === 2 && p.status?.readyReplicas === 2,
+    ).catch(w.failWithLog);
+    const pods = await agentPods(w.ns, 'wide');
+    expect(pods).toHaveLength(2);
+    const agent = w.s.anon.as((await poolToken(w.ns, 'wide')).token);
+    const claims: Record<string, number[]> = { [pods[0]!]: [], [pods[1]!]: [] };
+    for (const pod of [...pods, ...pods]) {
+      const r = await agent.post('/api/v1/ci/poll?labels=pool=wide', undefined, {
+        'X-Svc-Agent-Instance': pod,
+      });
+      expect(r.status).toBe(200);
+      claims[pod]!.push(r.body.pipeline_id);
+    }
+    await waitForPool(w.ns, 'wide', 'running 4', (p) => p.status?.running === 4);
+
+    // one pipeline finishes on each agent: 2 running, one per agent; the figures alone ask for 1
+    for (const pod of pods)
+      await agent.put(`/api/v1/ci/pipelines/${claims[pod]![0]}/status`, { status: 'success' });
+    await waitForPool(w.ns, 'wide', 'running 2', (p) => p.status?.running === 2);
+    await sleep(6000); // three times the scale-down delay
+    const kept = await getPool(w.ns, 'wide');
+    expect(kept.status.desiredReplicas).toBe(2);
+    expect(condition(kept, 'Scaling')).toMatchObject({ reason: 'Stable' });
+    expect(await deploymentReplicas(w.ns, 'wide')).toBe(2);
+    expect(await agentPods(w.ns, 'wide')).toEqual(pods);
+
+    // the first agent is idle now: it is the one that goes
+    await agent.put(`/api/v1/ci/pipelines/${claims[pods[0]!]![1]}/status`, { status: 'success' });
+    await waitFor('1 replica', async () => (await deploymentReplicas(w.ns, 'wide')) === 1, 60_000, 100).catch(
+      w.failWithLog,
+    );
+    await waitFor('1 agent pod', async () => (await agentPods(w.ns, 'wide')).length === 1);
+    expect(await agentPods(w.ns, 'wide')).toEqual([pods[1]]);
+    await agent.put(`/api/v1/ci/pipelines/${claims[pods[1]!]![1]}/status`, { status: 'success' });
+    await waitForPool(w.ns, 'wide', 'back to zero', (x) => x.status?.desiredReplicas === 0);
+    await deletePool(w.ns, 'wide');
   });
 
   test('when a step pod of a finished pipeline is left behind, then the operator sweeps it', async () => {

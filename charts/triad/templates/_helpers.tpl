@@ -59,3 +59,41 @@ app.kubernetes.io/component: agent
 {{- define "triad.serverUrl" -}}
 {{- printf "http://%s.%s.svc:%v" (include "triad.fullname" .) .Release.Namespace .Values.service.port -}}
 {{- end -}}
+
+{{- define "triad.operatorRules" -}}
+# What the operator does, and nothing else: it reads and patches pools (finalizer, status), writes
+# its objects by server-side apply (create + patch), deletes a pool's step Role in another
+# namespace, patches agent pods' deletion cost and deletes leftover step pods and claims. Pods
+# (create, watch), pods/log and claims (create) are here because Kubernetes only lets it grant a
+# pool's step Role the permissions it holds itself.
+- apiGroups: [triad.dev]
+  resources: [agentpools]
+  verbs: [get, list, watch, patch]
+- apiGroups: [triad.dev]
+  resources: [agentpools/status]
+  verbs: [get, patch]
+- apiGroups: [triad.dev]
+  resources: [agentpools/finalizers]
+  verbs: [update]
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [get, list, watch, create, patch]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, list, watch, create, patch]
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [get, create, patch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, create, delete]
+{{- end -}}

@@ -24,8 +24,8 @@ export type OperatorWorld = {
   ns: string;
   /** Every operator started so far (`operator()`), the first one is the default. */
   ops: OperatorProcess[];
-  /** Starts a `triad operator` on this namespace, as the chart's service account. */
-  operator: (identity?: string) => OperatorProcess;
+  /** Starts a `triad operator` on this namespace, as the chart's service account (`env` added). */
+  operator: (identity?: string, env?: Record<string, string>) => OperatorProcess;
   /** Throws `err` with the tail of the operators' logs (for `.catch(w.failWithLog)`). */
   failWithLog: (err: unknown) => never;
   /** Pushes `.pipeline.yml` with `file` to a new git repository; its first pipeline's API path. */
@@ -34,19 +34,24 @@ export type OperatorWorld = {
 
 /**
  * Registers the `beforeAll`/`afterAll` of a file. The returned object is filled in by `beforeAll`;
- * with `startOperator` (the default) one operator runs from the start.
+ * with `startOperator` (the default) one operator runs from the start; `namespaced`: the chart's
+ * namespaced RBAC (`operator.watchNamespace`) instead of its ClusterRole.
  */
-export function operatorWorld(prefix: string, opts: { startOperator?: boolean } = {}): OperatorWorld {
+export function operatorWorld(
+  prefix: string,
+  opts: { startOperator?: boolean; namespaced?: boolean } = {},
+): OperatorWorld {
   let kubeconfig = '';
   const w = {
     ops: [] as OperatorProcess[],
-    operator: (identity?: string) => {
+    operator: (identity?: string, env?: Record<string, string>) => {
       const o = startOperator({
         server: w.s.url,
         token: w.s.adminToken,
         namespace: w.ns,
         kubeconfig,
         identity,
+        env,
       });
       w.ops.push(o);
       return o;
@@ -69,7 +74,7 @@ export function operatorWorld(prefix: string, opts: { startOperator?: boolean } 
     w.org = await w.s.newOrg(w.owner);
     w.ns = await newNamespace(prefix);
     await installAgentPoolCrd();
-    kubeconfig = await operatorRbac(w.ns);
+    kubeconfig = await operatorRbac(w.ns, opts.namespaced);
     if (opts.startOperator !== false) w.operator();
   });
 

@@ -158,8 +158,11 @@ export async function poolToken(
 
 const RBAC_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 
-/** The chart's operator RBAC for a release `t` in `namespace`, applied; returns the operator's kubeconfig. */
-export async function operatorRbac(namespace: string): Promise<string> {
+/**
+ * The chart's operator RBAC for a release `t` in `namespace`, applied (`namespaced`: with
+ * `operator.watchNamespace` set to it, Roles instead of a ClusterRole); returns the operator's kubeconfig.
+ */
+export async function operatorRbac(namespace: string, namespaced = false): Promise<string> {
   const out = await helmOk([
     'template',
     't',
@@ -170,6 +173,7 @@ export async function operatorRbac(namespace: string): Promise<string> {
     'agent.mode=operator',
     '--set',
     'secrets.adminToken=x',
+    ...(namespaced ? ['--set', `operator.watchNamespace=${namespace}`] : []),
     '--show-only',
     'templates/operator.yaml',
   ]);
