@@ -35,7 +35,7 @@ const HG = '/usr/bin/hg';
 const WORK = path.join(import.meta.dirname, '.work', 'contents', values.source);
 
 const pct = (sorted: number[], p: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 const repos = await generateRepos(WORK, Number(values.source));
 const server = await startBenchServer('clone-flood');
@@ -131,11 +131,11 @@ try {
   for (const e of new Set(other.map((o) => o.err)).values()) console.log(`  other: ${e}`);
   if (refused[0]) console.log(`  503 message: ${refused[0].err}`);
   console.log(
-    `API idle (${base.length} sequential): p50 ${f(pct(base, 50))} ms, p99 ${f(pct(base, 99))} ms, max ${f(base.at(-1)!)} ms`,
+    `API idle (${base.length} sequential): p50 ${f(pct(base, 50))} ms, p99 ${f(pct(base, 99))} ms, max ${f(base.at(-1) ?? NaN)} ms`,
   );
   console.log(
     `API during flood (${sorted.length} requests, one every ${INTERVAL} ms): p50 ${f(pct(sorted, 50))} ms, ` +
-      `p99 ${f(pct(sorted, 99))} ms, max ${f(sorted.at(-1)!)} ms, > 1 s: ${sorted.filter((x) => x > 1000).length}, ` +
+      `p99 ${f(pct(sorted, 99))} ms, max ${f(sorted.at(-1) ?? NaN)} ms, > 1 s: ${sorted.filter((x) => x > 1000).length}, ` +
       `errors ${apiErrors}`,
   );
   console.log(
