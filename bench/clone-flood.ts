@@ -14,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { apiCaller, startBenchServer } from './lib/server.ts';
@@ -82,6 +83,11 @@ try {
   }
 
   const load0 = os.loadavg();
+  // The server runs in this process: its event-loop delay and CPU time during the flood tell a
+  // blocked or busy server from one starved of CPU by the clone processes.
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const cpu0 = process.cpuUsage();
   const timer = setInterval(sample, INTERVAL);
   const cloneRoot = path.join(dir, 'clones');
   await fs.mkdir(cloneRoot);
@@ -111,6 +117,8 @@ try {
     ),
   );
   const flood = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  loop.disable();
   await new Promise((r) => setTimeout(r, 1000));
   clearInterval(timer);
   await Promise.all(inflight);
@@ -137,6 +145,11 @@ try {
     `API during flood (${sorted.length} requests, one every ${INTERVAL} ms): p50 ${f(pct(sorted, 50))} ms, ` +
       `p99 ${f(pct(sorted, 99))} ms, max ${f(sorted.at(-1) ?? NaN)} ms, > 1 s: ${sorted.filter((x) => x > 1000).length}, ` +
       `errors ${apiErrors}`,
+  );
+  console.log(
+    `server process during the flood: CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s of ${flood.toFixed(1)} s, ` +
+      `event-loop delay p50 ${(loop.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(loop.percentile(99) / 1e6).toFixed(0)} ms, ` +
+      `max ${(loop.max / 1e6).toFixed(0)} ms`,
   );
   console.log(
     `load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}; ` +
