@@ -1,0 +1,233 @@
+/**
+ * Issue 17 goal "A 60 MB file: raw download <= 1.5x git cat-file / hg cat / fossil cat time;
+ * other reads of that repository unaffected; server RSS growth < 64 MB". For each kind: a public
+ * repository whose storage gets one commit with a README and a `--mb` MB file of random bytes
+ * (committed straight into the storage, as the contents tests do), then
+ * - `--runs` times, alternating: the native command into /dev/null on the same storage
+ *   (`git cat-file blob`, `hg cat -r tip`, `fossil cat -r tip`) and an anonymous
+ *   `GET /api/v1/repos/bench/raw-<kind>/raw/big.bin` with the full body read and counted;
+ * - sequential root tree reads of the same repository, idle, then while downloads run;
+ * - the RSS of the process before the downloads, its peak during them and after (the server runs
+ *   in this process, so the figure includes the benchmark's HTTP client, which only counts bytes;
+ *   the reader and cat processes are separate processes and not included).
+ *
+ *   npm run bench:raw [-- --mb 60] [--runs 5] [--kinds git,hg,fossil]
+ */
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { apiCaller, startBenchServer } from './lib/server.ts';
+import { ENV } from './repos.ts';
+import type { VcsKind } from '../src/vcs/index.ts';
+
+const exec = promisify(execFile);
+const { values } = parseArgs({
+  options: {
+    mb: { type: 'string', default: '60' },
+    runs: { type: 'string', default: '5' },
+    kinds: { type: 'string', default: 'git,hg,fossil' },
+    tree: { type: 'string', default: '30' },
+  },
+});
+const MB = Number(values.mb);
+const RUNS = Number(values.runs);
+const TREE = Number(values.tree);
+const KINDS = values.kinds.split(',') as VcsKind[];
+const HG = '/usr/bin/hg';
+
+const run = (cmd: string, args: string[], cwd: string) =>
+  exec(cmd, args, { cwd, env: ENV, maxBuffer: 64 * 1024 * 1024 });
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
+};
+const rssMb = () => process.memoryUsage().rss / 1024 / 1024;
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+
+/** One commit with README.md and big.bin into the stored repository `store`. */
+async function populate(kind: VcsKind, store: string, work: string, big: string): Promise<void> {
+  await fs.mkdir(work, { recursive: true });
+  const write = async () => {
+    await fs.writeFile(path.join(work, 'README.md'), 'raw download benchmark\n');
+    await fs.copyFile(big, path.join(work, 'big.bin'));
+  };
+  if (kind === 'git') {
+    await run('git', ['init', '-q', '-b', 'main', '.'], work);
+    await write();
+    await run('git', ['add', '.'], work);
+    await run(
+      'git',
+      ['-c', 'user.name=Bench', '-c', 'user.email=b@example.test', 'commit', '-q', '-m', 'big'],
+      work,
+    );
+    await run('git', ['push', '-q', store, 'main'], work);
+  } else if (kind === 'hg') {
+    await run(HG, ['init', '.'], work);
+    await write();
+    await run(HG, ['add', '-q'], work);
+    await run(HG, ['commit', '-u', 'bench', '-m', 'big'], work);
+    await run(HG, ['push', '-q', store], work);
+  } else {
+    await run('fossil', ['open', '--force', store], work);
+    await run('fossil', ['user', 'default', 'triad'], work);
+    await write();
+    await run('fossil', ['add', '.'], work);
+    await run('fossil', ['commit', '--no-warnings', '-m', 'big'], work);
+    await run('fossil', ['close', '--force'], work);
+  }
+}
+
+/** The native read of big.bin at tip into /dev/null, in seconds. */
+async function native(kind: VcsKind, store: string, cwd: string): Promise<number> {
+  const [cmd, args] =
+    kind === 'git'
+      ? ['git', ['--git-dir', store, 'cat-file', 'blob', 'HEAD:big.bin']]
+      : kind === 'hg'
+        ? [HG, ['-R', store, 'cat', '-r', 'tip', 'big.bin']]
+        : ['fossil', ['cat', '-R', store, '-r', 'tip', 'big.bin']];
+  const out = await fs.open('/dev/null', 'w');
+  const t = performance.now();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      // hg cat takes the path relative to the working directory: run it in the repository.
+      const where = kind === 'hg' ? store : cwd;
+      const child = spawn(cmd, args, {
+        cwd: where,
+        env: ENV,
+        stdio: ['ignore', out.fd, 'inherit'],
+      });
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
+    });
+  } finally {
+    await out.close();
+  }
+  return (performance.now() - t) / 1000;
+}
+
+/** An anonymous raw download with the body read to the end, in seconds. */
+async function download(url: string, size: number): Promise<number> {
+  const t = performance.now();
+  const r = await fetch(url);
+  if (r.status !== 200 || !r.body) throw new Error(`raw: ${r.status}`);
+  let n = 0;
+  for await (const chunk of r.body) n += (chunk as Uint8Array).length;
+  if (n !== size) throw new Error(`raw: ${n} bytes, expected ${size}`);
+  return (performance.now() - t) / 1000;
+}
+
+async function treeRead(url: string): Promise<number> {
+  const t = performance.now();
+  const r = await fetch(url);
+  await r.arrayBuffer();
+  if (r.status !== 200) throw new Error(`tree: ${r.status}`);
+  return performance.now() - t;
+}
+
+const server = await startBenchServer('raw');
+const { running, token, dir } = server;
+const call = apiCaller(running.url, token);
+type Row = {
+  kind: VcsKind;
+  native: number;
+  triad: number;
+  treeIdle: number[];
+  treeBusy: number[];
+  rss: [number, number, number];
+};
+const rows: Row[] = [];
+const load0 = os.loadavg();
+gc();
+const rssStart = rssMb();
+try {
+  await call('POST', '/api/v1/orgs', { name: 'bench' });
+  const size = MB * 1024 * 1024;
+  // Written once to a file, so that the 60 MB are not held in this process (its RSS is measured).
+  const big = path.join(dir, 'big.bin');
+  const out = await fs.open(big, 'w');
+  for (let i = 0; i < MB; i++) await out.write(randomBytes(1024 * 1024));
+  await out.close();
+  for (const kind of KINDS) {
+    const name = `raw-${kind}`;
+    const created = await call('POST', '/api/v1/orgs/bench/repos', { name, vcs: kind });
+    const store = running.services.repos.path({ id: created.data.id as number, vcs: kind });
+    await populate(kind, store, path.join(dir, `work-${kind}`), big);
+    const raw = `${running.url}/api/v1/repos/bench/${name}/raw/big.bin`;
+    const tree = `${running.url}/api/v1/repos/bench/${name}/tree`;
+
+    for (let i = 0; i < 10; i++) await treeRead(tree); // warm the reader
+    await download(raw, size); // warm (not counted)
+    await native(kind, store, dir);
+    gc();
+    const rssBefore = rssMb();
+    let rssPeak = rssBefore;
+    const rssTimer = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb())), 20);
+
+    const nat: number[] = [];
+    const tri: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      nat.push(await native(kind, store, dir));
+      tri.push(await download(raw, size));
+    }
+    const treeIdle: number[] = [];
+    for (let i = 0; i < TREE; i++) treeIdle.push(await treeRead(tree));
+    // Tree reads while downloads run back to back (at least TREE reads, at least one download).
+    const treeBusy: number[] = [];
+    let downloading = true;
+    const downloads = (async () => {
+      do await download(raw, size);
+      while (treeBusy.length < TREE);
+      downloading = false;
+    })();
+    await new Promise((r) => setTimeout(r, 50)); // the download has started
+    while (downloading) treeBusy.push(await treeRead(tree));
+    await downloads;
+    clearInterval(rssTimer);
+    gc();
+    await new Promise((r) => setTimeout(r, 500));
+    const row: Row = {
+      kind,
+      native: median(nat),
+      triad: median(tri),
+      treeIdle,
+      treeBusy,
+      rss: [rssBefore, rssPeak, rssMb()],
+    };
+    rows.push(row);
+    console.log(
+      `${kind}: native ${row.native.toFixed(3)} s [${nat.map((x) => x.toFixed(2)).join(' ')}], ` +
+        `raw ${row.triad.toFixed(3)} s [${tri.map((x) => x.toFixed(2)).join(' ')}], ratio ${(row.triad / row.native).toFixed(2)}; ` +
+        `tree idle p50 ${pct(treeIdle, 50).toFixed(1)} max ${Math.max(...treeIdle).toFixed(1)} ms, ` +
+        `during downloads (${treeBusy.length}) p50 ${pct(treeBusy, 50).toFixed(1)} max ${Math.max(...treeBusy).toFixed(1)} ms; ` +
+        `RSS ${row.rss.map((x) => x.toFixed(0)).join(' -> ')} MB (before, peak, after)`,
+    );
+  }
+  gc();
+  await new Promise((r) => setTimeout(r, 1000));
+  console.log(
+    `RSS after server start ${rssStart.toFixed(0)} MB, at the end (after gc) ${rssMb().toFixed(0)} MB`,
+  );
+} finally {
+  await server.close();
+}
+const load1 = os.loadavg();
+console.log(
+  `load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}; ` +
+    `${os.cpus().length} CPUs, ${MB} MB random file, median of ${RUNS}`,
+);
+console.log(
+  '\n| VCS | native cat (s) | raw download (s) | ratio | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
+);
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const r of rows) {
+  console.log(
+    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ` +
+      `${pct(r.treeIdle, 50).toFixed(1)} / ${Math.max(...r.treeIdle).toFixed(1)} | ` +
+      `${pct(r.treeBusy, 50).toFixed(1)} / ${Math.max(...r.treeBusy).toFixed(1)} (n=${r.treeBusy.length}) | ` +
+      `${r.rss.map((x) => x.toFixed(0)).join(' / ')} |`,
+  );
+}
