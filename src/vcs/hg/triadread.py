@@ -12,6 +12,10 @@ _orders = {}
 # kept across commands in this process; tags are looked up per read since they can move.
 _manifests = {}
 _entries = {}
+# file sizes by (path, file node): a node names one content for good, so entries never go stale.
+# Mercurial reads a file's whole first revision to answer its size (it looks for copy metadata),
+# which made every tree listing beside a large file as slow as reading that file.
+_sizes = {}
 
 
 def _remember(cache, key, value, limit):
@@ -27,6 +31,14 @@ def _manifest(ctx):
     if mf is None:
         mf = ctx.manifest()
     return _remember(_manifests, key, mf, 16)
+
+
+def _size(ctx, path, fnode):
+    key = (path, fnode)
+    size = _sizes.get(key)
+    if size is None:
+        size = _remember(_sizes, key, ctx.filectx(path, fileid=fnode).size(), 100000)
+    return size
 
 
 def _s(b):
@@ -89,7 +101,7 @@ def _answer(ui, repo, op, rev, *args):
             if slash >= 0:
                 dirs.add(rest[:slash])
             else:
-                files.append([_s(rest), ctx.filectx(f, fileid=mf[f]).size()])
+                files.append([_s(rest), _size(ctx, f, mf[f])])
         if not files and not dirs and not prefix:
             return _out(ui, {'error': 'empty', 'entries': []})
         return _out(ui, {'dirs': sorted(_s(d) for d in dirs), 'files': files})
