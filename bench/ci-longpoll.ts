@@ -6,11 +6,9 @@
  *
  *   npm run bench:ci [-- --iterations 200]
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { pushPipeline } from './lib/git.ts';
 import { startBenchServer } from './lib/server.ts';
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' } } });
@@ -33,31 +31,14 @@ const call = async (method: string, p: string, auth: string, body?: unknown) => 
 try {
   await call('POST', '/api/v1/orgs', token, { name: 'bench' });
   await call('POST', '/api/v1/orgs/bench/repos', token, { name: 'ci', vcs: 'git' });
-  const work = path.join(dir, 'work');
-  // async: the server answering the push runs in this process
-  const git = (...a: string[]) =>
-    promisify(execFile)('git', a, {
-      cwd: work,
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 'b',
-        GIT_AUTHOR_EMAIL: 'b@b',
-        GIT_COMMITTER_NAME: 'b',
-        GIT_COMMITTER_EMAIL: 'b@b',
-      },
-    });
-  await fs.mkdir(work);
-  await git('init', '-q', '-b', 'main');
-  await fs.writeFile(
-    path.join(work, '.pipeline.yml'),
-    'steps:\n  - name: s\n    image: alpine\n    commands: ["true"]\n',
-  );
-  await git('add', '.');
-  await git('commit', '-q', '-m', 'ci');
-  const url = new URL(`${base}/bench/ci`);
-  url.username = 'x';
-  url.password = token;
-  await git('push', '-q', url.toString(), 'main');
+  await pushPipeline({
+    base,
+    token,
+    org: 'bench',
+    repo: 'ci',
+    work: path.join(dir, 'work'),
+    pipelineFile: 'steps:\n  - name: s\n    image: alpine\n    commands: ["true"]\n',
+  });
   const agent = (await call('POST', '/api/v1/admin/agents', token, { name: 'bench' })).body!.data
     .token as string;
   await call('POST', '/api/v1/ci/poll', agent); // claims pipeline 1

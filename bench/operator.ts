@@ -12,10 +12,10 @@
  *   npm run bench:operator [-- --samples 15]
  */
 import { execFile, spawn } from 'node:child_process';
-import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { CustomObjectsApi, KubeConfig, Watch, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import { pushPipeline } from './lib/git.ts';
 import { startBenchServer } from './lib/server.ts';
 import { buildTools } from '../scripts/tools/build.ts';
 import { toolPath } from '../scripts/tools/tools.ts';
@@ -60,28 +60,15 @@ const run = (cmd: string, env: Record<string, string>) => {
 /** A git repository with a pipeline file of the pool's labels, pushed; its pipeline 1 is queued. */
 async function repo(name: string, pool: string): Promise<void> {
   await call('POST', '/api/v1/orgs/bench/repos', { name, vcs: 'git' });
-  const work = path.join(dir, name);
-  const git = (...a: string[]) =>
-    promisify(execFile)('git', a, {
-      cwd: work,
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 'b',
-        GIT_AUTHOR_EMAIL: 'b@b',
-        GIT_COMMITTER_NAME: 'b',
-        GIT_COMMITTER_EMAIL: 'b@b',
-      },
-    });
-  await fs.mkdir(work);
-  await git('init', '-q', '-b', 'main');
-  const file = `labels: {pool: ${pool}}\nsteps:\n  - name: s\n    image: alpine\n    commands: ["true"]\n`;
-  await fs.writeFile(path.join(work, '.pipeline.yml'), file);
-  await git('add', '.');
-  await git('commit', '-q', '-m', 'ci');
-  const url = new URL(`${base}/bench/${name}`);
-  url.username = 'x';
-  url.password = admin;
-  await git('push', '-q', url.toString(), 'main');
+  const pipelineFile = `labels: {pool: ${pool}}\nsteps:\n  - name: s\n    image: alpine\n    commands: ["true"]\n`;
+  await pushPipeline({
+    base,
+    token: admin,
+    org: 'bench',
+    repo: name,
+    work: path.join(dir, name),
+    pipelineFile,
+  });
 }
 
 async function pool(name: string, spec: Record<string, unknown>): Promise<void> {

@@ -56,6 +56,9 @@ describe('pull request API', () => {
     const badStatus = await s.anon.get(`${pulls()}?status=all`);
     expect(badStatus.status).toBe(400);
     expect((await s.anon.get(`${pulls()}?status=open`)).body.pagination.total).toBe(0);
+    // the spec's Limits: per_page defaults to 30 and is at most 100
+    expect((await s.anon.get(pulls())).body.pagination).toMatchObject({ page: 1, per_page: 30 });
+    expect((await s.anon.get(`${pulls()}?per_page=500`)).body.pagination.per_page).toBe(100);
   });
 
   test('when the roles try each operation, then the permission matrix holds', async () => {
