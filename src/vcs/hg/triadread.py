@@ -3,7 +3,7 @@ answers one contents read (a JSON line, then for "blob" the raw file bytes)."""
 import json
 import os
 
-from mercurial import commandserver, error, match as matchmod, node as nodemod, patch, registrar, scmutil
+from mercurial import commandserver, context, error, extensions, match as matchmod, node as nodemod, patch, registrar, scmutil
 
 cmdtable = {}
 command = registrar.command(cmdtable)
@@ -183,9 +183,15 @@ def _capped_diff(ui, repo, ctx, filemax, totalmax):
             state['cut'].append(_s(path))
 
     opts = patch.diffallopts(ui, {b'git': True})
-    match = None if not big else matchmod.exact([f for f in files if f not in big])
+    # The status is computed once and handed on (diffhunks would compute it again), without the
+    # files shown by header only. Copies are only ever recorded on files new to the parent, so
+    # without added files there is nothing for copy tracing to find.
+    keep = lambda fs: [f for f in fs if f not in big]
+    changes = [keep(st.modified), keep(st.added), keep(st.removed)]
+    copy = None if changes[1] else {}
     pending = sorted(big)
-    for fctx1, fctx2, hdr, hunks in patch.diffhunks(repo, p1, ctx, match=match, opts=opts):
+    hunks_of = patch.diffhunks(repo, p1, ctx, changes=changes, opts=opts, copy=copy) if any(changes) else []
+    for fctx1, fctx2, hdr, hunks in hunks_of:
         path = (fctx2 if fctx2 is not None else fctx1).path()
         while pending and pending[0] < path:
             f = pending.pop(0)
@@ -251,8 +257,18 @@ def _serverread(self):
     self.cresult.write(out)
 
 
+def _filedata(orig, self):
+    # A committed file context names one content for good: a diff asks for it twice (whether it
+    # is binary, then the lines), which made Mercurial rebuild it from its deltas twice.
+    data = self.__dict__.get('_triaddata')
+    if data is None:
+        data = self._triaddata = orig(self)
+    return data
+
+
 def uisetup(ui):
     commandserver.server.capabilities[b'triadread'] = _serverread
+    extensions.wrapfunction(context.filectx, 'data', _filedata)
 
 
 def _prefixmatcher(repo, path):
