@@ -21,7 +21,7 @@ const TRIADCAT = fileURLToPath(new URL('./triadcat.py', import.meta.url));
 
 /**
  * Mercurial: command servers with Triad's extensions for reads (triadread.py) and operations
- * (triadops.py), hgweb (hgweb.py) for the wire protocol.
+ * (triadops.py), hgweb (hgweb.py) for the wire protocol, triadcat.py for raw file downloads.
  */
 export const hgDriver: VcsDriver = {
   kind: 'hg',
