@@ -116,6 +116,15 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     }
   }, 120_000);
 
+  test('when an empty file is asked for, then it is an empty text/plain body of length 0', async () => {
+    const id = await addCommit(vcs, store, { 'empty.txt': '' });
+    const r = await get(`${base}/raw/empty.txt?rev=${id}`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(r.headers.get('content-length')).toBe('0');
+    expect(await r.text()).toBe('');
+  }, 120_000);
+
   test('when a file is asked for at an older revision, then its length and bytes are those of that revision', async () => {
     // README.md is 'hello\n' at c1 and 'hello\nworld\n' from c2 on (Fossil keeps the older one
     // as a delta against the newer)
