@@ -5,11 +5,14 @@
  * (committed straight into the storage, as the contents tests do), then
  * - `--runs` times, alternating: the native command into /dev/null on the same storage
  *   (`git cat-file blob`, `hg cat -r tip`, `fossil cat -r tip`) and an anonymous
- *   `GET /api/v1/repos/bench/raw-<kind>/raw/big.bin` with the full body read and counted;
+ *   `GET /api/v1/repos/bench/raw-<kind>/raw/big.bin` by `curl` (a process of its own, as a user's
+ *   client is; the body to /dev/null, its length checked); both timed from spawn to exit;
+ * - the server's CPU time per download (user + system of this process, which runs the server and
+ *   only waits for curl meanwhile), and that of the repository's pooled reader process (a file
+ *   the reader reads shows there; it should read none of it);
  * - sequential root tree reads of the same repository, idle, then while downloads run;
  * - the RSS of the process before the downloads, its peak during them and after (the server runs
- *   in this process, so the figure includes the benchmark's HTTP client, which only counts bytes;
- *   the reader and cat processes are separate processes and not included).
+ *   in this process; the clients, the reader and cat processes are separate and not included).
  *
  *   npm run bench:raw [-- --mb 60] [--runs 5] [--kinds git,hg,fossil]
  */
@@ -109,15 +112,48 @@ async function native(kind: VcsKind, store: string, cwd: string): Promise<number
   return (performance.now() - t) / 1000;
 }
 
-/** An anonymous raw download with the body read to the end, in seconds. */
-async function download(url: string, size: number): Promise<number> {
+/** The server's CPU time (user + system) so far, in ms: the server runs in this process. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** The pooled reader process of `store` (git cat-file --batch-command, hg serve, fossil sql). */
+async function readerPid(store: string): Promise<number | undefined> {
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const args = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (!args.includes(store)) continue;
+    const line = args.join(' ');
+    if (/--batch-command|extensions\.triadread=|(^|\/)fossil sql/.test(line)) return Number(pid);
+  }
+  return undefined;
+}
+
+/** CPU time (user + system) of a process in ms, from /proc/<pid>/stat (10 ms resolution). */
+async function procCpuMs(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return NaN;
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+/** An anonymous raw download by curl, body to /dev/null and its length checked: seconds, server CPU ms. */
+async function download(url: string, size: number): Promise<{ s: number; cpu: number }> {
+  const cpu = cpuMs();
   const t = performance.now();
-  const r = await fetch(url);
-  if (r.status !== 200 || !r.body) throw new Error(`raw: ${r.status}`);
-  let n = 0;
-  for await (const chunk of r.body) n += (chunk as Uint8Array).length;
-  if (n !== size) throw new Error(`raw: ${n} bytes, expected ${size}`);
-  return (performance.now() - t) / 1000;
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{size_download}', url], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let text = '';
+    child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`curl exited ${code}`))));
+  });
+  const elapsed = (performance.now() - t) / 1000;
+  if (out !== `200 ${size}`) throw new Error(`raw: ${out}, expected 200 ${size}`);
+  return { s: elapsed, cpu: cpuMs() - cpu };
 }
 
 async function treeRead(url: string): Promise<number> {
@@ -135,6 +171,8 @@ type Row = {
   kind: VcsKind;
   native: number;
   triad: number;
+  cpu: number;
+  readerCpu: number;
   treeIdle: number[];
   treeBusy: number[];
   rss: [number, number, number];
@@ -169,9 +207,16 @@ try {
 
     const nat: number[] = [];
     const tri: number[] = [];
+    const cpu: number[] = [];
+    const readerCpu: number[] = [];
+    const reader = await readerPid(store);
     for (let i = 0; i < RUNS; i++) {
       nat.push(await native(kind, store, dir));
-      tri.push(await download(raw, size));
+      const r0 = await procCpuMs(reader);
+      const d = await download(raw, size);
+      readerCpu.push((await procCpuMs(reader)) - r0);
+      tri.push(d.s);
+      cpu.push(d.cpu);
     }
     const treeIdle: number[] = [];
     for (let i = 0; i < TREE; i++) treeIdle.push(await treeRead(tree));
@@ -193,6 +238,8 @@ try {
       kind,
       native: median(nat),
       triad: median(tri),
+      cpu: median(cpu),
+      readerCpu: median(readerCpu),
       treeIdle,
       treeBusy,
       rss: [rssBefore, rssPeak, rssMb()],
@@ -201,6 +248,8 @@ try {
     console.log(
       `${kind}: native ${row.native.toFixed(3)} s [${nat.map((x) => x.toFixed(2)).join(' ')}], ` +
         `raw ${row.triad.toFixed(3)} s [${tri.map((x) => x.toFixed(2)).join(' ')}], ratio ${(row.triad / row.native).toFixed(2)}; ` +
+        `server CPU per download ${row.cpu.toFixed(0)} ms [${cpu.map((x) => x.toFixed(0)).join(' ')}], ` +
+        `pooled reader (pid ${reader ?? '?'}) ${row.readerCpu.toFixed(0)} ms [${readerCpu.join(' ')}]; ` +
         `tree idle p50 ${pct(treeIdle, 50).toFixed(1)} max ${Math.max(...treeIdle).toFixed(1)} ms, ` +
         `during downloads (${treeBusy.length}) p50 ${pct(treeBusy, 50).toFixed(1)} max ${Math.max(...treeBusy).toFixed(1)} ms; ` +
         `RSS ${row.rss.map((x) => x.toFixed(0)).join(' -> ')} MB (before, peak, after)`,
@@ -220,12 +269,12 @@ console.log(
     `${os.cpus().length} CPUs, ${MB} MB random file, median of ${RUNS}`,
 );
 console.log(
-  '\n| VCS | native cat (s) | raw download (s) | ratio | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
+  '\n| VCS | native cat (s) | raw download (s) | ratio | server / pooled reader CPU per download (ms) | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   console.log(
-    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ` +
+    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ${r.cpu.toFixed(0)} / ${r.readerCpu.toFixed(0)} | ` +
       `${pct(r.treeIdle, 50).toFixed(1)} / ${Math.max(...r.treeIdle).toFixed(1)} | ` +
       `${pct(r.treeBusy, 50).toFixed(1)} / ${Math.max(...r.treeBusy).toFixed(1)} (n=${r.treeBusy.length}) | ` +
       `${r.rss.map((x) => x.toFixed(0)).join(' / ')} |`,

@@ -6,6 +6,7 @@ import { pageQuery, type Page } from '../http/pagination.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
 import {
   BadPath,
+  blobContent,
   DEFAULT_LIMITS,
   normalisePath,
   plausibleRev,
@@ -118,8 +119,10 @@ export class ContentsService {
 
   /**
    * A file's bytes at a revision, whole, for streaming: the pooled reader resolves the revision
-   * to a commit and checks the file (its size and whether its start is text); the bytes come from
-   * a process of their own (`catFile`), at that commit.
+   * and checks the file (the same 404s as a blob read) without reading it; the bytes come from a
+   * process of their own (`catFile`), at that commit, which also tells the size when the reader
+   * could not, and whose first bytes decide whether the file is text. The file is read once,
+   * and the repository's reader is not held while it is.
    */
   async raw(target: RepoTarget, rawPath: unknown, rev: string) {
     const p = ContentsService.path(rawPath);
@@ -127,17 +130,13 @@ export class ContentsService {
     if (p === '') throw ApiError.notFound('file');
     const w = await this.location(target);
     const reader = this.pool.get(w.vcs, w.path);
-    const commit = await this.read(async () => {
-      const id = await reader.resolve(r);
-      if (id === undefined) await reader.blob(r, p, 1); // throws the precise 404 (empty, revision)
-      if (id === undefined) throw new ReadNotFound('revision');
-      return id;
-    });
-    const probe = await this.read(() => reader.blob(commit, p, RAW_SNIFF_BYTES));
+    const { commit, size } = await this.read(() => reader.file(r, p));
+    const file = await driverFor(w.vcs).catFile(w.path, commit, p, { size, head: RAW_SNIFF_BYTES });
+    const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
     return {
-      size: probe.size,
-      contentType: probe.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
-      body: driverFor(w.vcs).catFile(w.path, commit, p),
+      size: file.size,
+      contentType: sniff.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
+      body: file.body,
     };
   }
 

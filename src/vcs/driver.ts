@@ -18,7 +18,7 @@
  * documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs of a
  * merge and `InvalidRefName` for a tag name the VCS refuses.
  */
-import type { ArchiveFormat } from './stream.ts';
+import type { ArchiveFormat, OpenedFile } from './stream.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import type { RepoReader } from './reader.ts';
@@ -118,11 +118,18 @@ export interface VcsDriver {
   fileAt(dir: string, rev: string, file: string): Promise<string | undefined>;
 
   /**
-   * A file's bytes at a commit (a full id the reader resolved; the file known to exist), streamed
-   * from a process of its own (`commandStream`, stream.ts), so a large file neither sits in memory
-   * nor holds the repository's pooled reader. Stopping early kills the process.
+   * A file's bytes at a commit (a full id the reader resolved; the file known to exist, `size`
+   * as `RepoReader.file` answered it), streamed from a process of its own (`openFile`,
+   * stream.ts), so a large file neither sits in memory nor holds the repository's pooled reader,
+   * and is read once. Answers when the size and the first `head` bytes are known; ending the
+   * body early kills the process.
    */
-  catFile(dir: string, commit: string, file: string): AsyncIterable<Buffer>;
+  catFile(
+    dir: string,
+    commit: string,
+    file: string,
+    known: { size: number | undefined; head: number },
+  ): Promise<OpenedFile>;
 
   /**
    * The files of commit `commit` (a full id, resolved by the caller) as a gzipped tarball or a

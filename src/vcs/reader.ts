@@ -64,6 +64,13 @@ export interface RepoReader {
   tree(rev: string, path: string): Promise<TreeEntry[]>;
   /** At most `maxBytes` of content (default `DEFAULT_LIMITS.blobMaxBytes`); larger files are cut. */
   blob(rev: string, path: string, maxBytes?: number): Promise<BlobContent>;
+  /**
+   * For a raw download: resolves the revision and checks that the path names a file there
+   * (`ReadNotFound` as `blob` throws it), without reading the file. `commit` is the full id;
+   * `size` the file's size when the reader knows it cheaply (Git: the object header; Fossil: the
+   * blob table), undefined when only reading the file tells it (Mercurial).
+   */
+  file(rev: string, path: string): Promise<{ commit: string; size: number | undefined }>;
   log(rev: string, page: number, perPage: number): Promise<LogPage>;
   /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
   changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;

@@ -64,3 +64,84 @@ export async function* fileOutputStream(
     await fs.rm(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * A file's bytes from a process of its own, opened: `size` and the first `head` bytes are known
+ * before anything is sent (a response's Content-Length and type come from them); `body` gives
+ * every byte, the head included. Ending `body` early (its `return`, as a stream pipeline does
+ * for a client gone) kills the process, also when `body` was never read.
+ */
+export type OpenedFile = { size: number; head: Buffer; body: AsyncIterable<Buffer> };
+
+/**
+ * Opens a file's bytes from `source` (a `commandStream`): with `size` given (the reader knew it),
+ * the output is the bytes; without it, the output's first line is the size in decimal, then the
+ * bytes (as triadcat.py writes them). Reads until the first `head` bytes (or all of a shorter
+ * file) are there. A process that writes more or fewer bytes than the size ends `body` with an
+ * error (the response is cut short, never wrong).
+ */
+export async function openFile(
+  source: AsyncIterable<Buffer>,
+  opts: { size?: number; head: number; what: string },
+): Promise<OpenedFile> {
+  const it = source[Symbol.asyncIterator]();
+  const chunks: Buffer[] = [];
+  let have = 0;
+  let size = opts.size;
+  let sent = 0;
+  const fail = async (message: string): Promise<never> => {
+    await it.return?.();
+    throw new Error(`${opts.what}: ${message}`);
+  };
+  try {
+    let line = Buffer.alloc(0);
+    while (size === undefined) {
+      const r = await it.next();
+      if (r.done === true) return await fail('no size line');
+      line = Buffer.concat([line, r.value]);
+      const nl = line.indexOf(10);
+      if (nl < 0) {
+        if (line.length > 32) return await fail('no size line');
+        continue;
+      }
+      const text = line.toString('latin1', 0, nl);
+      if (!/^\d{1,15}$/.test(text)) return await fail(`bad size line ${JSON.stringify(text.slice(0, 40))}`);
+      size = Number(text);
+      if (nl + 1 < line.length) chunks.push(line.subarray(nl + 1));
+      have = line.length - nl - 1;
+    }
+    while (have < Math.min(opts.head, size)) {
+      const r = await it.next();
+      if (r.done === true) break; // short: reported when `body` ends
+      chunks.push(r.value);
+      have += r.value.length;
+    }
+  } catch (e) {
+    await it.return?.();
+    throw e;
+  }
+  const total = size;
+  const pending = [...chunks];
+  const count = async (r: IteratorResult<Buffer>): Promise<IteratorResult<Buffer>> => {
+    if (r.done === true) {
+      if (sent !== total) await fail(`${sent} bytes, ${total} announced`);
+      return r;
+    }
+    sent += r.value.length;
+    if (sent > total) await fail(`more than the ${total} bytes announced`);
+    return r;
+  };
+  const body: AsyncIterableIterator<Buffer> = {
+    [Symbol.asyncIterator]: () => body,
+    next: async () => {
+      const first = pending.shift();
+      return count(first !== undefined ? { done: false, value: first } : await it.next());
+    },
+    return: async () => {
+      await it.return?.();
+      return { done: true, value: undefined };
+    },
+  };
+  const head = Buffer.concat(chunks, have);
+  return { size: total, head: head.subarray(0, Math.min(opts.head, head.length)), body };
+}

@@ -1,5 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { addCommit, LOGO, MAIN_C1, populate, type Fixture } from './contents-fixture.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
@@ -112,6 +116,63 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     }
   }, 120_000);
 
+  test('when an empty file is asked for, then it is an empty text/plain body of length 0', async () => {
+    const id = await addCommit(vcs, store, { 'empty.txt': '' });
+    const r = await get(`${base}/raw/empty.txt?rev=${id}`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(r.headers.get('content-length')).toBe('0');
+    expect(await r.text()).toBe('');
+  }, 120_000);
+
+  test('when a file is asked for at an older revision, then its length and bytes are those of that revision', async () => {
+    // README.md is 'hello\n' at c1 and 'hello\nworld\n' from c2 on (Fossil keeps the older one
+    // as a delta against the newer)
+    for (const [rev, body] of [
+      [fx.c1, 'hello\n'],
+      [fx.c2, 'hello\nworld\n'],
+      [big, 'hello\nworld\n'],
+    ] as const) {
+      const r = await get(`${base}/raw/README.md?rev=${rev}`);
+      expect({ rev, status: r.status, length: r.headers.get('content-length') }).toEqual({
+        rev,
+        status: 200,
+        length: String(Buffer.byteLength(body)),
+      });
+      expect(await r.text()).toBe(body);
+    }
+    const before = await get(`${base}/raw/big/blob.bin?rev=${fx.c3}`);
+    expect(before.status).toBe(404);
+  });
+
+  test('when the client goes away in the middle of a 60 MB download, then no process is left reading the file', async () => {
+    const url = new URL(`${s.url}${base}/raw/big/blob.bin`);
+    const req = await new Promise<http.ClientRequest>((resolve, reject) => {
+      const q = http.get(url, (res) => {
+        expect(res.statusCode).toBe(200);
+        res.once('data', () => {
+          res.pause();
+          resolve(q);
+        });
+      });
+      q.on('error', reject);
+    });
+    // the download is under way: its process is there, held by the unread body
+    expect(await catProcesses(store)).toHaveLength(1);
+    req.on('error', () => undefined);
+    req.destroy();
+    // the reading process (not the repository's pooled reader) ends; generous wait on a loaded machine
+    let left = await catProcesses(store);
+    for (let i = 0; i < 200 && left.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      left = await catProcesses(store);
+    }
+    expect(left).toEqual([]);
+    // and the file still downloads whole
+    const r = await get(`${base}/raw/big/blob.bin`);
+    expect(Buffer.from(await r.arrayBuffer()).length).toBe(BIG.length);
+  }, 120_000);
+
   test('when the repository was just created, then 404 as the blob read answers ("repository is empty"; Fossil: its initial check-in has no files)', async () => {
     const empty = await newRepo(vcs);
     const r = await get(`${empty.base}/raw/README.md`);
@@ -123,5 +184,80 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     });
     const blob = await get(`${empty.base}/blob/README.md`);
     expect(await blob.json()).toEqual(body);
+  });
+});
+
+/** Command lines of the processes reading a file of `store` for a raw download (not the pooled readers). */
+async function catProcesses(store: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmd = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    const args = cmd.split('\0');
+    if (!args.includes(store) && !args.some((a) => a.startsWith(store))) continue;
+    const line = args.join(' ');
+    if (/cat-file blob|triadcat\.py| cat -R /.test(line)) out.push(line);
+  }
+  return out;
+}
+
+describe('hg: raw files whose stored revision is not the bytes', () => {
+  let base: string;
+  let store: string;
+  let head: string;
+  beforeAll(async () => {
+    const repo = await newRepo('hg');
+    base = repo.base;
+    store = repo.store;
+    const work = await tempDir('triad-raw-hg-');
+    const hg = (args: string[]) => ok('/usr/bin/hg', args, work);
+    try {
+      await hg(['init', '.']);
+      await writeFile(work, 'orig.bin', Buffer.concat([Buffer.from([0, 1, 2]), randomBytes(5000)]));
+      // data that starts with the bytes of Mercurial's metadata marker: stored behind an empty
+      // metadata block, so the stored revision is 4 bytes longer than the file
+      await writeFile(work, 'meta.txt', '\u0001\nnot metadata\n');
+      await hg(['add', '-q']);
+      await hg(['commit', '-m', 'first']);
+      // the first revision of copied.bin and moved.txt carries copy metadata
+      await hg(['copy', 'orig.bin', 'copied.bin']);
+      await hg(['rename', 'meta.txt', 'moved.txt']);
+      await writeFile(work, 'moved.txt', '\u0001\nmoved and changed\n');
+      await hg(['commit', '-m', 'copy and rename']);
+      await hg(['push', '-q', store]);
+      head = (await hg(['log', '-r', 'tip', '-T', '{node}'])).trim();
+    } finally {
+      await fs.rm(work, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  test.each([
+    ['copied.bin', 'application/octet-stream'],
+    ['moved.txt', 'text/plain; charset=utf-8'],
+    ['orig.bin', 'application/octet-stream'],
+  ])(
+    'when %s is asked for, then its length and bytes are exactly what `hg cat` prints',
+    async (file, type) => {
+      const cat = await new Promise<Buffer>((resolve, reject) => {
+        execFile(
+          '/usr/bin/hg',
+          ['-R', store, 'cat', '-r', head, `path:${file}`],
+          { encoding: 'buffer', env: { ...process.env, HGPLAIN: '1', HGRCPATH: '' } },
+          (err, stdout) => (err !== null ? reject(new Error(err.message)) : resolve(stdout)),
+        );
+      });
+      const r = await get(`${base}/raw/${file}`);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe(type);
+      expect(r.headers.get('content-length')).toBe(String(cat.length));
+      expect(Buffer.from(await r.arrayBuffer())).toEqual(cat);
+    },
+  );
+
+  test('when a file starting with the bytes \\1\\n is asked for at its first revision, then those are its bytes', async () => {
+    const r = await get(`${base}/raw/meta.txt?rev=0`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-length')).toBe(String(Buffer.byteLength('\u0001\nnot metadata\n')));
+    expect(await r.text()).toBe('\u0001\nnot metadata\n');
   });
 });

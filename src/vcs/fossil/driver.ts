@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream, fileOutputStream } from '../stream.ts';
+import { commandStream, fileOutputStream, openFile } from '../stream.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -35,9 +35,13 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
-  catFile: (dir, commit, file) =>
-    commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env),
+  // The reader knows the size from the blob table. `--` ends the options: a file named `-x` or
+  // `--args` is a file name, not an option.
+  catFile: (dir, commit, file, { size, head }) => {
+    if (size === undefined) throw new Error('fossil: a raw read needs the size the reader answered');
+    const out = commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env);
+    return openFile(out, { size, head, what: 'fossil cat' });
+  },
   archive: (file, commit, format, prefix) =>
     fileOutputStream(
       FOSSIL.bin,

@@ -177,6 +177,24 @@ export class FossilReader implements RepoReader {
     return blobContent(p, data, Math.max(r.file[0], data.length), max);
   }
 
+  /** The size is the blob table's (the artifact's full size, however it is stored). */
+  async file(rev: string, p: string): Promise<{ commit: string; size: number | undefined }> {
+    if (p === '') {
+      await this.rid(rev);
+      throw new ReadNotFound('file');
+    }
+    const r = await this.query<{ uuid: string | null; size: number | null }>(
+      `SELECT json_object('uuid', c.uuid,
+        'size', (SELECT b.size FROM files_of_checkin(c.uuid) f JOIN blob b ON b.uuid = f.uuid
+           WHERE f.filename = ${sqlText(p)}))
+       FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
+    );
+    if (r === undefined || r.uuid === null) throw new ReadNotFound('revision');
+    if (r.size === null) throw new ReadNotFound('path');
+    // -1: a phantom (content not in this repository); `fossil cat` fails on it
+    return { commit: r.uuid, size: r.size < 0 ? undefined : r.size };
+  }
+
   private entry(row: Row): LogEntry {
     return {
       id: row.uuid,

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream } from '../stream.ts';
+import { commandStream, openFile } from '../stream.ts';
 import { GIT } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -29,8 +29,12 @@ export const gitDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  catFile: (dir, commit, file) =>
-    commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env),
+  // The reader knows the size from the object's header (`cat-file --batch-command` info).
+  catFile: (dir, commit, file, { size, head }) => {
+    if (size === undefined) throw new Error('git: a raw read needs the size the reader answered');
+    const out = commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env);
+    return openFile(out, { size, head, what: 'git cat-file' });
+  },
   archive: (dir, commit, format, prefix) =>
     commandStream(
       GIT.bin,

@@ -276,6 +276,15 @@ export class GitReader implements RepoReader {
     return blobContent(p, Buffer.from(obj.data), obj.size, maxBytes);
   }
 
+  async file(rev: string, p: string): Promise<{ commit: string; size: number }> {
+    const id = await this.mustResolve(rev);
+    if (p === '') throw new ReadNotFound('file');
+    const info = await this.one('info', `${id}:${p}`);
+    if (info === undefined) throw new ReadNotFound('path');
+    if (info.type !== 'blob') throw new ReadNotFound('file');
+    return { commit: id, size: info.size };
+  }
+
   /** Ancestors of a commit newest first, in `git log` order (cached per commit: history is immutable). */
   private async order(id: string): Promise<string[]> {
     const hit = this.orders.get(id);

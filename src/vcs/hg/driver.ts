@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream } from '../stream.ts';
+import { fileURLToPath } from 'node:url';
+import { commandStream, openFile } from '../stream.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -16,9 +17,11 @@ async function exists(p: string): Promise<boolean> {
     .catch(() => false);
 }
 
+const TRIADCAT = fileURLToPath(new URL('./triadcat.py', import.meta.url));
+
 /**
  * Mercurial: command servers with Triad's extensions for reads (triadread.py) and operations
- * (triadops.py), hgweb (hgweb.py) for the wire protocol.
+ * (triadops.py), hgweb (hgweb.py) for the wire protocol, triadcat.py for raw file downloads.
  */
 export const hgDriver: VcsDriver = {
   kind: 'hg',
@@ -43,9 +46,10 @@ export const hgDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  // `path:` makes the file relative to the repository root, not the working directory
-  catFile: (dir, commit, file) =>
-    commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env),
+  // triadcat.py writes the size of the file's data (a first revision's size needs the whole
+  // revision in Mercurial: copy metadata), then the data, as `hg cat` prints it.
+  catFile: (dir, commit, file, { head }) =>
+    openFile(commandStream(HG.python, [TRIADCAT, dir, commit, file], HG.env), { head, what: 'hg triadcat' }),
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
   archive: (dir, commit, format, prefix) =>
     commandStream(

@@ -106,6 +106,14 @@ export class HgReader implements RepoReader {
     return blobContent(p, Buffer.from(rest), answer.size ?? rest.length, max);
   }
 
+  /** The size is left to the raw read (triadcat.py): here it could cost the whole revision. */
+  async file(rev: string, p: string): Promise<{ commit: string; size: undefined }> {
+    if (p === '') throw new ReadNotFound('file');
+    const { answer } = await this.read('file', rev, p);
+    if (answer.id === undefined) throw new Error('hg triadread file: no id');
+    return { commit: answer.id, size: undefined };
+  }
+
   private entry(e: Entry): LogEntry {
     return {
       id: e.id,

@@ -116,6 +116,13 @@ def _answer(ui, repo, op, rev, *args):
         if 0 <= limit < size:
             data = data[:limit]
         return _out(ui, {'ok': True, 'size': size}, data)
+    if op == b'file':
+        # a raw download's check: the file exists (its data is read by triadcat.py, once)
+        path = args[0]
+        mf = _manifest(ctx)
+        if path not in mf:
+            return _out(ui, {'error': 'file' if mf.hasdir(path) else 'path'})
+        return _out(ui, {'id': _s(ctx.hex())})
     if op == b'log':
         offset, limit = int(args[0]), int(args[1])
         cl = repo.changelog
