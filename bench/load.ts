@@ -13,10 +13,12 @@
  * `--seconds` against Triad and then against the bare server. Printed: requests per second,
  * p50/p99 latency, errors, and the CPU time the serving process spent per request (from
  * /proc/<pid>/stat: independent of how busy the machine is), then Triad's memory (RSS, and the
- * V8 heap and external memory from its /metrics) before, right after, and `--settle` seconds
- * after the load, with no forced garbage collection.
+ * V8 heap and external memory from its /metrics) at rest after the setup, after a short warm-up
+ * round, right after the load, and every 10 s for `--settle` seconds, with no forced garbage
+ * collection.
  *
- *   npm run bench:load [-- --seconds 5 --issues 300 --settle 60 --server-args "--cpu-prof"]
+ *   npm run bench:load [-- --seconds 5 --issues 300 --settle 60 --reads issues,blob --connections 50,200]
+ *   npm run bench:load -- --server-args="--cpu-prof --cpu-prof-dir=/tmp/prof"   (profile Triad)
  */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -40,6 +42,8 @@ const { values } = parseArgs({
     reads: { type: 'string', default: 'issues,blob' },
     /** Extra node options for the Triad process (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
     'server-args': { type: 'string', default: '' },
+    /** Extra environment of the Triad process, `KEY=value` (repeatable). */
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 const ROOT = path.join(import.meta.dirname, '..');
@@ -60,6 +64,9 @@ const triad = spawn(process.execPath, [...serverArgs, 'src/cli.ts', 'serve'], {
     TRIAD_EMBEDDED_AGENT: 'off',
     LOG_LEVEL: 'warn',
     TRIAD_LOG_REQUESTS: 'false',
+    ...Object.fromEntries(
+      values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    ),
   },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
@@ -78,7 +85,9 @@ async function cpu(pid: number): Promise<number> {
   return (Number(stat[11]) + Number(stat[12])) / 100; // utime, stime in clock ticks (100/s)
 }
 /** Triad's memory in MB: RSS (from /proc), V8 heap used and total, external (from /metrics). */
-async function memory(): Promise<{ rss: number; heapUsed: number; heapTotal: number; external: number }> {
+async function memory(): Promise<
+  Record<'rss' | 'heapUsed' | 'heapTotal' | 'external' | 'newSpace' | 'oldSpace', number>
+> {
   const status = await fs.readFile(`/proc/${triad.pid}/status`, 'utf8');
   const text = await (await fetch(`${base}/metrics`)).text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN);
@@ -88,10 +97,12 @@ async function memory(): Promise<{ rss: number; heapUsed: number; heapTotal: num
     heapUsed: mb(metric('triad_nodejs_heap_size_used_bytes')),
     heapTotal: mb(metric('triad_nodejs_heap_size_total_bytes')),
     external: mb(metric('triad_nodejs_external_memory_bytes')),
+    newSpace: mb(metric('triad_nodejs_heap_space_size_total_bytes\\{space="new"\\}')),
+    oldSpace: mb(metric('triad_nodejs_heap_space_size_total_bytes\\{space="old"\\}')),
   };
 }
 const show = (m: Awaited<ReturnType<typeof memory>>) =>
-  `RSS ${m.rss} MB (V8 heap ${m.heapUsed} used / ${m.heapTotal} total, external ${m.external})`;
+  `RSS ${m.rss} MB (V8 heap ${m.heapUsed} used / ${m.heapTotal} total, of which new space ${m.newSpace} and old space ${m.oldSpace}; external ${m.external})`;
 
 type Result = {
   requests: { average: number; total: number };
@@ -178,9 +189,10 @@ try {
       bare: '/blob',
     },
   ].filter((c) => values.reads.split(',').includes(c.key));
-  // One short round first, so code compiled once and pools opened once are not counted as growth.
+  // Memory at rest after the setup, then after one short round (code compiled once, pools opened).
+  const start = await memory();
   for (const c of cases) await cannon(`${base}${c.triad}`, 10, triad.pid!);
-  const before = await memory();
+  const warm = await memory();
   console.log(
     '| Read | Connections | Triad req/s | bare req/s | ratio | Triad p50 / p99 (ms) | bare p50 / p99 (ms) | CPU ms per request (Triad / bare) | errors or non-2xx (Triad / bare) |',
   );
@@ -195,12 +207,15 @@ try {
     }
   }
   const after = await memory();
-  await new Promise((r) => setTimeout(r, Number(values.settle) * 1000));
-  const settled = await memory();
-  console.log(`\nTriad's memory before the load (after a warm-up round): ${show(before)}`);
+  console.log(`\nTriad's memory at rest after the setup: ${show(start)}`);
+  console.log(`after a warm-up round (10 connections): ${show(warm)}`);
   console.log(`right after the load: ${show(after)}`);
-  console.log(`${values.settle} s later: ${show(settled)}`);
-  console.log(`settled / before: ${(settled.rss / before.rss).toFixed(2)}`);
+  const settle = Number(values.settle);
+  for (let t = 10; t <= settle; t += 10) {
+    await new Promise((r) => setTimeout(r, 10_000));
+    const m = await memory();
+    console.log(`${t} s later: ${show(m)}; RSS ${(m.rss / start.rss).toFixed(2)} of its level at rest`);
+  }
 } finally {
   await stop(bare);
   await stop(triad);
