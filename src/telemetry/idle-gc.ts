@@ -5,10 +5,13 @@ import type { Logger } from 'pino';
 type GcFunction = (options?: { type?: 'major'; execution?: 'sync'; flavor?: 'last-resort' }) => void;
 
 /**
- * V8's collector function, taken once from a fresh context with `--expose-gc` set just for it
- * (the flag is cleared again, so no other context sees a `gc` global).
+ * V8's collector function: the global one when the process was started with `--expose-gc`,
+ * else taken once from a fresh context with the flag set just for it (and cleared again, so no
+ * other context gets a `gc` global).
  */
 function collector(): GcFunction {
+  const exposed = (globalThis as { gc?: GcFunction }).gc; // started with --expose-gc
+  if (exposed !== undefined) return exposed;
   v8.setFlagsFromString('--expose-gc');
   try {
     return vm.runInNewContext('gc') as GcFunction;
