@@ -69,6 +69,7 @@ const envSchema = z.object({
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
   TRIAD_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1000),
+  TRIAD_IDLE_GC_SECONDS: z.coerce.number().min(0).max(3600).default(10),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   OTEL_SERVICE_NAME: z.string().default('triad'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -130,6 +131,8 @@ export type Config = {
   shutdownTimeoutMs: number;
   /** Open HTTP connections at most; more are closed on arrival (`server.maxConnections`). */
   maxConnections: number;
+  /** Quiet time after requests before a grown V8 heap is collected and given back (0: never). */
+  idleGcMs: number;
   otlpEndpoint: string | undefined;
   serviceName: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
@@ -214,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     maxConnections: e.TRIAD_MAX_CONNECTIONS,
+    idleGcMs: e.TRIAD_IDLE_GC_SECONDS * 1000,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     serviceName: e.OTEL_SERVICE_NAME,
     logLevel: e.LOG_LEVEL,

@@ -10,6 +10,7 @@ import { closeDriverProcesses } from './vcs/index.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { IdleCollector } from './telemetry/idle-gc.ts';
 import { RequestContext } from '@mikro-orm/core';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -101,6 +102,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     [],
   );
   server.on('drop', () => dropped.inc());
+  // After a burst of requests, the heap V8 grew to is given back once the server is quiet.
+  const idleGc = new IdleCollector({ idleMs: config.idleGcMs, log });
+  server.on('request', () => idleGc.request());
   try {
     if (config.admin !== undefined) {
       const admin = config.admin;
@@ -129,6 +133,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       if (first !== undefined) opts.onFirstAdmin(first.user.username, first.token);
     }
   } catch (e) {
+    idleGc.stop();
     return abandon(e, services, server);
   }
   const port = (server.address() as AddressInfo).port;
@@ -167,6 +172,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await drained;
       clearTimeout(hard);
       log.debug('shutdown: HTTP connections closed');
+      idleGc.stop();
       services.readers.close();
       services.releases.stop();
       services.ops.close();

@@ -9,6 +9,9 @@ export function textArray(values: readonly string[]): string {
 const PG_TIMESTAMP =
   /^(\d{4,})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(\.\d+)?(?:([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?|Z)?( BC)?$/;
 
+/** PostgreSQL's text form of a UTC `timestamptz` with a four-digit year (`2026-11-25 15:20:00.123456+00`). */
+const PG_UTC = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?\+00$/;
+
 /**
  * A `timestamptz` as read through MikroORM (PostgreSQL's text form, e.g.
  * `0020-02-29 00:00:00+00`) or a Date, as an ISO 8601 UTC string. JavaScript's own date parser
@@ -16,6 +19,10 @@ const PG_TIMESTAMP =
  */
 export function isoTime(v: Date | string): string {
   if (v instanceof Date) return v.toISOString();
+  // The common form (a UTC session, a four-digit year) is rewritten as text, without Dates: a
+  // page of issues has sixty of them.
+  const utc = PG_UTC.exec(v);
+  if (utc !== null) return `${utc[1]}T${utc[2]}.${(utc[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
   const m = PG_TIMESTAMP.exec(v);
   if (m === null) return new Date(v).toISOString();
   const [, y, mo, d, h, mi, s, frac, sign, oh, om, os, bc] = m;

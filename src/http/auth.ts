@@ -82,6 +82,8 @@ export interface Directory {
   agentByTokenHash(hash: string): Promise<{ id: number; name: string } | undefined>;
   orgByName(name: string): Promise<OrgRef | undefined>;
   repoByName(org: OrgRef, name: string): Promise<RepoRef | undefined>;
+  /** The repository and its organization by their names, in one lookup (undefined if either is missing). */
+  repoByNames(orgName: string, repoName: string): Promise<RepoTarget | undefined>;
   role(orgId: number, userId: number): Promise<Role | undefined>;
 }
 
@@ -195,11 +197,10 @@ export class Access {
     repoName: string,
     needs: RepoNeeds = {},
   ): Promise<{ org: OrgRef; repo: RepoRef }> {
-    const org = await this.dir.orgByName(orgName);
-    const repo = org === undefined ? undefined : await this.dir.repoByName(org, repoName);
-    if (org === undefined || repo === undefined || !(await this.canSee(repo))) {
-      throw ApiError.notFound('repository');
-    }
+    // Looked up afresh on every request (never cached): a repository made private is private at once.
+    const found = await this.dir.repoByNames(orgName, repoName);
+    if (found === undefined || !(await this.canSee(found.repo))) throw ApiError.notFound('repository');
+    const { org, repo } = found;
     const readOnly =
       needs.role === undefined &&
       needs.authenticated !== true &&

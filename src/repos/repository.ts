@@ -1,5 +1,5 @@
 import { count, first, one, namesById, type Db } from '../db/query.ts';
-import type { PrivateShown, RepoRef } from '../http/auth.ts';
+import type { PrivateShown, RepoRef, RepoTarget } from '../http/auth.ts';
 import type { VcsKind } from '../vcs/index.ts';
 
 /** The queries of repository records (table `repos`; contents live in the VCS storage). */
@@ -30,6 +30,23 @@ export function refByName(db: Db, orgId: number, name: string): Promise<RepoRef 
     orgId,
     name,
   ]);
+}
+
+/**
+ * A repository and its organization by their names (both case-insensitive), in one statement:
+ * what every request on a repository route looks up first.
+ */
+export async function targetByNames(db: Db, orgName: string, name: string): Promise<RepoTarget | undefined> {
+  const row = await first<RepoRef & { orgName: string }>(
+    db,
+    `select r.id, r.org_id as "orgId", r.name, r.is_private as "isPrivate", o.name as "orgName"
+       from orgs o join repos r on r.org_id = o.id
+      where lower(o.name) = lower(?) and lower(r.name) = lower(?)`,
+    [orgName, name],
+  );
+  if (row === undefined) return undefined;
+  const { orgName: org, ...repo } = row;
+  return { org: { id: repo.orgId, name: org }, repo };
 }
 
 export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { OrgRef, PrivateShown, RepoRef } from '../http/auth.ts';
+import type { OrgRef, PrivateShown, RepoRef, RepoTarget } from '../http/auth.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { driverFor, removeRepository, repoPath } from '../vcs/index.ts';
@@ -63,6 +63,11 @@ export class ReposService {
 
   async ref(org: OrgRef, name: string): Promise<RepoRef | undefined> {
     return db.refByName(this.em(), org.id, name);
+  }
+
+  /** The repository `orgName/name` and its organization (one statement), or undefined. */
+  async target(orgName: string, name: string): Promise<RepoTarget | undefined> {
+    return db.targetByNames(this.em(), orgName, name);
   }
 
   async get(id: number): Promise<RepoRow> {

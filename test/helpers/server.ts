@@ -111,6 +111,9 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     TRIAD_LOG_REQUESTS: 'false',
     // spooled bodies and CGI scripts go with the data directory, which close() removes
     TRIAD_TRANSPORT_SPOOL_DIR: path.join(dataDir, 'spool'),
+    // In-process servers share the test runner's heap: the idle collection (test/unit/idle-gc)
+    // would collect all of it; servers started as processes keep the default.
+    TRIAD_IDLE_GC_SECONDS: '0',
     ...env,
   });
   const running = await startServer(config);
