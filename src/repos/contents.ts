@@ -51,11 +51,14 @@ export class ContentsService {
   private readonly where = new Map<number, { vcs: VcsKind; path: string }>();
 
   private readonly limits: ContentLimits;
+  /** Niceness added to the raw download processes (`TRIAD_BACKEND_NICE`). */
+  private readonly nice: number;
 
-  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS) {
+  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS, nice = 0) {
     this.repos = repos;
     this.pool = pool;
     this.limits = limits;
+    this.nice = nice;
   }
 
   private async location({ repo }: RepoTarget): Promise<{ vcs: VcsKind; path: string }> {
@@ -137,7 +140,7 @@ export class ContentsService {
     return {
       size: probe.size,
       contentType: probe.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
-      body: driverFor(w.vcs).catFile(w.path, commit, p),
+      body: driverFor(w.vcs).catFile(w.path, commit, p, this.nice),
     };
   }
 
@@ -170,8 +173,9 @@ export function contentRoutes(
   repos: ReposService,
   pool: ReaderPool,
   limits: ContentLimits = DEFAULT_LIMITS,
+  nice = 0,
 ): ContentsService {
-  const svc = new ContentsService(repos, pool, limits);
+  const svc = new ContentsService(repos, pool, limits, nice);
   const READ = { scope: 'repo:read' } as const;
   const tree = {
     repo: READ,

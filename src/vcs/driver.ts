@@ -120,15 +120,23 @@ export interface VcsDriver {
   /**
    * A file's bytes at a commit (a full id the reader resolved; the file known to exist), streamed
    * from a process of its own (`commandStream`, stream.ts), so a large file neither sits in memory
-   * nor holds the repository's pooled reader. Stopping early kills the process.
+   * nor holds the repository's pooled reader. Stopping early kills the process. The process runs
+   * `nice` niceness steps below the server (priority.ts).
    */
-  catFile(dir: string, commit: string, file: string): AsyncIterable<Buffer>;
+  catFile(dir: string, commit: string, file: string, nice: number): AsyncIterable<Buffer>;
 
   /**
    * The files of commit `commit` (a full id, resolved by the caller) as a gzipped tarball or a
-   * zip whose entries lie below `prefix/`, streamed as the VCS writes it. No lock (a read).
+   * zip whose entries lie below `prefix/`, streamed as the VCS writes it. No lock (a read). Runs
+   * `nice` niceness steps below the server, like `catFile`.
    */
-  archive(dir: string, commit: string, format: ArchiveFormat, prefix: string): AsyncIterable<Buffer>;
+  archive(
+    dir: string,
+    commit: string,
+    format: ArchiveFormat,
+    prefix: string,
+    nice: number,
+  ): AsyncIterable<Buffer>;
 
   /**
    * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need

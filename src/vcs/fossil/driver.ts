@@ -36,13 +36,14 @@ export const fossilDriver: VcsDriver = {
   moves,
   fileAt,
   // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
-  catFile: (dir, commit, file) =>
-    commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env),
-  archive: (file, commit, format, prefix) =>
+  catFile: (dir, commit, file, nice) =>
+    commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env, nice),
+  archive: (file, commit, format, prefix, nice) =>
     fileOutputStream(
       FOSSIL.bin,
       (out) => [format === 'zip' ? 'zip' : 'tarball', commit, out, '-R', file, '--name', prefix],
       FOSSIL.env,
+      nice,
     ),
   createOps: (opts) => new FossilOps(opts),
 };

@@ -29,13 +29,14 @@ export const gitDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  catFile: (dir, commit, file) =>
-    commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env),
-  archive: (dir, commit, format, prefix) =>
+  catFile: (dir, commit, file, nice) =>
+    commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env, nice),
+  archive: (dir, commit, format, prefix, nice) =>
     commandStream(
       GIT.bin,
       ['-C', dir, 'archive', `--format=${format}`, `--prefix=${prefix}/`, commit],
       GIT.env,
+      nice,
     ),
   createOps: (opts) => new GitOps(opts),
 };

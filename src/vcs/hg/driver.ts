@@ -44,10 +44,10 @@ export const hgDriver: VcsDriver = {
   moves,
   fileAt,
   // `path:` makes the file relative to the repository root, not the working directory
-  catFile: (dir, commit, file) =>
-    commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env),
+  catFile: (dir, commit, file, nice) =>
+    commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env, nice),
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
-  archive: (dir, commit, format, prefix) =>
+  archive: (dir, commit, format, prefix, nice) =>
     commandStream(
       HG.bin,
       [
@@ -66,6 +66,7 @@ export const hgDriver: VcsDriver = {
         '-',
       ],
       HG.env,
+      nice,
     ),
   createOps: (opts) => new HgOps(opts),
 };
