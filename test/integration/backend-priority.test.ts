@@ -15,6 +15,15 @@ async function niceOf(pid: number | string): Promise<number> {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
 }
 
+/**
+ * The niceness of the process's session autogroup (priority.ts), or undefined when the kernel has
+ * no autogroups.
+ */
+async function autogroupNiceOf(pid: number | string): Promise<number | undefined> {
+  const line = await fs.readFile(`/proc/${pid}/autogroup`, 'utf8').catch(() => undefined);
+  return line === undefined ? undefined : Number(/nice (-?\d+)/.exec(line)?.[1]);
+}
+
 /** What a process started with `increment` more niceness than this one ends up with. */
 const lowered = async (increment: number) => Math.min(19, (await niceOf('self')) + increment);
 
@@ -50,6 +59,10 @@ describe('the clone URLs backends run at a lower CPU priority than the server', 
     const pids = s.running.services.transports.workerPids();
     expect(pids).toHaveLength(1);
     expect(await niceOf(pids[0]!)).toBe(await lowered(7));
+    // its session's scheduling group too, where the kernel has them (the test runs as root: the
+    // kernel's rate limit on unprivileged writers does not apply)
+    const own = await autogroupNiceOf('self');
+    if (own !== undefined) expect(await autogroupNiceOf(pids[0]!)).toBe(7);
     expect(await niceOf('self')).toBe(await lowered(0)); // the server itself is untouched
   }, 120_000);
 });
@@ -106,13 +119,26 @@ describe('runCgi', () => {
 describe('commandStream (raw downloads, source archives)', () => {
   const niceness = async (nice: number) => {
     const out: Buffer[] = [];
-    const script = `cut -d' ' -f19 /proc/$$/stat; cut -d' ' -f19 /proc/self/stat`;
+    const script = `cut -d' ' -f19 /proc/$$/stat; cut -d' ' -f19 /proc/self/stat; cat /proc/self/autogroup 2>/dev/null || true`;
     for await (const chunk of commandStream('/bin/sh', ['-c', script], process.env, nice)) out.push(chunk);
-    return Buffer.concat(out).toString('utf8').trim().split('\n').map(Number);
+    const [own, child, group] = Buffer.concat(out).toString('utf8').trim().split('\n');
+    return {
+      own: Number(own),
+      child: Number(child),
+      group: group === undefined ? undefined : Number(/nice (-?\d+)/.exec(group)?.[1]),
+    };
   };
 
-  test('when given a niceness, then the command and what it starts run at it; 0 leaves the server priority', async () => {
-    expect(await niceness(9)).toEqual([await lowered(9), await lowered(9)]);
-    expect(await niceness(0)).toEqual([await lowered(0), await lowered(0)]);
+  test('when given a niceness, then the command, what it starts and its session group run at it; 0 leaves the server priority', async () => {
+    const hasGroups = (await autogroupNiceOf('self')) !== undefined;
+    expect(await niceness(9)).toEqual({
+      own: await lowered(9),
+      child: await lowered(9),
+      group: hasGroups ? 9 : undefined,
+    });
+    const zero = await niceness(0);
+    expect([zero.own, zero.child]).toEqual([await lowered(0), await lowered(0)]);
+    // a new session's group starts at 0 and is left there
+    expect(zero.group).toBe(hasGroups ? 0 : undefined);
   });
 });
