@@ -92,6 +92,7 @@ const envSchema = z.object({
   TRIAD_TRANSPORT_QUEUE: z.coerce.number().int().min(0).default(64),
   TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).default(5),
   TRIAD_HG_WORKERS: z.coerce.number().int().min(1).default(4),
+  TRIAD_BACKEND_NICE: z.coerce.number().int().min(0).max(19).default(10),
   TRIAD_S3_ENDPOINT: optionalString.refine(
     (v) => v === undefined || /^(https?:\/\/)?[^/?#\s:]+(:\d{1,5})?\/?$/.test(v),
     'must be host, host:port or an http(s)://host:port URL',
@@ -133,6 +134,11 @@ export type Config = {
   maxConnections: number;
   /** Quiet time after requests before a grown V8 heap is collected and given back (0: never). */
   idleGcMs: number;
+  /**
+   * Niceness added to the processes doing bulk VCS work (clone URL backends, raw download and
+   * archive processes), so they yield the CPUs to the API and the database (vcs/priority.ts).
+   */
+  backendNice: number;
   otlpEndpoint: string | undefined;
   serviceName: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
@@ -218,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     maxConnections: e.TRIAD_MAX_CONNECTIONS,
     idleGcMs: e.TRIAD_IDLE_GC_SECONDS * 1000,
+    backendNice: e.TRIAD_BACKEND_NICE,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     serviceName: e.OTEL_SERVICE_NAME,
     logLevel: e.LOG_LEVEL,

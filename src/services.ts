@@ -140,7 +140,12 @@ export function createServices(deps: AppDeps): Services {
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
   const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
   const { concurrency, queue, hgWorkers } = deps.config.transport;
-  const transports = new TransportServers({ concurrency, queue, wsgiWorkers: hgWorkers });
+  const transports = new TransportServers({
+    concurrency,
+    queue,
+    wsgiWorkers: hgWorkers,
+    nice: deps.config.backendNice,
+  });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
     em,
@@ -200,6 +205,7 @@ export function createServices(deps: AppDeps): Services {
     ops,
     assetMaxBytes: deps.config.assetMaxBytes,
     redirectDownloads: deps.config.blobs.redirectDownloads,
+    backendNice: deps.config.backendNice,
   });
   const pulls: PullsService = new PullsService({
     em,

@@ -238,7 +238,7 @@ export class ReleaseAssets {
         'Content-Type': format === 'zip' ? 'application/zip' : 'application/gzip',
         'Content-Disposition': attachment(`${prefix}.${format}`),
       },
-      body: driverFor(repo.vcs).archive(dir, commit, format, prefix),
+      body: driverFor(repo.vcs).archive(dir, commit, format, prefix, this.d.backendNice),
     };
   }
 

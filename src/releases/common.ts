@@ -26,6 +26,8 @@ export type ReleasesDeps = {
   assetMaxBytes: number;
   /** Downloads answer 302 to a presigned URL when the store can make one. */
   redirectDownloads: boolean;
+  /** Niceness added to the source archive processes (`TRIAD_BACKEND_NICE`). */
+  backendNice: number;
 };
 
 /** Who reads: org members also see drafts. */

@@ -52,11 +52,14 @@ export class ContentsService {
   private readonly where = new Map<number, { vcs: VcsKind; path: string }>();
 
   private readonly limits: ContentLimits;
+  /** Niceness added to the raw download processes (`TRIAD_BACKEND_NICE`). */
+  private readonly nice: number;
 
-  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS) {
+  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS, nice = 0) {
     this.repos = repos;
     this.pool = pool;
     this.limits = limits;
+    this.nice = nice;
   }
 
   private async location({ repo }: RepoTarget): Promise<{ vcs: VcsKind; path: string }> {
@@ -131,7 +134,11 @@ export class ContentsService {
     const w = await this.location(target);
     const reader = this.pool.get(w.vcs, w.path);
     const { commit, size } = await this.read(() => reader.file(r, p));
-    const file = await driverFor(w.vcs).catFile(w.path, commit, p, { size, head: RAW_SNIFF_BYTES });
+    const file = await driverFor(w.vcs).catFile(w.path, commit, p, {
+      size,
+      head: RAW_SNIFF_BYTES,
+      nice: this.nice,
+    });
     const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
     return {
       size: file.size,
@@ -169,8 +176,9 @@ export function contentRoutes(
   repos: ReposService,
   pool: ReaderPool,
   limits: ContentLimits = DEFAULT_LIMITS,
+  nice = 0,
 ): ContentsService {
-  const svc = new ContentsService(repos, pool, limits);
+  const svc = new ContentsService(repos, pool, limits, nice);
   const READ = { scope: 'repo:read' } as const;
   const tree = {
     repo: READ,

@@ -3,6 +3,7 @@ import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
+import { niced } from './priority.ts';
 
 export type CgiRequest = {
   command: string;
@@ -28,6 +29,8 @@ export type CgiRequest = {
   tmpDir: string;
   /** Aborts when the client leaves or the run's deadline passes: the process group is killed. */
   signal: AbortSignal;
+  /** Niceness added to the backend's (priority.ts); 0 or absent: the server's own. */
+  nice?: number;
 };
 
 /**
@@ -110,7 +113,8 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
   const stdin = c.input === undefined ? undefined : await fs.open(c.input.file, 'r');
   let child;
   try {
-    child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-backend', c.command, ...c.args], {
+    const [command, args] = niced(c.nice ?? 0, c.command, c.args);
+    child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-backend', command, ...args], {
       env: cgiEnv(c),
       cwd: c.cwd,
       stdio: [stdin === undefined ? 'ignore' : stdin.fd, 'pipe', 'pipe', 'pipe'],

@@ -122,20 +122,28 @@ export interface VcsDriver {
    * as `RepoReader.file` answered it), streamed from a process of its own (`openFile`,
    * stream.ts), so a large file neither sits in memory nor holds the repository's pooled reader,
    * and is read once. Answers when the size and the first `head` bytes are known; ending the
-   * body early kills the process.
+   * body early kills the process. The process runs `nice` niceness steps below the server
+   * (priority.ts).
    */
   catFile(
     dir: string,
     commit: string,
     file: string,
-    known: { size: number | undefined; head: number },
+    known: { size: number | undefined; head: number; nice: number },
   ): Promise<OpenedFile>;
 
   /**
    * The files of commit `commit` (a full id, resolved by the caller) as a gzipped tarball or a
-   * zip whose entries lie below `prefix/`, streamed as the VCS writes it. No lock (a read).
+   * zip whose entries lie below `prefix/`, streamed as the VCS writes it. No lock (a read). Runs
+   * `nice` niceness steps below the server, like `catFile`.
    */
-  archive(dir: string, commit: string, format: ArchiveFormat, prefix: string): AsyncIterable<Buffer>;
+  archive(
+    dir: string,
+    commit: string,
+    format: ArchiveFormat,
+    prefix: string,
+    nice: number,
+  ): AsyncIterable<Buffer>;
 
   /**
    * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need

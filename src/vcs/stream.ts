@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { niced } from './priority.ts';
 import { VcsCommandFailed } from './run.ts';
 
 /** Formats of source archives (`VcsDriver.archive`). */
@@ -13,13 +14,16 @@ export type ArchiveFormat = 'tar.gz' | 'zip';
  * a file's bytes: git cat-file, hg cat, fossil cat), chunk by chunk as the consumer asks, so the
  * pipe's backpressure bounds memory. The command runs in its own process group: a consumer that
  * stops early (a client gone) kills it; a non-zero exit ends the stream with `VcsCommandFailed`.
+ * It runs `nice` niceness steps below the server (priority.ts).
  */
 export async function* commandStream(
   cmd: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv,
+  nice: number,
 ): AsyncGenerator<Buffer> {
-  const child = spawn(cmd, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, argv] = niced(nice, cmd, args);
+  const child = spawn(command, argv, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => {
     if (stderr.length < 4096) stderr += d.toString('utf8');
@@ -54,11 +58,12 @@ export async function* fileOutputStream(
   cmd: string,
   args: (out: string) => readonly string[],
   env: NodeJS.ProcessEnv,
+  nice: number,
 ): AsyncGenerator<Buffer> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-archive-'));
   try {
     const out = path.join(dir, 'archive');
-    for await (const chunk of commandStream(cmd, args(out), env)) void chunk; // prints nothing
+    for await (const chunk of commandStream(cmd, args(out), env, nice)) void chunk; // prints nothing
     yield* createReadStream(out) as AsyncIterable<Buffer>;
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

@@ -124,6 +124,8 @@ export type TransportServerOptions = {
   wsgiWorkers: number;
   /** An idle WSGI worker is closed after this long. */
   wsgiIdleMs?: number;
+  /** Niceness added to every backend process (priority.ts); 0 or absent: the server's own. */
+  nice?: number;
 };
 
 /**
@@ -146,6 +148,7 @@ export class TransportServers {
     if (p === undefined) {
       p = new WsgiPool(app, {
         workers: this.opts.wsgiWorkers,
+        nice: this.nice,
         ...(this.opts.wsgiIdleMs === undefined ? {} : { idleMs: this.opts.wsgiIdleMs }),
       });
       this.pools.set(app.name, p);
@@ -156,6 +159,11 @@ export class TransportServers {
   /** Process ids of the live WSGI workers (tests). */
   workerPids(): number[] {
     return [...this.pools.values()].flatMap((p) => p.pids());
+  }
+
+  /** Niceness added to the backend processes. */
+  get nice(): number {
+    return this.opts.nice ?? 0;
   }
 
   close(): void {
@@ -189,5 +197,5 @@ export async function serveBackend(
     const { wsgi, ...rest } = program;
     return servers.pool(wsgi).serve({ ...common, ...rest });
   }
-  return runCgi({ ...common, ...program });
+  return runCgi({ ...common, ...program, nice: servers.nice });
 }

@@ -17,6 +17,7 @@ import type { ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import { cgiEnv, LIFELINE, type CgiEnvInput, type CgiResult } from './cgi.ts';
 import { Gate } from './gate.ts';
+import { niced } from './priority.ts';
 
 /** A WSGI worker program (`name` keys its pool). */
 export type WsgiApp = { name: string; command: string; args: string[]; env: NodeJS.ProcessEnv };
@@ -49,8 +50,9 @@ class Worker {
   lastUsed = Date.now();
   readonly exited: Promise<void>;
 
-  constructor(app: WsgiApp) {
-    this.child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-wsgi', app.command, ...app.args], {
+  constructor(app: WsgiApp, nice: number) {
+    const [command, args] = niced(nice, app.command, app.args);
+    this.child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-wsgi', command, ...args], {
       env: app.env,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
       detached: true,
@@ -198,15 +200,18 @@ export class WsgiPool {
   private readonly app: WsgiApp;
   private readonly gate: Gate;
   private readonly idleMs: number;
+  private readonly nice: number;
   private readonly idle: Worker[] = [];
   private readonly live = new Set<Worker>();
   private readonly timer: NodeJS.Timeout;
   private closed = false;
 
-  constructor(app: WsgiApp, opts: { workers: number; idleMs?: number }) {
+  /** `nice`: niceness added to the workers' (priority.ts), 0 by default. */
+  constructor(app: WsgiApp, opts: { workers: number; idleMs?: number; nice?: number }) {
     this.app = app;
     this.gate = new Gate(opts.workers);
     this.idleMs = opts.idleMs ?? 300_000;
+    this.nice = opts.nice ?? 0;
     this.timer = setInterval(() => this.closeIdle(), Math.min(this.idleMs, 60_000));
     this.timer.unref();
   }
@@ -239,7 +244,7 @@ export class WsgiPool {
 
   private take(): Worker {
     for (let w = this.idle.pop(); w !== undefined; w = this.idle.pop()) if (!w.dead) return w;
-    const w = new Worker(this.app);
+    const w = new Worker(this.app, this.nice);
     this.live.add(w);
     void w.exited.then(() => this.live.delete(w));
     return w;

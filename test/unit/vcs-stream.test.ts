@@ -8,7 +8,7 @@ const alive = async (pid: number) => {
   return stat !== '' && !/^\d+ \(.*\) Z/.test(stat);
 };
 
-const sh = (script: string) => commandStream('sh', ['-c', script], process.env);
+const sh = (script: string) => commandStream('sh', ['-c', script], process.env, 0);
 
 async function all(body: AsyncIterable<Buffer>): Promise<Buffer> {
   const parts: Buffer[] = [];

@@ -35,18 +35,18 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   fileAt,
-  // The reader knows the size from the blob table. `--` ends the options: a file named `-x` or
-  // `--args` is a file name, not an option.
-  catFile: (dir, commit, file, { size, head }) => {
+  // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
+  catFile: (dir, commit, file, { size, head, nice }) => {
     if (size === undefined) throw new Error('fossil: a raw read needs the size the reader answered');
-    const out = commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env);
+    const out = commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env, nice);
     return openFile(out, { size, head, what: 'fossil cat' });
   },
-  archive: (file, commit, format, prefix) =>
+  archive: (file, commit, format, prefix, nice) =>
     fileOutputStream(
       FOSSIL.bin,
       (out) => [format === 'zip' ? 'zip' : 'tarball', commit, out, '-R', file, '--name', prefix],
       FOSSIL.env,
+      nice,
     ),
   createOps: (opts) => new FossilOps(opts),
 };

@@ -30,16 +30,17 @@ export const gitDriver: VcsDriver = {
   moves,
   fileAt,
   // The reader knows the size from the object's header (`cat-file --batch-command` info).
-  catFile: (dir, commit, file, { size, head }) => {
+  catFile: (dir, commit, file, { size, head, nice }) => {
     if (size === undefined) throw new Error('git: a raw read needs the size the reader answered');
-    const out = commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env);
+    const out = commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env, nice);
     return openFile(out, { size, head, what: 'git cat-file' });
   },
-  archive: (dir, commit, format, prefix) =>
+  archive: (dir, commit, format, prefix, nice) =>
     commandStream(
       GIT.bin,
       ['-C', dir, 'archive', `--format=${format}`, `--prefix=${prefix}/`, commit],
       GIT.env,
+      nice,
     ),
   createOps: (opts) => new GitOps(opts),
 };

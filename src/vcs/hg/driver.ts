@@ -48,10 +48,13 @@ export const hgDriver: VcsDriver = {
   fileAt,
   // triadcat.py writes the size of the file's data (a first revision's size needs the whole
   // revision in Mercurial: copy metadata), then the data, as `hg cat` prints it.
-  catFile: (dir, commit, file, { head }) =>
-    openFile(commandStream(HG.python, [TRIADCAT, dir, commit, file], HG.env), { head, what: 'hg triadcat' }),
+  catFile: (dir, commit, file, { head, nice }) =>
+    openFile(commandStream(HG.python, [TRIADCAT, dir, commit, file], HG.env, nice), {
+      head,
+      what: 'hg triadcat',
+    }),
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
-  archive: (dir, commit, format, prefix) =>
+  archive: (dir, commit, format, prefix, nice) =>
     commandStream(
       HG.bin,
       [
@@ -70,6 +73,7 @@ export const hgDriver: VcsDriver = {
         '-',
       ],
       HG.env,
+      nice,
     ),
   createOps: (opts) => new HgOps(opts),
 };
