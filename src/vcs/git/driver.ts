@@ -7,7 +7,7 @@ import { output } from '../refs.ts';
 import { GitOps } from './ops.ts';
 import { GitReader } from './reader.ts';
 import { recover } from './recover.ts';
-import { fileAt, moves, snapshot } from './refs.ts';
+import { filesAt, moves, snapshot } from './refs.ts';
 import { transport } from './transport.ts';
 
 /** Git: bare repositories, `git cat-file` reads, `git http-backend`, plumbing operations. */
@@ -28,7 +28,7 @@ export const gitDriver: VcsDriver = {
   recover,
   snapshot,
   moves,
-  fileAt,
+  filesAt,
   catFile: (dir, commit, file) =>
     commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env),
   archive: (dir, commit, format, prefix) =>

@@ -6,7 +6,7 @@ import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
 import { HgOps } from './ops.ts';
 import { HgReader } from './reader.ts';
-import { fileAt, moves, snapshot } from './refs.ts';
+import { filesAt, moves, snapshot, warmBookkeeping } from './refs.ts';
 import { transport } from './transport.ts';
 
 async function exists(p: string): Promise<boolean> {
@@ -40,9 +40,10 @@ export const hgDriver: VcsDriver = {
       await output(HG.bin, ['-R', dir, '--config', 'ui.interactive=false', 'recover'], HG.env);
     return left;
   },
+  prepare: warmBookkeeping,
   snapshot,
   moves,
-  fileAt,
+  filesAt,
   // `path:` makes the file relative to the repository root, not the working directory
   catFile: (dir, commit, file) =>
     commandStream(HG.bin, ['-R', dir, 'cat', '-r', commit, `path:${file}`], HG.env),
