@@ -241,6 +241,11 @@ for (const kind of ['hg', 'git'] as const) {
   const src = path.join(tmp, `${kind}-src`);
   const native = kind === 'git' ? `http://127.0.0.1:${gitPort}/target.git` : `http://127.0.0.1:${hgPort}/`;
   const triad = triadUrl(`${kind}-push`);
+  // Both servers answer one request before the timing (Triad's first Mercurial request would
+  // otherwise include starting its hgweb worker, while `hg serve` was started and waited for).
+  const probe = kind === 'git' ? '/info/refs?service=git-upload-pack' : '?cmd=capabilities';
+  for (const url of [`${running.url}/bench/${kind}-push`, native.replace(/\/$/, '')])
+    await fetch(`${url}${probe}`).then((r) => r.arrayBuffer());
   if (kind === 'git') await run('git', ['clone', '-q', repos.git, src], tmp);
   else await run(HG, ['clone', '-q', repos.hg, src], tmp);
   const push = (to: string) =>

@@ -3,6 +3,8 @@
  * moves: a bookmark that moved gains the new changesets among its ancestors; the new changesets
  * no moved bookmark covers count for their named branch.
  */
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { HG } from '../constants.ts';
 import type { BranchMove, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { commitRecords, eachAt, FIELD, RECORD, tagMoves } from '../refs.ts';
@@ -26,6 +28,10 @@ export function closeBookkeeping(): void {
 }
 
 export async function snapshot(dir: string): Promise<Snapshot> {
+  // No changelog, no changesets: a repository's first push needs no command for its snapshot
+  // before, while the bookkeeping server (started as the push arrived) is still starting.
+  if (!(await hasChangelog(dir)))
+    return { tip: '', branches: new Map(), bookmarks: new Map(), tags: new Map(), mark: -1 };
   const text = await hg(
     dir,
     'log',
@@ -55,6 +61,13 @@ export async function snapshot(dir: string): Promise<Snapshot> {
     branches.set(branch, heads === undefined ? node : `${heads},${node}`);
   }
   return { tip, branches, bookmarks, tags, mark };
+}
+
+function hasChangelog(dir: string): Promise<boolean> {
+  return fs.access(path.join(dir, '.hg', 'store', '00changelog.i')).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function commits(dir: string, revset: string, limit: number): Promise<CommitInfo[]> {
