@@ -14,6 +14,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import { treeCpuMs } from './lib/cpu.ts';
 import { apiCaller, startBenchServer } from './lib/server.ts';
 import { runCgi } from '../src/vcs/cgi.ts';
 import { ENV, generateRepos } from './repos.ts';
@@ -43,10 +44,14 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
+/** Wall-clock seconds of a step, and the CPU seconds this process's tree used meanwhile. */
+type Timing = { s: number; cpu: number };
+async function timed(fn: () => Promise<unknown>): Promise<Timing> {
+  const c = await treeCpuMs();
   const t = performance.now();
   await fn();
-  return (performance.now() - t) / 1000;
+  const s = (performance.now() - t) / 1000;
+  return { s, cpu: ((await treeCpuMs()) - c) / 1000 };
 }
 
 async function until(url: string): Promise<void> {
@@ -136,11 +141,13 @@ children.push(
 );
 await until(`http://127.0.0.1:${hgPort}/?cmd=capabilities`);
 
-type Row = { kind: string; step: string; triad: number; native: number };
+type Row = { kind: string; step: string; triad: Timing; native: Timing };
 const rows: Row[] = [];
 const record = (r: Row) => {
   rows.push(r);
-  console.log(`${r.kind}: ${r.step}: Triad ${r.triad.toFixed(2)} s, native ${r.native.toFixed(2)} s`);
+  console.log(
+    `${r.kind}: ${r.step}: Triad ${r.triad.s.toFixed(2)} s (CPU ${r.triad.cpu.toFixed(2)} s), native ${r.native.s.toFixed(2)} s (CPU ${r.native.cpu.toFixed(2)} s)`,
+  );
 };
 
 /**
@@ -234,6 +241,11 @@ for (const kind of ['hg', 'git'] as const) {
   const src = path.join(tmp, `${kind}-src`);
   const native = kind === 'git' ? `http://127.0.0.1:${gitPort}/target.git` : `http://127.0.0.1:${hgPort}/`;
   const triad = triadUrl(`${kind}-push`);
+  // Both servers answer one request before the timing (Triad's first Mercurial request would
+  // otherwise include starting its hgweb worker, while `hg serve` was started and waited for).
+  const probe = kind === 'git' ? '/info/refs?service=git-upload-pack' : '?cmd=capabilities';
+  for (const url of [`${running.url}/bench/${kind}-push`, native.replace(/\/$/, '')])
+    await fetch(`${url}${probe}`).then((r) => r.arrayBuffer());
   if (kind === 'git') await run('git', ['clone', '-q', repos.git, src], tmp);
   else await run(HG, ['clone', '-q', repos.hg, src], tmp);
   const push = (to: string) =>
@@ -269,10 +281,12 @@ for (const kind of ['hg', 'git'] as const) {
 
 if (KINDS.has('fossil')) await benchFossil();
 
-console.log(`| kind | step | Triad (s) | native (s) | ratio |\n| ---- | ---- | --: | --: | --: |`);
-for (const r of rows)
+console.log(
+  `| kind | step | Triad (s) | native (s) | ratio | Triad CPU (s) | native CPU (s) | CPU ratio |\n| ---- | ---- | --: | --: | --: | --: | --: | --: |`,
+);
+for (const { kind, step, triad: t, native: n } of rows)
   console.log(
-    `| ${r.kind} | ${r.step} | ${r.triad.toFixed(2)} | ${r.native.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} |`,
+    `| ${kind} | ${step} | ${t.s.toFixed(2)} | ${n.s.toFixed(2)} | ${(t.s / n.s).toFixed(2)} | ${t.cpu.toFixed(2)} | ${n.cpu.toFixed(2)} | ${(t.cpu / n.cpu).toFixed(2)} |`,
   );
 
 for (const c of children) c.kill();

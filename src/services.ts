@@ -118,9 +118,9 @@ export function createServices(deps: AppDeps): Services {
     stepTimeoutSeconds: deps.config.stepTimeoutSeconds,
     logMaxBytes: deps.config.stepLogMaxBytes,
     baseUrl: deps.baseUrl,
-    readFile: async (repoId, rev, file) => {
+    readFiles: async (repoId, revs, file) => {
       const repo = await repos.get(repoId);
-      return driverFor(repo.vcs).fileAt(repos.path(repo), rev, file);
+      return driverFor(repo.vcs).filesAt(repos.path(repo), revs, file);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);

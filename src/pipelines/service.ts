@@ -33,7 +33,7 @@ export type PipelinesDeps = {
   logMaxBytes: number;
   baseUrl: () => string;
   /** The repository's file at a commit (undefined when absent). */
-  readFile: FileReader;
+  readFiles: FileReader;
   repoInfo: (repoId: number) => Promise<RepoInfo>;
   users: Pick<UsersService, 'createCloneToken' | 'revokeCloneTokens' | 'usernames'>;
   agents: AgentLiveness;
@@ -76,7 +76,7 @@ export class PipelinesService {
     );
     this.finished = finished;
     const onFinished = (status: string, n = 1) => finished.inc({ status }, n);
-    this.triggers = new PipelineTrigger({ readFile: deps.readFile });
+    this.triggers = new PipelineTrigger({ readFiles: deps.readFiles });
     this.reaper = new Reaper({
       em: deps.em,
       log: deps.log,

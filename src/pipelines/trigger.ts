@@ -3,8 +3,12 @@ import { PIPELINE_FILE, parsePipelineFile, whenMatches } from './pipeline-file.t
 import type { Trigger } from './model.ts';
 import * as db from './repository.ts';
 
-/** The repository's file at a commit (undefined when absent). */
-export type FileReader = (repoId: number, rev: string, path: string) => Promise<string | undefined>;
+/** The repository's file at each of some commits, in one read: commit -> content (undefined: absent). */
+export type FileReader = (
+  repoId: number,
+  revs: readonly string[],
+  path: string,
+) => Promise<Map<string, string | undefined>>;
 
 /** A run to create: a commit with the events that name it. */
 export type Run = {
@@ -21,10 +25,10 @@ export type Run = {
  * (or joins the pending or running one of that commit), in the transaction of the push.
  */
 export class PipelineTrigger {
-  private readonly readFile: FileReader;
+  private readonly readFiles: FileReader;
 
-  constructor(deps: { readFile: FileReader }) {
-    this.readFile = deps.readFile;
+  constructor(deps: { readFiles: FileReader }) {
+    this.readFiles = deps.readFiles;
   }
 
   /**
@@ -43,8 +47,12 @@ export class PipelineTrigger {
         if (seen.tag === '') seen.tag = t.tag;
       }
     }
+    if (byCommit.size === 0) return [];
+    // the pipeline file of every commit at once (a push of many tags reads it in one run)
+    const files = await this.readFiles(repoId, [...byCommit.keys()], PIPELINE_FILE);
     const created: number[] = [];
     for (const t of byCommit.values()) {
+      const text = files.get(t.commit);
       const existing = await db.activeForCommit(tx, repoId, t.commit);
       if (existing !== undefined) {
         const events = [
@@ -53,11 +61,11 @@ export class PipelineTrigger {
         ];
         await db.setEvents(tx, existing.id, events, existing.tag === '' ? t.tag : existing.tag);
         if (existing.status === 'pending' && events.length > existing.events.length) {
-          await this.reevaluateSteps(tx, repoId, existing.id, t.commit, events, existing.branch || t.branch);
+          await this.reevaluateSteps(tx, existing.id, text, events, existing.branch || t.branch);
         }
         continue;
       }
-      const id = await this.create(tx, { repoId, ...t });
+      const id = await this.createFrom(tx, { repoId, ...t }, text);
       if (id !== undefined) created.push(id);
     }
     return created;
@@ -70,13 +78,11 @@ export class PipelineTrigger {
    */
   private async reevaluateSteps(
     tx: Db,
-    repoId: number,
     pipelineId: number,
-    commit: string,
+    text: string | undefined,
     events: string[],
     branch: string,
   ): Promise<void> {
-    const text = await this.readFile(repoId, commit, PIPELINE_FILE);
     const parsed = text === undefined ? undefined : parsePipelineFile(text);
     if (parsed?.ok !== true) return;
     for (const [i, s] of parsed.file.steps.entries()) {
@@ -91,7 +97,12 @@ export class PipelineTrigger {
    * the file does not parse. Returns its id (undefined: no pipeline).
    */
   async create(tx: Db, run: Run): Promise<number | undefined> {
-    const text = await this.readFile(run.repoId, run.commit, PIPELINE_FILE);
+    const files = await this.readFiles(run.repoId, [run.commit], PIPELINE_FILE);
+    return this.createFrom(tx, run, files.get(run.commit));
+  }
+
+  /** `create` with the commit's pipeline file already read (`text`, undefined: none). */
+  private async createFrom(tx: Db, run: Run, text: string | undefined): Promise<number | undefined> {
     if (text === undefined) return undefined;
     const parsed = parsePipelineFile(text);
     if (parsed.ok && !whenMatches(parsed.file.when, run.events, run.branch)) return undefined;

@@ -89,6 +89,18 @@ export class RepoChanges {
   }
 
   /**
+   * A push to `repo` is being received (no lock yet): the driver may start what the push's
+   * bookkeeping needs meanwhile (see `VcsDriver.prepare`).
+   */
+  prepare(repo: ChangedRepo): void {
+    try {
+      driverFor(repo.vcs).prepare?.(repo.path);
+    } catch (err) {
+      this.deps.log.warn({ err, repo: repo.id }, 'preparing the push bookkeeping failed');
+    }
+  }
+
+  /**
    * Reconciles the repositories that have markers left by a process that died mid-push. Called at
    * start; a repository whose lock another live process holds is left to that process.
    */

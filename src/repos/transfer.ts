@@ -42,7 +42,9 @@ type Request = Omit<BackendRequest, 'input' | 'output' | 'tmpDir' | 'scriptDir' 
  *    waits for it only once it holds its repository's push lock;
  * 3. a read runs the backend with its output streamed to the client; a push runs it from the
  *    spool under the repository's push lock (`RepoChanges`) with its output held in a file, sent
- *    once the push is recorded;
+ *    once the push is recorded (a push request whose body shows it changes nothing, such as git's
+ *    probe, `VcsTransport.inert`, is served as a read). While a push's body arrives, the driver
+ *    may prepare its bookkeeping (`RepoChanges.prepare`);
  * 4. the backend's whole process group is killed when the client leaves or time runs out, and the
  *    per-request directory (spooled body, held answer, the backend's TMPDIR) is removed always.
  */
@@ -58,6 +60,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
   };
   res.on('close', onClose);
   if (req.socket.destroyed) onClose(); // it left while the request was being authorised
+  push?.changes.prepare(push.repo);
   const ws = await limits.spool.workspace();
   let leave: (() => void) | undefined;
   try {
@@ -72,7 +75,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
     const { driver, ...rest } = r;
     const backend: BackendRequest = { ...rest, input, tmpDir, scriptDir, signal: ac.signal };
     const { servers } = limits;
-    if (push === undefined) {
+    if (push === undefined || (await driver.transport.inert?.(input)) === true) {
       leave = await servers.limiter.enter(ac.signal);
       answer(res, await serveBackend(driver, backend, servers), ac.signal, log);
       return;

@@ -63,7 +63,11 @@ export type BranchMove = {
   head: string;
   /** Commits the ref gained, newest first, at most the `maxCommits` asked for. */
   commits: CommitInfo[];
-  /** How many commits it gained in all. */
+  /**
+   * How many commits it gained; a driver may stop counting at `maxCommits + 1`, since beyond the
+   * list a push event only tells whether there were more (a first push of a long history then
+   * reads 51 commits, not all of them).
+   */
   total: number;
 };
 
@@ -104,6 +108,13 @@ export interface VcsDriver {
    */
   recover(dir: string): Promise<string[]>;
 
+  /**
+   * Optional; no lock, changes nothing. A push to `dir` is being received: start what its
+   * bookkeeping (`snapshot`, `moves`, `filesAt`) needs, so that it is ready once the push holds
+   * the lock (Mercurial: the repository's command server, a Python start).
+   */
+  prepare?(dir: string): void;
+
   /** Push lock. The refs now (outside the lock a push may be half applied). */
   snapshot(dir: string): Promise<Snapshot>;
 
@@ -114,8 +125,12 @@ export interface VcsDriver {
    */
   moves(dir: string, before: Snapshot, after: Snapshot, opts: MoveOptions): Promise<RefMove[]>;
 
-  /** One file's content at a revision; undefined when the revision or the file does not exist. */
-  fileAt(dir: string, rev: string, file: string): Promise<string | undefined>;
+  /**
+   * One file's content at each of several revisions (the pipeline file at the commits a push
+   * moved refs to), read in one run where the VCS allows: revision -> content, undefined when the
+   * revision or the file does not exist.
+   */
+  filesAt(dir: string, revs: readonly string[], file: string): Promise<Map<string, string | undefined>>;
 
   /**
    * A file's bytes at a commit (a full id the reader resolved; the file known to exist, `size`

@@ -15,6 +15,16 @@ export async function output(cmd: string, args: string[], env: NodeJS.ProcessEnv
   return r.stdout;
 }
 
+/** `filesAt` for a kind that reads one revision at a time. */
+export async function eachAt(
+  revs: readonly string[],
+  read: (rev: string) => Promise<string | undefined>,
+): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  for (const rev of new Set(revs)) out.set(rev, await read(rev));
+  return out;
+}
+
 /** Separators of fields and records in commit listings (characters no VCS field contains). */
 export const FIELD = '\x1f';
 export const RECORD = '\x1e';

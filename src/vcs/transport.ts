@@ -77,6 +77,12 @@ export interface VcsTransport {
    */
   remoteUser(username: string | undefined, canWrite: boolean): string | undefined;
   /**
+   * Optional, for a request `classify` found mutating: does its spooled body show that it changes
+   * nothing after all? Such a request is served like a read, without the push lock (git's probe
+   * before sending a large pack: a receive-pack body holding only a flush packet).
+   */
+  inert?(input: { file: string; size: number } | undefined): Promise<boolean>;
+  /**
    * The program for one request: a CGI program started for it (may prepare the repository or a
    * script first), or a pooled WSGI worker.
    */

@@ -119,6 +119,35 @@ describe('pipeline triggers', () => {
     });
   });
 
+  test('when one push brings tags on several commits, then each commit gets the pipeline of its own file (none without one)', async () => {
+    const repo = await gitRepo(s, owner, org);
+    const step = (name: string) =>
+      `steps:\n  - name: ${name}\n    image: alpine\n    commands: [echo ${name}]\n`;
+    const a = await commitFiles(repo, { '.pipeline.yml': step('first') });
+    await ok('git', ['tag', 'ta'], repo.work);
+    await ok('git', ['rm', '-q', '.pipeline.yml'], repo.work);
+    const b = await commitFiles(repo, {}, 'no pipeline file');
+    await ok('git', ['tag', 'tb'], repo.work);
+    const c = await commitFiles(repo, { '.pipeline.yml': step('third') });
+    await ok('git', ['tag', 'tc'], repo.work);
+    await repo.push('main', 'ta', 'tb', 'tc');
+    const list = await s.anon.get(path(repo));
+    expect(list.body.total).toBe(2);
+    const byCommit = new Map(
+      list.body.pipelines.map((p: { commit_node: string; number: number }) => [p.commit_node, p]),
+    );
+    expect(byCommit.has(b)).toBe(false);
+    expect(byCommit.get(a)).toMatchObject({ events: ['tag'], tag: 'ta' });
+    expect(byCommit.get(c)).toMatchObject({ events: ['push', 'tag'], tag: 'tc', branch: 'main' });
+    for (const [commit, name] of [
+      [a, 'first'],
+      [c, 'third'],
+    ] as const) {
+      const one = await s.anon.get(path(repo, `/${(byCommit.get(commit) as { number: number }).number}`));
+      expect(one.body.steps.map((x: { name: string }) => x.name)).toEqual([name]);
+    }
+  });
+
   test('when a tag joins a pending pipeline, then its steps for tags are no longer skipped', async () => {
     const repo = await gitRepo(s, owner, org);
     const file = `steps:\n  - name: always\n    image: alpine\n    commands: [echo a]\n  - name: on-tag\n    image: alpine\n    commands: [echo b]\n    when: {event: [tag]}\n  - name: on-pr\n    image: alpine\n    commands: [echo c]\n    when: {event: [pull_request]}\n`;

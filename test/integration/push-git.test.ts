@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
@@ -97,6 +99,72 @@ describe('git over HTTP', () => {
     const events = await outboxEvents(s, repo.id);
     expect(events).toHaveLength(2);
     expect(events[1]!.payload).toMatchObject({ before, created: false, total_commits: 1, truncated: false });
+  });
+
+  test('when one push brings 51 commits to a new branch and one to main, then the branch lists its newest 50 and is truncated, main is not', async () => {
+    const repo = await newRepo();
+    const work = await tempDir();
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    for (let i = 1; i <= 50; i++) await ok('git', ['commit', '-q', '--allow-empty', '-m', `m${i}`], work);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    const [first] = await outboxEvents(s, repo.id);
+    // exactly 50: all listed, nothing left out
+    expect(first!.payload).toMatchObject({ total_commits: 50, truncated: false });
+    expect(first!.payload.commits[49].subject).toBe('m1');
+
+    await ok('git', ['checkout', '-q', '-b', 'feat'], work);
+    for (let i = 1; i <= 51; i++) await ok('git', ['commit', '-q', '--allow-empty', '-m', `f${i}`], work);
+    await ok('git', ['checkout', '-q', 'main'], work);
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'm51'], work);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main', 'feat'], work);
+    const events = (await outboxEvents(s, repo.id)).slice(1);
+    const byRef = new Map(events.map((e) => [e.payload.ref as string, e.payload]));
+    expect([...byRef.keys()].sort()).toEqual(['feat', 'main']);
+    const feat = byRef.get('feat');
+    expect(feat).toMatchObject({ created: true, before: '', total_commits: 50, truncated: true });
+    expect(feat.commits[0].subject).toBe('f51');
+    expect(feat.commits[49].subject).toBe('f2');
+    expect(feat.head_commit).toEqual(feat.commits[0]);
+    expect(byRef.get('main')).toMatchObject({ created: false, total_commits: 1, truncated: false });
+    expect(byRef.get('main').commits.map((c: { subject: string }) => c.subject)).toEqual(['m51']);
+  });
+
+  test("when git probes before a large pack (a receive-pack body of one flush packet), then the probe is answered without waiting for the repository's push lock and records nothing", async () => {
+    const repo = await newRepo();
+    const other = new pg.Client({ connectionString: s.dbUrl });
+    await other.connect();
+    try {
+      // the lock `RepoChanges` takes (src/repos/repository.ts: "push" and the repository id)
+      await other.query('select pg_advisory_lock($1, $2)', [0x70757368, repo.id]);
+      const r = await fetch(`${repo.clone}/git-receive-pack`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`x:${owner.token}`).toString('base64')}`,
+          'content-type': 'application/x-git-receive-pack-request',
+        },
+        body: '0000',
+        // held behind the lock, the probe would wait for the transfer timeout (10 minutes)
+        signal: AbortSignal.timeout(30_000),
+      });
+      expect(r.status).toBe(200);
+      expect(r.headers.get('content-type')).toBe('application/x-git-receive-pack-result');
+      await r.arrayBuffer();
+    } finally {
+      await other.end();
+    }
+    expect(await outboxEvents(s, repo.id)).toEqual([]);
+    // a real push (git sends the probe itself when the pack exceeds http.postBuffer) still works
+    const work = await tempDir();
+    await ok('git', ['init', '-q', '-b', 'main', work], work);
+    await writeFile(work, 'big.bin', randomBytes(256 * 1024).toString('hex'));
+    await ok('git', ['add', '.'], work);
+    await ok('git', ['commit', '-q', '-m', 'big'], work);
+    await ok(
+      'git',
+      ['-c', 'http.postBuffer=65536', 'push', '-q', withCreds(repo.clone, owner.token), 'main'],
+      work,
+    );
+    expect((await outboxEvents(s, repo.id)).map((e) => e.payload.ref)).toEqual(['main']);
   });
 
   test('when pushing anonymously, with a read-only token or as a non-member, then the push is refused', async () => {

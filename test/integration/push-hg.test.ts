@@ -163,6 +163,30 @@ describe('Mercurial over HTTP', () => {
     expect(e!.payload.commits[49].subject).toBe('r10');
   });
 
+  test('when one push brings 500, 50 and 4 changesets to three named branches, then each event lists its newest 50 (at most), truncated only past 50, in the order the branches first appear', async () => {
+    const repo = await newRepo();
+    const w = await workingCopy(repo.clone);
+    // r0 on default; r1..r500 on "left"; r501..r550 on "right" (from r0); r551..r553 on default
+    await ok('hg', ['debugbuilddag', '+1 :base @left +500 @right <base +50 @default <base +3'], w);
+    await ok('hg', ['push', '-q', '--new-branch'], w);
+    const events = await outboxEvents(s, repo.id);
+    expect(events.map((e) => [e.event_type, e.payload.ref])).toEqual([
+      ['push', 'default'],
+      ['push', 'left'],
+      ['push', 'right'],
+    ]);
+    const [def, left, right] = events.map((e) => e.payload);
+    const subjects = (p: { commits: { subject: string }[] }) => p.commits.map((c) => c.subject);
+    expect(def).toMatchObject({ created: true, default: true, total_commits: 4, truncated: false });
+    expect(subjects(def)).toEqual(['r553', 'r552', 'r551', 'r0']);
+    expect(left).toMatchObject({ created: true, default: false, total_commits: 50, truncated: true });
+    expect(subjects(left)[0]).toBe('r500');
+    expect(subjects(left)[49]).toBe('r451');
+    expect(left.head_commit).toEqual(left.commits[0]);
+    expect(right).toMatchObject({ total_commits: 50, truncated: false });
+    expect([subjects(right)[0], subjects(right)[49]]).toEqual(['r550', 'r501']);
+  });
+
   test('when pushing with a read-only token, then the push fails and nothing is recorded', async () => {
     const repo = await newRepo();
     const reader = await s.newUser(undefined, { scopes: ['repo:read'] });

@@ -6,7 +6,7 @@ import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
 import { FossilOps } from './ops.ts';
 import { FossilReader } from './reader.ts';
-import { fileAt, moves, snapshot } from './refs.ts';
+import { filesAt, moves, snapshot } from './refs.ts';
 import { BACKOFFICE_OFF } from './sql.ts';
 import { transport } from './transport.ts';
 
@@ -34,7 +34,7 @@ export const fossilDriver: VcsDriver = {
   recover: () => Promise.resolve([]),
   snapshot,
   moves,
-  fileAt,
+  filesAt,
   // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
   catFile: (dir, commit, file, { size, head, nice }) => {
     if (size === undefined) throw new Error('fossil: a raw read needs the size the reader answered');

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { FOSSIL } from '../constants.ts';
 import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
-import { branchMoves, output, tagMoves } from '../refs.ts';
+import { branchMoves, eachAt, output, tagMoves } from '../refs.ts';
 
 // `fossil sql` prints rows in SQLite's quote mode; every selected field is hex() so that
 // arbitrary text survives, and the fields are decoded here.
@@ -135,6 +135,7 @@ export const moves: VcsDriver['moves'] = async (file, before, after, opts) => {
   return [...branches, ...tags];
 };
 
-export async function fileAt(file: string, rev: string, name: string): Promise<string | undefined> {
-  return output(FOSSIL.bin, ['cat', '-R', file, '-r', rev, name], FOSSIL.env).catch(() => undefined);
-}
+export const filesAt: VcsDriver['filesAt'] = (file, revs, name) =>
+  eachAt(revs, (rev) =>
+    output(FOSSIL.bin, ['cat', '-R', file, '-r', rev, name], FOSSIL.env).catch(() => undefined),
+  );

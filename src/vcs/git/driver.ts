@@ -7,7 +7,7 @@ import { output } from '../refs.ts';
 import { GitOps } from './ops.ts';
 import { GitReader } from './reader.ts';
 import { recover } from './recover.ts';
-import { fileAt, moves, snapshot } from './refs.ts';
+import { filesAt, moves, snapshot } from './refs.ts';
 import { transport } from './transport.ts';
 
 /** Git: bare repositories, `git cat-file` reads, `git http-backend`, plumbing operations. */
@@ -28,7 +28,7 @@ export const gitDriver: VcsDriver = {
   recover,
   snapshot,
   moves,
-  fileAt,
+  filesAt,
   // The reader knows the size from the object's header (`cat-file --batch-command` info).
   catFile: (dir, commit, file, { size, head, nice }) => {
     if (size === undefined) throw new Error('git: a raw read needs the size the reader answered');

@@ -2,6 +2,7 @@
 import { GIT } from '../constants.ts';
 import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
+import { runCommand } from '../run.ts';
 
 const git = (dir: string, ...args: string[]) => output(GIT.bin, ['-C', dir, ...args], GIT.env);
 
@@ -23,36 +24,66 @@ export async function snapshot(dir: string): Promise<Snapshot> {
   return { tip, branches, bookmarks: new Map(), tags, mark: 0 };
 }
 
+const FORMAT = `--format=%H${FIELD}%an${FIELD}%ae${FIELD}%aI${FIELD}%B${RECORD}`;
+
 async function commits(dir: string, ids: string[]): Promise<CommitInfo[]> {
   if (ids.length === 0) return [];
-  const text = await git(
-    dir,
-    'log',
-    '--no-walk=unsorted',
-    `--format=%H${FIELD}%an${FIELD}%ae${FIELD}%aI${FIELD}%B${RECORD}`,
-    ...ids,
-  );
-  return commitRecords(text);
+  return commitRecords(await git(dir, 'log', '--no-walk=unsorted', FORMAT, ...ids));
 }
 
-/** Commits reachable from `head` and from no branch head of `before`, newest first. */
-async function newIds(dir: string, head: string, before: Snapshot, max: number) {
+/**
+ * Commits reachable from `head` and from no branch head of `before`, newest first: the first
+ * `max` with their fields, and how many there are counted up to `max + 1` (all a push event
+ * tells beyond the list), in one `git log` that stops there: a first push of a long history
+ * reads 51 commits, not all of them.
+ */
+async function gained(dir: string, head: string, before: Snapshot, max: number) {
   const not = [...new Set(before.branches.values())];
-  const ids = (await git(dir, 'rev-list', head, ...(not.length > 0 ? ['--not', ...not] : [])))
-    .split('\n')
-    .filter((l) => l !== '');
-  return { ids: ids.slice(0, max), total: ids.length };
+  const text = await git(dir, 'log', `--max-count=${max + 1}`, FORMAT, head, '--not', ...not, '--');
+  const list = commitRecords(text);
+  return { commits: list.slice(0, max), total: list.length };
 }
 
 export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
-  const branches = await branchMoves(before, after, opts, async (head) => {
-    const { ids, total } = await newIds(dir, head, before, opts.maxCommits);
-    return { commits: await commits(dir, ids), total };
-  });
+  const branches = await branchMoves(before, after, opts, (head) =>
+    gained(dir, head, before, opts.maxCommits),
+  );
   const tags = await tagMoves(before, after, (ids) => commits(dir, ids).catch(() => []));
   return [...branches, ...tags];
 };
 
-export async function fileAt(dir: string, rev: string, file: string): Promise<string | undefined> {
-  return git(dir, 'show', `${rev}:${file}`).catch(() => undefined);
+/**
+ * The file at each revision from one `git cat-file --batch`: per request line `REV:FILE`, a
+ * header `OID TYPE SIZE` and the content, or `REV:FILE missing` (no such revision or file).
+ */
+export async function filesAt(
+  dir: string,
+  revs: readonly string[],
+  file: string,
+): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  const unique = [...new Set(revs)];
+  if (unique.length === 0) return out;
+  const input = unique.map((rev) => `${rev}:${file}\n`).join('');
+  const buf = await runCommand(GIT.bin, ['-C', dir, 'cat-file', '--batch'], {
+    env: GIT.env,
+    input,
+    timeoutMs: 60_000,
+  }).then(
+    (r) => r.stdout,
+    () => Buffer.alloc(0), // as for a missing file: no pipeline
+  );
+  let at = 0;
+  for (const rev of unique) {
+    const nl = buf.indexOf(10, at);
+    if (nl < 0) break;
+    const head = /^[0-9a-f]+ (\S+) (\d+)$/.exec(buf.toString('utf8', at, nl));
+    at = nl + 1;
+    if (head === null) continue;
+    const size = Number(head[2]);
+    if (head[1] === 'blob') out.set(rev, buf.toString('utf8', at, at + size));
+    at += size + 1;
+  }
+  for (const rev of unique) if (!out.has(rev)) out.set(rev, undefined);
+  return out;
 }

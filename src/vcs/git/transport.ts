@@ -1,3 +1,4 @@
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { GIT } from '../constants.ts';
 import { cloneHint, notFound, wireParam, type VcsTransport } from '../transport.ts';
@@ -28,6 +29,11 @@ export const transport: VcsTransport = {
   cloneHint: (url) => cloneHint(GIT.label, `git clone ${url}`),
 
   remoteUser: (username) => username,
+
+  // Before a pack larger than its post buffer, git sends receive-pack a body of one flush packet
+  // ("0000": no ref updates) to find out whether credentials are needed; it changes nothing.
+  inert: async (input) =>
+    input === undefined || (input.size === 4 && (await fs.readFile(input.file, 'latin1')) === '0000'),
 
   backend: (b) =>
     Promise.resolve({

@@ -100,6 +100,11 @@ export class CommandServers {
     return answer.out.toString('utf8');
   }
 
+  /** Starts the server of `dir` now, if it is not running, without waiting for it. */
+  warm(dir: string): void {
+    this.server(dir).get();
+  }
+
   close(): void {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;

@@ -7,7 +7,7 @@ import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
 import { HgOps } from './ops.ts';
 import { HgReader } from './reader.ts';
-import { fileAt, moves, snapshot } from './refs.ts';
+import { filesAt, moves, snapshot, warmBookkeeping } from './refs.ts';
 import { transport } from './transport.ts';
 
 async function exists(p: string): Promise<boolean> {
@@ -43,9 +43,10 @@ export const hgDriver: VcsDriver = {
       await output(HG.bin, ['-R', dir, '--config', 'ui.interactive=false', 'recover'], HG.env);
     return left;
   },
+  prepare: warmBookkeeping,
   snapshot,
   moves,
-  fileAt,
+  filesAt,
   // triadcat.py writes the size of the file's data (a first revision's size needs the whole
   // revision in Mercurial: copy metadata), then the data, as `hg cat` prints it.
   catFile: (dir, commit, file, { head, nice }) =>

@@ -12,7 +12,8 @@ Writes are allowed only for requests Triad authorised as pushes. The bundle2
 "remote-changegroup" part (the server downloads a changegroup from a URL the pusher names) is
 neither advertised nor accepted: a pusher could make the server fetch any URL. During a request,
 os.environ holds its CGI variables (as it would for a CGI program), so hooks see them, and
-temporary files go to the request's TMPDIR.
+temporary files go to the request's TMPDIR. A pushed bundle is applied straight from the spooled
+body (`server.streamunbundle`): it is complete on disk before the worker sees the request.
 """
 import collections, io, json, os, struct, sys, tempfile, traceback
 
@@ -52,6 +53,9 @@ def app_for(repo, push):
         u.setconfig(b'web', b'push_ssl', b'false')
         u.setconfig(b'web', b'allow-archive', b'')
         u.setconfig(b'ui', b'report_untrusted', b'false')
+        # the body is a complete file Triad spooled already: unbundle reads it from there instead
+        # of copying it to a temporary file of its own first
+        u.setconfig(b'server', b'streamunbundle', b'true')
         app = hgweb(os.fsencode(repo), baseui=u)
     _apps[key] = app
     while len(_apps) > MAX_APPS:

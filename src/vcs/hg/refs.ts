@@ -3,9 +3,11 @@
  * moves: a bookmark that moved gains the new changesets among its ancestors; the new changesets
  * no moved bookmark covers count for their named branch.
  */
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { HG } from '../constants.ts';
 import type { BranchMove, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
-import { commitRecords, FIELD, RECORD, tagMoves } from '../refs.ts';
+import { commitRecords, eachAt, FIELD, RECORD, tagMoves } from '../refs.ts';
 import { CommandServers } from './cmdserver.ts';
 
 /**
@@ -15,12 +17,21 @@ import { CommandServers } from './cmdserver.ts';
 const servers = new CommandServers({ max: 8, idleMs: 60_000 });
 const hg = (dir: string, ...args: string[]) => servers.run(dir, args);
 
+/** Starts the bookkeeping command server of `dir` (a push is being received). */
+export function warmBookkeeping(dir: string): void {
+  servers.warm(dir);
+}
+
 /** Ends the command servers of the push bookkeeping (at shutdown). */
 export function closeBookkeeping(): void {
   servers.close();
 }
 
 export async function snapshot(dir: string): Promise<Snapshot> {
+  // No changelog, no changesets: a repository's first push needs no command for its snapshot
+  // before, while the bookkeeping server (started as the push arrived) is still starting.
+  if (!(await hasChangelog(dir)))
+    return { tip: '', branches: new Map(), bookmarks: new Map(), tags: new Map(), mark: -1 };
   const text = await hg(
     dir,
     'log',
@@ -52,6 +63,13 @@ export async function snapshot(dir: string): Promise<Snapshot> {
   return { tip, branches, bookmarks, tags, mark };
 }
 
+function hasChangelog(dir: string): Promise<boolean> {
+  return fs.access(path.join(dir, '.hg', 'store', '00changelog.i')).then(
+    () => true,
+    () => false,
+  );
+}
+
 async function commits(dir: string, revset: string, limit: number): Promise<CommitInfo[]> {
   const text = await hg(
     dir,
@@ -66,26 +84,32 @@ async function commits(dir: string, revset: string, limit: number): Promise<Comm
   return commitRecords(text);
 }
 
-async function count(dir: string, revset: string): Promise<number> {
-  return (await hg(dir, 'log', '-r', revset, '-T', 'x')).length;
-}
-
-/** The first `max` changesets of a revset and how many it has in all. */
+/**
+ * The first `max` changesets of a revset, newest first, and how many it has counted up to
+ * `max + 1` (a push event tells no more), in one command.
+ */
 async function listed(dir: string, revset: string, max: number) {
-  const list = await commits(dir, revset, max);
-  return { commits: list, total: list.length < max ? list.length : await count(dir, revset) };
+  const list = await commits(dir, revset, max + 1);
+  return { commits: list.slice(0, max), total: list.length };
 }
 
-async function branchOf(dir: string, revset: string): Promise<Map<string, string[]>> {
-  const text = await hg(dir, 'log', '-r', revset, '-T', `{node}${FIELD}{branch}\n`);
-  const m = new Map<string, string[]>();
-  for (const line of text.split('\n')) {
-    const [node = '', branch = ''] = line.split(FIELD);
-    if (node === '') continue;
-    m.set(branch, [...(m.get(branch) ?? []), node]);
-  }
-  return m;
+/**
+ * The named branches having changesets in `revset` (a set closed under descendants on the same
+ * branch, as the new changesets are), in the order of their first changeset there. Each such
+ * branch has one of its heads in the set (following a changeset's children on its branch ends
+ * at a head), so the heads are read, not every changeset: a first push of 10,000 changesets
+ * reads a few lines.
+ */
+async function branchesIn(dir: string, revset: string): Promise<string[]> {
+  const heads = await hg(dir, 'log', '-r', `head() and (${revset})`, '-T', '{branch}\n');
+  const names = [...new Set(heads.split('\n').filter((b) => b !== ''))];
+  if (names.length < 2) return names;
+  const firsts = names.map((b) => `first((${revset}) and ${branchSet(b)})`).join(' or ');
+  const ordered = await hg(dir, 'log', '-r', `sort(${firsts}, rev)`, '-T', '{branch}\n');
+  return [...new Set(ordered.split('\n').filter((b) => b !== ''))];
 }
+
+const branchSet = (name: string) => `branch(${JSON.stringify(`literal:${name}`)})`;
 
 export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
   const out: BranchMove[] = [];
@@ -114,10 +138,8 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
   }
   if (after.mark > before.mark) {
     const rest = `${fresh}${covered.length > 0 ? ` and not (${covered.join(' or ')})` : ''}`;
-    // branchOf already names every new changeset of each branch: its count is the total.
-    for (const [branch, nodes] of await branchOf(dir, rest)) {
-      const revset = `reverse((${rest}) and branch(${JSON.stringify(`literal:${branch}`)}))`;
-      const gained = { commits: await commits(dir, revset, opts.maxCommits), total: nodes.length };
+    for (const branch of await branchesIn(dir, rest)) {
+      const gained = await listed(dir, `reverse((${rest}) and ${branchSet(branch)})`, opts.maxCommits);
       const existed = before.branches.has(branch);
       out.push({
         type: 'branch',
@@ -138,7 +160,7 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
   return [...out, ...tags];
 };
 
-export async function fileAt(dir: string, rev: string, file: string): Promise<string | undefined> {
+/** The file at each revision, through the bookkeeping command server (a few ms each). */
+export const filesAt: VcsDriver['filesAt'] = (dir, revs, file) =>
   // `path:` makes the file relative to the repository root, not the working directory
-  return hg(dir, 'cat', '-r', rev, `path:${file}`).catch(() => undefined);
-}
+  eachAt(revs, (rev) => hg(dir, 'cat', '-r', rev, `path:${file}`).catch(() => undefined));
