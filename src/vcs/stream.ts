@@ -19,10 +19,18 @@ export async function* commandStream(
   cmd: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv,
+  opts: { socket?: Socket; spawned?: (child: ChildProcess) => void } = {},
 ): AsyncGenerator<Buffer> {
-  const child = spawn(cmd, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  // With `socket`: the process also gets a pipe on its standard input and the socket as its fd 3
+  // (see `commandToSocket` for why not lower), for a producer told by `spawned`'s caller to write
+  // there itself (triadcat.py).
+  const child =
+    opts.socket === undefined
+      ? spawn(cmd, args, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(cmd, args, { env, detached: true, stdio: ['pipe', 'pipe', 'pipe', opts.socket] });
+  opts.spawned?.(child);
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => {
+  child.stderr?.on('data', (d: Buffer) => {
     if (stderr.length < 4096) stderr += d.toString('utf8');
   });
   const exited = new Promise<number | null>((resolve) => {
@@ -110,7 +118,10 @@ export function commandToSocket(
   return producerExit(child, cmd, args, socket);
 }
 
-/** The exit of a process writing to `socket`; the socket closing first kills its process group. */
+/**
+ * The exit of a process writing to `socket` (its `exit`: its standard output may be a pipe no one
+ * reads to the end); the socket closing first kills its process group.
+ */
 export function producerExit(
   child: ChildProcess,
   cmd: string,
@@ -132,11 +143,17 @@ export function producerExit(
   };
   socket.once('close', kill);
   return new Promise<void>((resolve, reject) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      socket.off('close', kill);
+      if (child.exitCode === 0) resolve();
+      else reject(new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, child.exitCode, stderr));
+      return;
+    }
     child.once('error', (err) => {
       socket.off('close', kill);
       reject(err);
     });
-    child.once('close', (code) => {
+    child.once('exit', (code) => {
       socket.off('close', kill);
       // Node stops reading a socket it gives to a child (so that both do not read it): the next
       // request on a kept-alive connection is read again from here on.

@@ -90,9 +90,12 @@ async function producers(store: string): Promise<{ cmd: string; stdout: string }
     if (!args.some((a) => a.startsWith(store))) continue;
     const cmd = args.join(' ');
     if (!/cat-file blob|triadcat\.py| cat -R /.test(cmd)) continue;
-    const link = await fs.readlink(`/proc/${pid}/fd/1`).catch(() => 'gone');
-    const inode = /^socket:\[(\d+)\]$/.exec(link)?.[1];
-    out.push({ cmd, stdout: inode !== undefined && tcp.has(inode) ? 'tcp' : 'pipe' });
+    const tcpAt = async (fd: number) => {
+      const link = await fs.readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+      return tcp.has(/^socket:\[(\d+)\]$/.exec(link)?.[1] ?? '');
+    };
+    // git writes to its fd 1, triadcat.py to its fd 3
+    out.push({ cmd, stdout: (await tcpAt(1)) || (await tcpAt(3)) ? 'tcp' : 'pipe' });
   }
   return out;
 }
@@ -120,7 +123,7 @@ async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean): Promi
   return v;
 }
 
-describe.each(['git'] as const)('%s: a raw download handed over to the reading process', (vcs) => {
+describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the reading process', (vcs) => {
   let w: World;
   let base: string;
   let store: string;
@@ -138,6 +141,12 @@ describe.each(['git'] as const)('%s: a raw download handed over to the reading p
     expect(res.headers['content-length']).toBe(String(BIG.length));
     expect(await producers(store)).toEqual([expect.objectContaining({ stdout: 'tcp' })]);
     req.destroy();
+    expect(
+      await until(
+        () => producers(store),
+        (p) => p.length === 0,
+      ),
+    ).toEqual([]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const r = await download(agent, `${w.s.url}${base}/raw/big.bin`);
     agent.destroy();
@@ -169,6 +178,13 @@ describe.each(['git'] as const)('%s: a raw download handed over to the reading p
       expect([again.status, again.size, again.sha, again.reused]).toEqual([200, BIG.length, BIG_SHA, true]);
       const json = await download(agent, `${w.s.url}${base}/tree`);
       expect([json.status, json.reused]).toEqual([200, true]);
+      // and every process that wrote to the connection has ended
+      expect(
+        await until(
+          () => producers(store),
+          (p) => p.length === 0,
+        ),
+      ).toEqual([]);
     } finally {
       agent.destroy();
     }
@@ -188,19 +204,19 @@ describe.each(['git'] as const)('%s: a raw download handed over to the reading p
   }, 120_000);
 });
 
-describe('TRIAD_RAW_SOCKET_HANDOFF=false', () => {
+describe.each(['git', 'hg'] as const)('%s, TRIAD_RAW_SOCKET_HANDOFF=false', (vcs) => {
   let w: World;
   let base: string;
   let store: string;
   beforeAll(async () => {
     w = await world({ TRIAD_RAW_SOCKET_HANDOFF: 'false' });
-    ({ base, store } = await repoWithBigFile(w, 'git'));
+    ({ base, store } = await repoWithBigFile(w, vcs));
   }, 180_000);
   afterAll(async () => {
     await w.s.close();
   });
 
-  test('when a 60 MB git file is downloaded, then the server relays it from a pipe, every byte', async () => {
+  test('when a 60 MB file is downloaded, then the server relays it from a pipe, every byte', async () => {
     const { req } = await startAndPause(`${w.s.url}${base}/raw/big.bin`);
     expect(await producers(store)).toEqual([expect.objectContaining({ stdout: 'pipe' })]);
     req.destroy();
