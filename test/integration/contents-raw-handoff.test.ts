@@ -4,7 +4,8 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { addCommit } from './contents-fixture.ts';
-import type { VcsKind } from '../../src/vcs/index.ts';
+import net from 'node:net';
+import { driverFor, type VcsKind } from '../../src/vcs/index.ts';
 
 // Raw downloads written to the connection by the reading process itself (TRIAD_RAW_SOCKET_HANDOFF).
 // The server serves plain HTTP only (no TLS listener exists), so "a TLS connection is not handed
@@ -22,13 +23,16 @@ async function world(env: Record<string, string> = {}): Promise<World> {
   return { s, owner, org: await s.newOrg(owner) };
 }
 
-async function repoWithBigFile(w: World, vcs: VcsKind): Promise<{ base: string; store: string }> {
+async function repoWithBigFile(
+  w: World,
+  vcs: VcsKind,
+): Promise<{ base: string; store: string; commit: string }> {
   const name = uniq(`handoff${vcs}`);
   const r = await w.owner.client.post(`/api/v1/orgs/${w.org}/repos`, { name, vcs });
   expect(r.status).toBe(201);
   const store = w.s.running.services.repos.path({ id: r.body.data.id, vcs });
-  await addCommit(vcs, store, { 'small.txt': 'small\n', 'big.bin': BIG });
-  return { base: `/api/v1/repos/${w.org}/${name}`, store };
+  const commit = await addCommit(vcs, store, { 'small.txt': 'small\n', 'big.bin': BIG });
+  return { base: `/api/v1/repos/${w.org}/${name}`, store, commit };
 }
 
 /** One GET on `agent`: status, headers, sha256 and length of the body, whether the socket was reused. */
@@ -228,6 +232,46 @@ describe.each(['git', 'hg'] as const)('%s, TRIAD_RAW_SOCKET_HANDOFF=false', (vcs
       expect([small.status, small.size, small.reused]).toEqual([200, 6, true]);
     } finally {
       agent.destroy();
+    }
+  }, 120_000);
+});
+
+describe('hg: a connection offered but not taken', () => {
+  let w: World;
+  let store: string;
+  let commit: string;
+  beforeAll(async () => {
+    w = await world();
+    ({ store, commit } = await repoWithBigFile(w, 'hg'));
+  }, 180_000);
+  afterAll(async () => {
+    await w.s.close();
+  });
+
+  test('when the server reads the body instead (bytes were queued on the socket), then triadcat.py sends the rest on its pipe, every byte', async () => {
+    const listener = net.createServer();
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const accepted = new Promise<net.Socket>((resolve) => listener.once('connection', resolve));
+    const client = net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1');
+    const socket = await accepted;
+    try {
+      const file = await driverFor('hg').catFile(store, commit, 'big.bin', {
+        size: undefined,
+        head: 8000,
+        socket,
+      });
+      expect(file.handOff).toBeDefined();
+      const hash = createHash('sha256');
+      let size = 0;
+      for await (const c of file.body) {
+        hash.update(c);
+        size += c.length;
+      }
+      expect([file.size, size, hash.digest('hex')]).toEqual([BIG.length, BIG.length, BIG_SHA]);
+    } finally {
+      client.destroy();
+      socket.destroy();
+      listener.close();
     }
   }, 120_000);
 });
