@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import { startTestServer, uniq, type TestServer } from '../helpers/server.ts';
-import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
+import { ok, writeFile } from '../helpers/vcs.ts';
 
 // The Mercurial changeset diff is Mercurial's own git-style diff against the first parent:
 // renames, copies, binary changes and plain edits read exactly as `hg diff --git -c REV` prints
