@@ -143,7 +143,10 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, services.readers, config.limits, config.backendNice);
+  contentRoutes(api, services.repos, services.readers, config.limits, {
+    socketHandOff: config.rawSocketHandOff,
+    nice: config.backendNice,
+  });
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   pullRoutes(api, services.pulls);

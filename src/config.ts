@@ -79,6 +79,7 @@ const envSchema = z.object({
   TRIAD_BLOB_MAX_BYTES: size(1).default(4 * 1024 * 1024),
   TRIAD_DIFF_MAX_FILE_BYTES: size(1).default(1024 * 1024),
   TRIAD_DIFF_MAX_BYTES: size(1).default(4 * 1024 * 1024),
+  TRIAD_RAW_SOCKET_HANDOFF: bool.default(true),
   TRIAD_MAX_TOKENS_PER_USER: z.coerce.number().int().min(1).default(100),
   TRIAD_MAX_ORGS_PER_USER: z.coerce.number().int().min(0).default(50),
   TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
@@ -149,6 +150,8 @@ export type Config = {
   pullCheckBudgetMs: number;
   /** Contents read caps in bytes (blob content, a file's diff section, a whole diff). */
   limits: { blobMaxBytes: number; diffMaxFileBytes: number; diffMaxBytes: number };
+  /** Raw downloads (git, Mercurial) written to the connection by the reading process itself. */
+  rawSocketHandOff: boolean;
   /** Tokens one user may hold (CI clone credentials not counted). */
   maxTokensPerUser: number;
   /** Organizations a user may own when creating another (site admins exempt). */
@@ -236,6 +239,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       diffMaxFileBytes: e.TRIAD_DIFF_MAX_FILE_BYTES,
       diffMaxBytes: e.TRIAD_DIFF_MAX_BYTES,
     },
+    rawSocketHandOff: e.TRIAD_RAW_SOCKET_HANDOFF,
     maxTokensPerUser: e.TRIAD_MAX_TOKENS_PER_USER,
     maxOrgsPerUser: e.TRIAD_MAX_ORGS_PER_USER,
     authFailures: {

@@ -1,4 +1,6 @@
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
+import { TLSSocket } from 'node:tls';
 import { pipeline } from 'node:stream/promises';
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
@@ -24,7 +26,12 @@ export type Reply<T> =
   | { kind: 'list'; page: Page<T> }
   | { kind: 'bare'; status: 200 | 201; body: T }
   | { kind: 'empty' }
-  | { kind: 'stream'; headers: Record<string, string>; body: AsyncIterable<Uint8Array> }
+  | {
+      kind: 'stream';
+      headers: Record<string, string>;
+      body: AsyncIterable<Uint8Array>;
+      handOff: (() => Promise<void>) | undefined;
+    }
   | { kind: 'handled' };
 
 export const reply = {
@@ -35,12 +42,17 @@ export const reply = {
   bare: <T>(body: T, status: 200 | 201 = 200): Reply<T> => ({ kind: 'bare', status, body }),
   list: <T>(page: Page<T>): Reply<T> => ({ kind: 'list', page }),
   noContent: (): Reply<never> => ({ kind: 'empty' }),
-  /** 200 with these headers and the body read from `body` (a `text` route). */
-  stream: (headers: Record<string, string>, body: AsyncIterable<Uint8Array>): Reply<never> => ({
-    kind: 'stream',
-    headers,
-    body,
-  }),
+  /**
+   * 200 with these headers and the body read from `body` (a `text` route). With `handOff` (a
+   * process that writes the body to the response's connection itself, `OpenedFile.handOff`), it is
+   * used instead of `body` when, the headers sent, nothing else is queued on the socket; the
+   * headers must then include Content-Length.
+   */
+  stream: (
+    headers: Record<string, string>,
+    body: AsyncIterable<Uint8Array>,
+    handOff?: () => Promise<void>,
+  ): Reply<never> => ({ kind: 'stream', headers, body, handOff }),
   /** The handler wrote the response itself (streams, plain text). */
   handled: (): Reply<never> => ({ kind: 'handled' }),
 };
@@ -312,6 +324,10 @@ export class Api {
         if (ok.kind !== 'text') throw undeclared('a stream');
         res.status(200);
         for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
+        if (out.handOff !== undefined && (await headersFlushed(res))) {
+          await handOver(res, out.handOff);
+          return;
+        }
         // Backpressure, and a client that goes away stops the reading (the source is closed).
         await pipeline(Readable.from(out.body), res).catch((err: unknown) => {
           if ((err as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') throw err;
@@ -322,6 +338,55 @@ export class Api {
         return;
     }
   }
+}
+
+/**
+ * The connection of `req` if a response body may be written to it by another process: a plain
+ * TCP socket (a TLS socket's bytes must pass through Node's encryption) carrying HTTP/1.x (HTTP/2
+ * frames its data).
+ */
+export function handOffSocket(req: Request): Socket | undefined {
+  const socket = req.socket as Socket | undefined;
+  if (socket === undefined || socket instanceof TLSSocket || req.httpVersionMajor !== 1) return undefined;
+  return socket;
+}
+
+/** Sends the headers and waits until they left Node: true when nothing else is queued. */
+async function headersFlushed(res: Response): Promise<boolean> {
+  const socket = res.socket;
+  if (socket === null || socket.destroyed) return false;
+  res.flushHeaders();
+  if (socket.writableLength > 0) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        socket.off('drain', done);
+        socket.off('close', done);
+        resolve();
+      };
+      socket.on('drain', done);
+      socket.on('close', done);
+    });
+  }
+  return !socket.destroyed && socket.writableLength === 0 && res.socket === socket;
+}
+
+/**
+ * Lets the producer write the body straight to the connection, then ends the response (its
+ * Content-Length met, the connection kept alive). A producer that fails (or a client gone) leaves
+ * the response short: the connection is destroyed, never reused; the failure is thrown on unless
+ * the client had gone.
+ */
+async function handOver(res: Response, handOff: () => Promise<void>): Promise<void> {
+  const socket = res.socket;
+  try {
+    await handOff();
+  } catch (err) {
+    const gone = socket === null || socket.destroyed;
+    socket?.destroy();
+    if (gone) return;
+    throw err;
+  }
+  res.end();
 }
 
 /** Does every numeric path parameter hold digits? (Else the route does not match.) */

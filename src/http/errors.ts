@@ -132,9 +132,16 @@ type BodyParserError = Error & { type?: string; status?: number; statusCode?: nu
  * `storage_unavailable`, body-parser errors to 4xx, anything else to 500.
  */
 export function errorMiddleware(log: Logger): ErrorRequestHandler {
-  return (err: unknown, req, res, next) => {
+  return (err: unknown, req, res, _next) => {
     if (res.headersSent) {
-      next(err);
+      // a streamed body failing midway (a raw download's process, an archive): the response is
+      // cut, the connection closed so the client sees it short, never reused
+      const reqId = res.getHeader('x-request-id');
+      log.error(
+        { err, reqId, method: req.method, url: req.originalUrl },
+        'failed after the response headers',
+      );
+      req.socket.destroy();
       return;
     }
     if (err instanceof ApiError) {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { reply, respond, type Api } from '../http/api.ts';
+import type { Socket } from 'node:net';
+import { handOffSocket, reply, respond, type Api } from '../http/api.ts';
 import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
@@ -125,9 +126,11 @@ export class ContentsService {
    * and checks the file (the same 404s as a blob read) without reading it; the bytes come from a
    * process of their own (`catFile`), at that commit, which also tells the size when the reader
    * could not, and whose first bytes decide whether the file is text. The file is read once,
-   * and the repository's reader is not held while it is.
+   * and the repository's reader is not held while it is. With `socket` (the response's
+   * connection, when it may be handed over), `handOff` is there when the kind's producer can
+   * write the file to it itself.
    */
-  async raw(target: RepoTarget, rawPath: unknown, rev: string) {
+  async raw(target: RepoTarget, rawPath: unknown, rev: string, socket?: Socket) {
     const p = ContentsService.path(rawPath);
     const r = ContentsService.rev(rev);
     if (p === '') throw ApiError.notFound('file');
@@ -138,12 +141,14 @@ export class ContentsService {
       size,
       head: RAW_SNIFF_BYTES,
       nice: this.nice,
+      socket,
     });
     const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
     return {
       size: file.size,
       contentType: sniff.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
       body: file.body,
+      handOff: file.handOff,
     };
   }
 
@@ -176,9 +181,9 @@ export function contentRoutes(
   repos: ReposService,
   pool: ReaderPool,
   limits: ContentLimits = DEFAULT_LIMITS,
-  nice = 0,
+  opts: { socketHandOff: boolean; nice: number } = { socketHandOff: true, nice: 0 },
 ): ContentsService {
-  const svc = new ContentsService(repos, pool, limits, nice);
+  const svc = new ContentsService(repos, pool, limits, opts.nice);
   const READ = { scope: 'repo:read' } as const;
   const tree = {
     repo: READ,
@@ -237,8 +242,9 @@ export function contentRoutes(
       },
     ),
     errors: READ_ERRORS,
-    handler: async ({ target, params, query }) => {
-      const file = await svc.raw(target, params.path, query.rev);
+    handler: async ({ req, target, params, query }) => {
+      const socket = opts.socketHandOff ? handOffSocket(req) : undefined;
+      const file = await svc.raw(target, params.path, query.rev, socket);
       return reply.stream(
         {
           'Content-Type': file.contentType,
@@ -248,6 +254,7 @@ export function contentRoutes(
           'Content-Security-Policy': "default-src 'none'; sandbox",
         },
         file.body,
+        file.handOff,
       );
     },
   });

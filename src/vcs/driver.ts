@@ -18,6 +18,7 @@
  * documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs of a
  * merge and `InvalidRefName` for a tag name the VCS refuses.
  */
+import type { Socket } from 'node:net';
 import type { ArchiveFormat, OpenedFile } from './stream.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
@@ -137,14 +138,16 @@ export interface VcsDriver {
    * as `RepoReader.file` answered it), streamed from a process of its own (`openFile`,
    * stream.ts), so a large file neither sits in memory nor holds the repository's pooled reader,
    * and is read once. Answers when the size and the first `head` bytes are known; ending the
-   * body early kills the process. The process runs `nice` niceness steps below the server
-   * (priority.ts).
+   * body early kills the process, which runs `nice` niceness steps below the server
+   * (priority.ts). With `socket` (a plain HTTP/1.x connection the response goes
+   * out on), a driver whose producer can write to a non-blocking socket itself adds `handOff`
+   * (git, Mercurial; Fossil's `fossil cat` cannot, so it never does).
    */
   catFile(
     dir: string,
     commit: string,
     file: string,
-    known: { size: number | undefined; head: number; nice: number },
+    known: { size: number | undefined; head: number; nice: number; socket?: Socket },
   ): Promise<OpenedFile>;
 
   /**

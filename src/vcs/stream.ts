@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
+import type { Socket } from 'node:net';
 import path from 'node:path';
 import { niced } from './priority.ts';
 import { VcsCommandFailed } from './run.ts';
@@ -21,11 +22,19 @@ export async function* commandStream(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   nice: number,
+  opts: { socket?: Socket; spawned?: (child: ChildProcess) => void } = {},
 ): AsyncGenerator<Buffer> {
+  // With `socket`: the process also gets a pipe on its standard input and the socket as its fd 3
+  // (see `commandToSocket` for why not lower), for a producer told by `spawned`'s caller to write
+  // there itself (triadcat.py).
   const [command, argv] = niced(nice, cmd, args);
-  const child = spawn(command, argv, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child =
+    opts.socket === undefined
+      ? spawn(command, argv, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn(command, argv, { env, detached: true, stdio: ['pipe', 'pipe', 'pipe', opts.socket] });
+  opts.spawned?.(child);
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => {
+  child.stderr?.on('data', (d: Buffer) => {
     if (stderr.length < 4096) stderr += d.toString('utf8');
   });
   const exited = new Promise<number | null>((resolve) => {
@@ -76,7 +85,91 @@ export async function* fileOutputStream(
  * every byte, the head included. Ending `body` early (its `return`, as a stream pipeline does
  * for a client gone) kills the process, also when `body` was never read.
  */
-export type OpenedFile = { size: number; head: Buffer; body: AsyncIterable<Buffer> };
+export type OpenedFile = {
+  size: number;
+  head: Buffer;
+  body: AsyncIterable<Buffer>;
+  /**
+   * Present when the caller offered a socket (`socket` of `VcsDriver.catFile`) and the producer
+   * can write to it itself: call it instead of reading `body`, once the response's headers are on
+   * the wire and nothing else is queued on the socket. The whole file then goes from the process
+   * to the socket in the kernel (Node never holds the bytes); resolves when the process exited 0
+   * having written them, rejects otherwise (the response is then short: destroy the socket). It
+   * ends whatever process `body` would have read.
+   */
+  handOff?: () => Promise<void>;
+};
+
+/**
+ * Runs a command whose standard output is `socket` (an HTTP response's connection, the headers
+ * already sent): the bytes never pass through Node. The socket's descriptor is given to the child
+ * as its fd 3 and moved onto its standard output by `sh` — libuv makes a child's fds 0-2 blocking,
+ * and that flag belongs to the connection both processes share, so handing it over as fd 1 directly
+ * would leave Node's own socket blocking. The command must cope with a non-blocking standard output
+ * (git's writes poll on EAGAIN). The socket closing first (a client gone) kills the command's
+ * process group; a non-zero exit rejects with `VcsCommandFailed`.
+ */
+export function commandToSocket(
+  cmd: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  nice: number,
+  socket: Socket,
+): Promise<void> {
+  const [command, argv] = niced(nice, cmd, args);
+  const child = spawn('/bin/sh', ['-c', 'exec "$0" "$@" >&3 3>&-', command, ...argv], {
+    env,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe', socket],
+  });
+  return producerExit(child, cmd, args, socket);
+}
+
+/**
+ * The exit of a process writing to `socket` (its `exit`: its standard output may be a pipe no one
+ * reads to the end); the socket closing first kills its process group.
+ */
+export function producerExit(
+  child: ChildProcess,
+  cmd: string,
+  args: readonly string[],
+  socket: Socket,
+): Promise<void> {
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    if (stderr.length < 4096) stderr += d.toString('utf8');
+  });
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  socket.once('close', kill);
+  return new Promise<void>((resolve, reject) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      socket.off('close', kill);
+      if (child.exitCode === 0) resolve();
+      else reject(new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, child.exitCode, stderr));
+      return;
+    }
+    child.once('error', (err) => {
+      socket.off('close', kill);
+      reject(err);
+    });
+    child.once('exit', (code) => {
+      socket.off('close', kill);
+      // Node stops reading a socket it gives to a child (so that both do not read it): the next
+      // request on a kept-alive connection is read again from here on.
+      if (!socket.destroyed) socket.resume();
+      if (code === 0) resolve();
+      else reject(new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, stderr));
+    });
+  });
+}
 
 /**
  * Opens a file's bytes from `source` (a `commandStream`): with `size` given (the reader knew it),

@@ -1,6 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
-import { commandStream, openFile } from '../../src/vcs/stream.ts';
+import net from 'node:net';
+import { commandStream, commandToSocket, openFile } from '../../src/vcs/stream.ts';
 
 /** A process that exists and is not a zombie. */
 const alive = async (pid: number) => {
@@ -60,5 +61,95 @@ describe('openFile (raw downloads)', () => {
       up = await alive(pid);
     }
     expect(up).toBe(false);
+  });
+});
+
+/** A connected pair of TCP sockets on loopback: the server's end and the client's. */
+async function tcpPair(): Promise<{ server: net.Socket; client: net.Socket; close: () => void }> {
+  const listener = net.createServer();
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const accepted = new Promise<net.Socket>((resolve) => listener.once('connection', resolve));
+  const client = net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1');
+  const server = await accepted;
+  return {
+    server,
+    client,
+    close: () => {
+      server.destroy();
+      client.destroy();
+      listener.close();
+    },
+  };
+}
+
+/** Is the descriptor of `socket` (its libuv handle's) non-blocking? */
+async function nonBlocking(socket: net.Socket): Promise<boolean> {
+  const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd;
+  const flags = /^flags:\s+(\d+)$/m.exec(await fs.readFile(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1] ?? '0';
+  return (parseInt(flags, 8) & 0o4000) !== 0;
+}
+
+/** Writes `n` zero bytes (forever without `n`) to its non-blocking standard output, as git does: poll on EAGAIN. */
+const WRITER = [
+  'import os, select, sys',
+  'n = int(sys.argv[1]) if len(sys.argv) > 1 else -1',
+  'p = select.poll()',
+  'p.register(1, select.POLLOUT)',
+  'while n != 0:',
+  '    try:',
+  '        w = os.write(1, bytes(65536 if n < 0 else min(n, 65536)))',
+  '    except BlockingIOError:',
+  '        p.poll()',
+  '        continue',
+  '    n = n - w if n > 0 else n',
+].join('\n');
+
+describe('commandToSocket (raw downloads handed to the producer)', () => {
+  test('the command writes to the socket; the server keeps it non-blocking and reads from it again afterwards', async () => {
+    const { server, client, close } = await tcpPair();
+    try {
+      const got: Buffer[] = [];
+      client.on('data', (c: Buffer) => got.push(c));
+      const big = 16 * 1024 * 1024; // more than a socket buffer: the writer meets EAGAIN
+      await commandToSocket('python3', ['-c', WRITER, String(big)], process.env, 0, server);
+      expect(await nonBlocking(server)).toBe(true);
+      while (got.reduce((n, c) => n + c.length, 0) < big) await new Promise((r) => setTimeout(r, 20));
+      const bytes = Buffer.concat(got);
+      expect([bytes.length, bytes.equals(Buffer.alloc(big))]).toEqual([big, true]);
+      const next = new Promise<Buffer>((resolve) => server.once('data', resolve));
+      client.write('next request');
+      expect((await next).toString()).toBe('next request');
+    } finally {
+      close();
+    }
+  });
+
+  test('a command that fails rejects with its exit code', async () => {
+    const { server, close } = await tcpPair();
+    try {
+      await expect(
+        commandToSocket('sh', ['-c', 'printf x; exit 3'], process.env, 0, server),
+      ).rejects.toMatchObject({
+        code: 3,
+      });
+    } finally {
+      close();
+    }
+  });
+
+  test('a client gone ends the command (its promise settles on its exit)', async () => {
+    const { server, client, close } = await tcpPair();
+    try {
+      client.pause(); // reads nothing: the writer fills the socket and waits for room
+      const done = commandToSocket('python3', ['-c', WRITER], process.env, 0, server).catch(
+        (e: unknown) => e,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      client.destroy();
+      server.destroy();
+      expect(await done).toBeInstanceOf(Error);
+    } finally {
+      close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream, openFile } from '../stream.ts';
+import { commandStream, commandToSocket, openFile } from '../stream.ts';
 import { GIT } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -30,10 +30,22 @@ export const gitDriver: VcsDriver = {
   moves,
   filesAt,
   // The reader knows the size from the object's header (`cat-file --batch-command` info).
-  catFile: (dir, commit, file, { size, head, nice }) => {
+  catFile: async (dir, commit, file, { size, head, nice, socket }) => {
     if (size === undefined) throw new Error('git: a raw read needs the size the reader answered');
-    const out = commandStream(GIT.bin, ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`], GIT.env, nice);
-    return openFile(out, { size, head, what: 'git cat-file' });
+    const args = ['-C', dir, 'cat-file', 'blob', `${commit}:${file}`];
+    const opened = await openFile(commandStream(GIT.bin, args, GIT.env, nice), {
+      size,
+      head,
+      what: 'git cat-file',
+    });
+    if (socket === undefined) return opened;
+    // `git cat-file blob` streams an undeltified object, so the first process, ended once its
+    // head is read, inflated little more than that; the second writes the file to the socket.
+    const handOff = async () => {
+      await opened.body[Symbol.asyncIterator]().return?.();
+      await commandToSocket(GIT.bin, args, GIT.env, nice, socket);
+    };
+    return { ...opened, handOff };
   },
   archive: (dir, commit, format, prefix, nice) =>
     commandStream(

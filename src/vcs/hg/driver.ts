@@ -1,7 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { commandStream, openFile } from '../stream.ts';
+import type { ChildProcess } from 'node:child_process';
+import { commandStream, openFile, producerExit } from '../stream.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -49,11 +50,47 @@ export const hgDriver: VcsDriver = {
   filesAt,
   // triadcat.py writes the size of the file's data (a first revision's size needs the whole
   // revision in Mercurial: copy metadata), then the data, as `hg cat` prints it.
-  catFile: (dir, commit, file, { head, nice }) =>
-    openFile(commandStream(HG.python, [TRIADCAT, dir, commit, file], HG.env, nice), {
-      head,
-      what: 'hg triadcat',
-    }),
+  catFile: async (dir, commit, file, { head, nice, socket }) => {
+    const what = 'hg triadcat';
+    if (socket === undefined)
+      return openFile(commandStream(HG.python, [TRIADCAT, dir, commit, file], HG.env, nice), { head, what });
+    // triadcat.py with a head size: it writes the size and the head, then waits for one line on
+    // its standard input: `socket` (write the whole file to fd 3, the connection) or `pipe` (the
+    // rest to standard output, as without it).
+    let child: ChildProcess | undefined;
+    const args = [TRIADCAT, dir, commit, file, String(head)];
+    const source = commandStream(HG.python, args, HG.env, nice, {
+      socket,
+      spawned: (c) => {
+        child = c;
+        c.stdin?.on('error', () => undefined); // a process gone first: its exit tells
+      },
+    });
+    const opened = await openFile(source, { head, what });
+    const told = (line: string) => child?.stdin?.end(`${line}\n`);
+    const it = opened.body[Symbol.asyncIterator]();
+    let piped = false;
+    const body: AsyncIterableIterator<Buffer> = {
+      [Symbol.asyncIterator]: () => body,
+      next: async () => {
+        if (!piped) told('pipe');
+        piped = true;
+        return it.next();
+      },
+      return: async () => (await it.return?.()) ?? { done: true, value: undefined },
+    };
+    const handOff = async () => {
+      if (child === undefined) throw new Error(`${what}: no process`);
+      const exited = producerExit(child, HG.python, args, socket);
+      told('socket');
+      try {
+        await exited;
+      } finally {
+        await it.return?.(); // the exited process's standard output, never read further
+      }
+    };
+    return { size: opened.size, head: opened.head, body, handOff };
+  },
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
   archive: (dir, commit, format, prefix, nice) =>
     commandStream(
