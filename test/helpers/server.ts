@@ -114,6 +114,10 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     // In-process servers share the test runner's heap: the idle collection (test/unit/idle-gc)
     // would collect all of it; servers started as processes keep the default.
     TRIAD_IDLE_GC_SECONDS: '0',
+    // The suite's own processes (jest workers, clients) run at the default priority: backends
+    // lowered below them would wait on a busy machine for what they serve to the very tests
+    // waiting on them. backend-priority.test.ts sets a niceness and checks it.
+    TRIAD_BACKEND_NICE: '0',
     ...env,
   });
   const running = await startServer(config);
