@@ -324,6 +324,12 @@ export class Api {
         if (ok.kind !== 'text') throw undeclared('a stream');
         res.status(200);
         for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
+        if (req.method === 'HEAD') {
+          // The headers only: the process that would produce the body is stopped unread.
+          await out.body[Symbol.asyncIterator]().return?.();
+          res.end();
+          return;
+        }
         if (out.handOff !== undefined && (await headersFlushed(res))) {
           await handOver(res, out.handOff);
           return;
@@ -348,6 +354,7 @@ export class Api {
 export function handOffSocket(req: Request): Socket | undefined {
   const socket = req.socket as Socket | undefined;
   if (socket === undefined || socket instanceof TLSSocket || req.httpVersionMajor !== 1) return undefined;
+  if (req.method !== 'GET') return undefined; // a HEAD has no body to write
   return socket;
 }
 

@@ -36,7 +36,7 @@ async function repoWithBigFile(
 }
 
 /** One GET on `agent`: status, headers, sha256 and length of the body, whether the socket was reused. */
-function download(agent: http.Agent, url: string) {
+function download(agent: http.Agent, url: string, method = 'GET') {
   return new Promise<{
     status: number;
     length: string;
@@ -45,7 +45,7 @@ function download(agent: http.Agent, url: string) {
     sha: string;
     reused: boolean;
   }>((resolve, reject) => {
-    const q = http.get(url, { agent }, (res) => {
+    const q = http.request(url, { agent, method }, (res) => {
       const hash = createHash('sha256');
       let size = 0;
       res.on('data', (c: Buffer) => {
@@ -65,6 +65,7 @@ function download(agent: http.Agent, url: string) {
       res.on('error', reject);
     });
     q.on('error', reject);
+    q.end();
   });
 }
 
@@ -193,6 +194,24 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
       agent.destroy();
     }
   }, 180_000);
+
+  test('when a HEAD asks for the file, then only the headers come back and the connection serves the next request right', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const head = await download(agent, `${w.s.url}${base}/raw/big.bin`, 'HEAD');
+      expect(head).toMatchObject({ status: 200, length: String(BIG.length), size: 0 });
+      const small = await download(agent, `${w.s.url}${base}/raw/small.txt`);
+      expect([small.status, small.length, small.size, small.reused]).toEqual([200, '6', 6, true]);
+      expect(
+        await until(
+          () => producers(store),
+          (p) => p.length === 0,
+        ),
+      ).toEqual([]);
+    } finally {
+      agent.destroy();
+    }
+  }, 120_000);
 
   test('when the client goes away in the middle, then the process writing to the connection ends', async () => {
     const { req } = await startAndPause(`${w.s.url}${base}/raw/big.bin`);
