@@ -41,6 +41,29 @@ def _size(ctx, path, fnode):
     return size
 
 
+# small files' contents by (path, file node), which name one content for good: reads of a file at
+# nearby revisions mostly find the same file revision, rebuilt from its deltas only once. Bounded
+# by bytes, since every repository with a live reader has its own process.
+_texts = {}
+_TEXT_MAX = 32 * 1024
+_TEXTS_BYTES = 2 * 1024 * 1024
+_texts_bytes = [0]
+
+
+def _data(ctx, path, fnode):
+    key = (path, fnode)
+    data = _texts.pop(key, None)
+    if data is None:
+        data = ctx.filectx(path, fileid=fnode).data()
+        if len(data) > _TEXT_MAX:
+            return data
+        _texts_bytes[0] += len(data)
+        while _texts and _texts_bytes[0] > _TEXTS_BYTES:
+            _texts_bytes[0] -= len(_texts.pop(next(iter(_texts))))
+    _texts[key] = data
+    return data
+
+
 def _s(b):
     return b.decode('utf-8', 'replace')
 
@@ -111,7 +134,7 @@ def _answer(ui, repo, op, rev, *args):
         mf = _manifest(ctx)
         if path not in mf:
             return _out(ui, {'error': 'file' if mf.hasdir(path) else 'path'})
-        data = ctx.filectx(path, fileid=mf[path]).data()
+        data = _data(ctx, path, mf[path])
         size = len(data)
         if 0 <= limit < size:
             data = data[:limit]
