@@ -287,7 +287,9 @@ export async function openFileClosing(
   });
   const opened = await openFile(source, { ...opts, unread: (chunks) => (unread = chunks) });
   const socket = opts.socket;
-  if (socket === undefined || child === undefined) return opened;
+  // A file read whole already (a small one) goes out from memory, the connection kept.
+  const held = unread.reduce((n, c) => n + c.length, 0);
+  if (socket === undefined || child === undefined || held >= opts.size) return opened;
   const producer = child;
   const stop = () => void opened.body[Symbol.asyncIterator]().return?.();
   const handOff = async () => {
