@@ -313,7 +313,7 @@ export async function openFileClosing(
         const cat = spawn(command, argv, { env, detached: true, stdio: [out, socket, 'pipe'] });
         out.destroy(); // cat holds the pipe now; the command sees it closed if cat goes
         await producerExit(cat, 'cat', [], socket, false);
-      }
+      } else out.destroy(); // all sent: a command writing more meets a closed pipe
       const code = await exited;
       if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, '');
     } catch (e) {
