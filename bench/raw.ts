@@ -4,9 +4,11 @@
  * repository whose storage gets one commit with a README and a `--mb` MB file of random bytes
  * (committed straight into the storage, as the contents tests do), then
  * - `--runs` times, alternating: the native command into /dev/null on the same storage
- *   (`git cat-file blob`, `hg cat -r tip`, `fossil cat -r tip`) and an anonymous
+ *   (`git cat-file blob`, `hg cat -r tip`, `fossil cat -r tip`), the floor (the same file from a
+ *   minimal `node:http` server in a process of its own that holds it in memory: what any HTTP
+ *   download over loopback costs here) and an anonymous
  *   `GET /api/v1/repos/bench/raw-<kind>/raw/big.bin` by `curl` (a process of its own, as a user's
- *   client is; the body to /dev/null, its length checked); both timed from spawn to exit;
+ *   client is; the body to /dev/null, its length checked); each timed from spawn to exit;
  * - the server's CPU time per download (user + system of this process, which runs the server and
  *   only waits for curl meanwhile), and that of the repository's pooled reader process (a file
  *   the reader reads shows there; it should read none of it);
@@ -156,6 +158,27 @@ async function download(url: string, size: number): Promise<{ s: number; cpu: nu
   return { s: elapsed, cpu: cpuMs() - cpu };
 }
 
+/**
+ * The floor: a minimal `node:http` server in a process of its own answering every request with
+ * the file, read into memory at its start. Resolves with its URL and a stop function.
+ */
+async function floorServer(file: string): Promise<{ url: string; stop: () => void }> {
+  const code = `
+    const http = require('node:http');
+    const data = require('node:fs').readFileSync(process.argv[1]);
+    const server = http.createServer((req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': data.length });
+      res.end(data);
+    });
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
+  const child = spawn(process.execPath, ['-e', code, file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    child.once('exit', (c) => reject(new Error(`floor server exited ${c}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/big.bin`, stop: () => child.kill() };
+}
+
 async function treeRead(url: string): Promise<number> {
   const t = performance.now();
   const r = await fetch(url);
@@ -170,6 +193,7 @@ const call = apiCaller(running.url, token);
 type Row = {
   kind: VcsKind;
   native: number;
+  floor: number;
   triad: number;
   cpu: number;
   readerCpu: number;
@@ -181,6 +205,7 @@ const rows: Row[] = [];
 const load0 = os.loadavg();
 gc();
 const rssStart = rssMb();
+let stopFloor = () => undefined as void;
 try {
   await call('POST', '/api/v1/orgs', { name: 'bench' });
   const size = MB * 1024 * 1024;
@@ -189,6 +214,8 @@ try {
   const out = await fs.open(big, 'w');
   for (let i = 0; i < MB; i++) await out.write(randomBytes(1024 * 1024));
   await out.close();
+  const floor = await floorServer(big);
+  stopFloor = floor.stop;
   for (const kind of KINDS) {
     const name = `raw-${kind}`;
     const created = await call('POST', '/api/v1/orgs/bench/repos', { name, vcs: kind });
@@ -200,18 +227,21 @@ try {
     for (let i = 0; i < 10; i++) await treeRead(tree); // warm the reader
     await download(raw, size); // warm (not counted)
     await native(kind, store, dir);
+    await download(floor.url, size);
     gc();
     const rssBefore = rssMb();
     let rssPeak = rssBefore;
     const rssTimer = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb())), 20);
 
     const nat: number[] = [];
+    const flo: number[] = [];
     const tri: number[] = [];
     const cpu: number[] = [];
     const readerCpu: number[] = [];
     const reader = await readerPid(store);
     for (let i = 0; i < RUNS; i++) {
       nat.push(await native(kind, store, dir));
+      flo.push((await download(floor.url, size)).s);
       const r0 = await procCpuMs(reader);
       const d = await download(raw, size);
       readerCpu.push((await procCpuMs(reader)) - r0);
@@ -237,6 +267,7 @@ try {
     const row: Row = {
       kind,
       native: median(nat),
+      floor: median(flo),
       triad: median(tri),
       cpu: median(cpu),
       readerCpu: median(readerCpu),
@@ -247,6 +278,7 @@ try {
     rows.push(row);
     console.log(
       `${kind}: native ${row.native.toFixed(3)} s [${nat.map((x) => x.toFixed(2)).join(' ')}], ` +
+        `floor ${row.floor.toFixed(3)} s [${flo.map((x) => x.toFixed(2)).join(' ')}], ` +
         `raw ${row.triad.toFixed(3)} s [${tri.map((x) => x.toFixed(2)).join(' ')}], ratio ${(row.triad / row.native).toFixed(2)}; ` +
         `server CPU per download ${row.cpu.toFixed(0)} ms [${cpu.map((x) => x.toFixed(0)).join(' ')}], ` +
         `pooled reader (pid ${reader ?? '?'}) ${row.readerCpu.toFixed(0)} ms [${readerCpu.join(' ')}]; ` +
@@ -261,6 +293,7 @@ try {
     `RSS after server start ${rssStart.toFixed(0)} MB, at the end (after gc) ${rssMb().toFixed(0)} MB`,
   );
 } finally {
+  stopFloor();
   await server.close();
 }
 const load1 = os.loadavg();
@@ -269,12 +302,12 @@ console.log(
     `${os.cpus().length} CPUs, ${MB} MB random file, median of ${RUNS}`,
 );
 console.log(
-  '\n| VCS | native cat (s) | raw download (s) | ratio | server / pooled reader CPU per download (ms) | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
+  '\n| VCS | native cat (s) | floor: node:http download (s) | raw download (s) | ratio | server / pooled reader CPU per download (ms) | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   console.log(
-    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ${r.cpu.toFixed(0)} / ${r.readerCpu.toFixed(0)} | ` +
+    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.floor.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ${r.cpu.toFixed(0)} / ${r.readerCpu.toFixed(0)} | ` +
       `${pct(r.treeIdle, 50).toFixed(1)} / ${Math.max(...r.treeIdle).toFixed(1)} | ` +
       `${pct(r.treeBusy, 50).toFixed(1)} / ${Math.max(...r.treeBusy).toFixed(1)} (n=${r.treeBusy.length}) | ` +
       `${r.rss.map((x) => x.toFixed(0)).join(' / ')} |`,

@@ -379,7 +379,8 @@ async function headersFlushed(res: Response): Promise<boolean> {
 
 /**
  * Lets the producer write the body straight to the connection, then ends the response (its
- * Content-Length met, the connection kept alive). A producer that fails (or a client gone) leaves
+ * Content-Length met, the connection kept alive; closed instead when the response says
+ * `Connection: close`, as one whose producer left the connection blocking does). A producer that fails (or a client gone) leaves
  * the response short: the connection is destroyed, never reused; the failure is thrown on unless
  * the client had gone.
  */
@@ -392,6 +393,11 @@ async function handOver(res: Response, handOff: () => Promise<void>): Promise<vo
     socket?.destroy();
     if (gone) return;
     throw err;
+  }
+  if (res.getHeader('Connection') === 'close') {
+    // The producer left the connection blocking (`OpenedFile.closes`): closed, never read again.
+    res.end(() => socket?.destroy());
+    return;
   }
   res.end();
 }

@@ -149,6 +149,7 @@ export class ContentsService {
       contentType: sniff.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
       body: file.body,
       handOff: file.handOff,
+      closes: file.handOff !== undefined && file.closes === true,
     };
   }
 
@@ -252,6 +253,8 @@ export function contentRoutes(
           // never run as a page of this origin, whatever the file holds
           'X-Content-Type-Options': 'nosniff',
           'Content-Security-Policy': "default-src 'none'; sandbox",
+          // a producer that makes the connection blocking (Fossil): closed after this response
+          ...(file.closes ? { Connection: 'close' } : {}),
         },
         file.body,
         file.handOff,

@@ -140,8 +140,9 @@ export interface VcsDriver {
    * and is read once. Answers when the size and the first `head` bytes are known; ending the
    * body early kills the process, which runs `nice` niceness steps below the server
    * (priority.ts). With `socket` (a plain HTTP/1.x connection the response goes
-   * out on), a driver whose producer can write to a non-blocking socket itself adds `handOff`
-   * (git, Mercurial; Fossil's `fossil cat` cannot, so it never does).
+   * out on), the driver adds `handOff`: git and Mercurial write to the non-blocking socket
+   * themselves; Fossil's `fossil cat` cannot, so its pipe goes on to `cat`, which makes the
+   * connection blocking: `closes`, the response then closes its connection.
    */
   catFile(
     dir: string,

@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import path from 'node:path';
 import { niced } from './priority.ts';
 import { VcsCommandFailed } from './run.ts';
@@ -98,6 +99,12 @@ export type OpenedFile = {
    * ends whatever process `body` would have read.
    */
   handOff?: () => Promise<void>;
+  /**
+   * With `handOff`: the process that writes to the connection makes it blocking (see
+   * `openFileClosing`), so the response must say `Connection: close` and the connection is closed
+   * once the hand-off ends, never read or written by the server again.
+   */
+  closes?: boolean;
 };
 
 /**
@@ -134,6 +141,7 @@ export function producerExit(
   cmd: string,
   args: readonly string[],
   socket: Socket,
+  resume = true,
 ): Promise<void> {
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -164,7 +172,7 @@ export function producerExit(
       socket.off('close', kill);
       // Node stops reading a socket it gives to a child (so that both do not read it): the next
       // request on a kept-alive connection is read again from here on.
-      if (!socket.destroyed) socket.resume();
+      if (resume && !socket.destroyed) socket.resume();
       if (code === 0) resolve();
       else reject(new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, stderr));
     });
@@ -180,7 +188,7 @@ export function producerExit(
  */
 export async function openFile(
   source: AsyncIterable<Buffer>,
-  opts: { size?: number; head: number; what: string },
+  opts: { size?: number; head: number; what: string; unread?: (chunks: Buffer[]) => void },
 ): Promise<OpenedFile> {
   const it = source[Symbol.asyncIterator]();
   const chunks: Buffer[] = [];
@@ -220,6 +228,8 @@ export async function openFile(
   }
   const total = size;
   const pending = [...chunks];
+  // (`openFileClosing` sends these itself when `body` is never read)
+  opts.unread?.(pending);
   const count = async (r: IteratorResult<Buffer>): Promise<IteratorResult<Buffer>> => {
     if (r.done === true) {
       if (sent !== total) await fail(`${sent} bytes, ${total} announced`);
@@ -242,4 +252,90 @@ export async function openFile(
   };
   const head = Buffer.concat(chunks, have);
   return { size: total, head: head.subarray(0, Math.min(opts.head, head.length)), body };
+}
+
+/**
+ * `openFile` for a command that cannot write to a non-blocking socket (`fossil cat` writes with
+ * stdio and gives up on EAGAIN), reading its standard output from a pipe. With `socket`, adds a
+ * hand-off for a response that then closes its connection (`closes`): the bytes the server has
+ * already read from the pipe are written to the socket (still non-blocking), then `cat` gets the
+ * pipe as its standard input and the socket as its standard output, so the rest goes from the
+ * command to the connection without passing through Node, and the command runs once. libuv makes
+ * a child's fds 0-2 blocking, and that flag belongs to the connection Node shares: from then on the
+ * server neither reads (Node stops reading a socket it gives to a child, and it is not resumed) nor
+ * writes it, and the caller closes it when the hand-off ends. The socket closing first kills both
+ * processes; a non-zero exit of either rejects with `VcsCommandFailed`.
+ */
+export async function openFileClosing(
+  cmd: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  nice: number,
+  opts: { size: number; head: number; what: string; socket?: Socket },
+): Promise<OpenedFile> {
+  let child: ChildProcess | undefined;
+  let exited: Promise<number | null> = Promise.resolve(null);
+  let unread: Buffer[] = [];
+  const source = commandStream(cmd, args, env, nice, {
+    spawned: (c) => {
+      child = c;
+      exited = new Promise((resolve) => {
+        c.once('exit', (code) => resolve(code));
+        c.once('error', () => resolve(null));
+      });
+    },
+  });
+  const opened = await openFile(source, { ...opts, unread: (chunks) => (unread = chunks) });
+  const socket = opts.socket;
+  // A file read whole already (a small one) goes out from memory, the connection kept.
+  const held = unread.reduce((n, c) => n + c.length, 0);
+  if (socket === undefined || child === undefined || held >= opts.size) return opened;
+  const producer = child;
+  const stop = () => void opened.body[Symbol.asyncIterator]().return?.();
+  const handOff = async () => {
+    const out = producer.stdout as Readable;
+    socket.once('close', stop);
+    try {
+      let written = 0;
+      // What Node holds already goes first, while the socket is still non-blocking; the loop ends
+      // with nothing buffered, and `cat` is spawned in that same tick (Node then stops reading).
+      for (;;) {
+        const chunks = unread.splice(0);
+        for (let c: unknown = out.read(); c !== null; c = out.read()) chunks.push(c as Buffer);
+        if (chunks.length === 0) break;
+        for (const c of chunks) socket.write(c);
+        written += chunks.reduce((n, c) => n + c.length, 0);
+        await drained(socket);
+        if (socket.destroyed) throw new Error(`${opts.what}: the connection closed`);
+      }
+      if (written < opts.size) {
+        const [command, argv] = niced(nice, 'cat', []);
+        const cat = spawn(command, argv, { env, detached: true, stdio: [out, socket, 'pipe'] });
+        out.destroy(); // cat holds the pipe now; the command sees it closed if cat goes
+        await producerExit(cat, 'cat', [], socket, false);
+      } else out.destroy(); // all sent: a command writing more meets a closed pipe
+      const code = await exited;
+      if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, '');
+    } catch (e) {
+      stop();
+      throw e;
+    } finally {
+      socket.off('close', stop);
+    }
+  };
+  return { ...opened, handOff, closes: true };
+}
+
+/** Resolves when nothing is queued on `socket` any more (or it closed). */
+function drained(socket: Socket): Promise<void> {
+  if (socket.writableLength === 0 || socket.destroyed) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      socket.off('drain', done);
+      socket.off('close', done);
+      resolve();
+    };
+    socket.on('drain', done);
+    socket.on('close', done);
+  });
 }

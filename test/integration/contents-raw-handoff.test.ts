@@ -1,132 +1,23 @@
-import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { addCommit } from './contents-fixture.ts';
 import net from 'node:net';
-import { driverFor, type VcsKind } from '../../src/vcs/index.ts';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  BIG,
+  BIG_SHA,
+  download,
+  producers,
+  repoWithBigFile,
+  startAndPause,
+  until,
+  world,
+  type World,
+} from './contents-raw-handoff-fixture.ts';
+import { driverFor } from '../../src/vcs/index.ts';
 
 // Raw downloads written to the connection by the reading process itself (TRIAD_RAW_SOCKET_HANDOFF).
 // The server serves plain HTTP only (no TLS listener exists), so "a TLS connection is not handed
 // over" has no case to test here; handOffSocket (src/http/api.ts) refuses a TLSSocket.
-
-/** A 60 MB file of random bytes. */
-const BIG = randomBytes(60 * 1024 * 1024);
-const BIG_SHA = createHash('sha256').update(BIG).digest('hex');
-
-type World = { s: TestServer; owner: TestUser; org: string };
-
-async function world(env: Record<string, string> = {}): Promise<World> {
-  const s = await startTestServer(env);
-  const owner = await s.newUser();
-  return { s, owner, org: await s.newOrg(owner) };
-}
-
-async function repoWithBigFile(
-  w: World,
-  vcs: VcsKind,
-): Promise<{ base: string; store: string; commit: string }> {
-  const name = uniq(`handoff${vcs}`);
-  const r = await w.owner.client.post(`/api/v1/orgs/${w.org}/repos`, { name, vcs });
-  expect(r.status).toBe(201);
-  const store = w.s.running.services.repos.path({ id: r.body.data.id, vcs });
-  const commit = await addCommit(vcs, store, { 'small.txt': 'small\n', 'big.bin': BIG });
-  return { base: `/api/v1/repos/${w.org}/${name}`, store, commit };
-}
-
-/** One GET on `agent`: status, headers, sha256 and length of the body, whether the socket was reused. */
-function download(agent: http.Agent, url: string, method = 'GET') {
-  return new Promise<{
-    status: number;
-    length: string;
-    type: string;
-    size: number;
-    sha: string;
-    reused: boolean;
-  }>((resolve, reject) => {
-    const q = http.request(url, { agent, method }, (res) => {
-      const hash = createHash('sha256');
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        hash.update(c);
-        size += c.length;
-      });
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          length: String(res.headers['content-length']),
-          type: String(res.headers['content-type']),
-          size,
-          sha: hash.digest('hex'),
-          reused: q.reusedSocket,
-        }),
-      );
-      res.on('error', reject);
-    });
-    q.on('error', reject);
-    q.end();
-  });
-}
-
-/** Inodes of the machine's TCP sockets (a child's pipes are Unix socket pairs, never listed). */
-async function tcpInodes(): Promise<Set<string>> {
-  const inodes = new Set<string>();
-  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    const text = await fs.readFile(f, 'utf8').catch(() => '');
-    for (const line of text.split('\n').slice(1)) {
-      const inode = line.trim().split(/\s+/)[9];
-      if (inode !== undefined) inodes.add(inode);
-    }
-  }
-  return inodes;
-}
-
-/**
- * The raw-download processes of `store` (not the pooled readers), with what their standard output
- * is: `tcp` (a connection: the process writes the response itself) or `pipe` (to the server).
- */
-async function producers(store: string): Promise<{ cmd: string; stdout: string }[]> {
-  const out: { cmd: string; stdout: string }[] = [];
-  const tcp = await tcpInodes();
-  for (const pid of await fs.readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const args = (await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (!args.some((a) => a.startsWith(store))) continue;
-    const cmd = args.join(' ');
-    if (!/cat-file blob|triadcat\.py| cat -R /.test(cmd)) continue;
-    const tcpAt = async (fd: number) => {
-      const link = await fs.readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
-      return tcp.has(/^socket:\[(\d+)\]$/.exec(link)?.[1] ?? '');
-    };
-    // git writes to its fd 1, triadcat.py to its fd 3
-    out.push({ cmd, stdout: (await tcpAt(1)) || (await tcpAt(3)) ? 'tcp' : 'pipe' });
-  }
-  return out;
-}
-
-/** Starts a download of `url`, reads its first chunk and pauses: the request and its response. */
-function startAndPause(url: string) {
-  return new Promise<{ req: http.ClientRequest; res: http.IncomingMessage }>((resolve, reject) => {
-    const req = http.get(url, (res) => {
-      res.once('data', () => {
-        res.pause();
-        resolve({ req, res });
-      });
-    });
-    req.on('error', reject);
-  });
-}
-
-async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
-  let v = await probe();
-  // generous: a loaded machine
-  for (let i = 0; i < 300 && !done(v); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    v = await probe();
-  }
-  return v;
-}
 
 describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the reading process', (vcs) => {
   let w: World;
@@ -162,6 +53,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
       size: BIG.length,
       sha: BIG_SHA,
       reused: false,
+      connection: 'keep-alive',
     });
   }, 120_000);
 
@@ -178,6 +70,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
         size: 6,
         sha: createHash('sha256').update('small\n').digest('hex'),
         reused: true,
+        connection: 'keep-alive',
       });
       const again = await download(agent, `${w.s.url}${base}/raw/big.bin`);
       expect([again.status, again.size, again.sha, again.reused]).toEqual([200, BIG.length, BIG_SHA, true]);

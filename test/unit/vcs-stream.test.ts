@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import net from 'node:net';
-import { commandStream, commandToSocket, openFile } from '../../src/vcs/stream.ts';
+import { commandStream, commandToSocket, openFile, openFileClosing } from '../../src/vcs/stream.ts';
 
 /** A process that exists and is not a zombie. */
 const alive = async (pid: number) => {
@@ -144,6 +144,96 @@ describe('commandToSocket (raw downloads handed to the producer)', () => {
       const done = commandToSocket('python3', ['-c', WRITER], process.env, 0, server).catch(
         (e: unknown) => e,
       );
+      await new Promise((r) => setTimeout(r, 200));
+      client.destroy();
+      server.destroy();
+      expect(await done).toBeInstanceOf(Error);
+    } finally {
+      close();
+    }
+  });
+});
+
+/** Python writing `n` bytes 0, 1, ... 255, 0, ... to its standard output with ordinary buffered writes. */
+const PATTERN =
+  'import sys\nn = int(sys.argv[1])\nsys.stdout.buffer.write((bytes(range(256)) * (n // 256 + 1))[:n])';
+const pattern = (n: number) =>
+  Buffer.concat(
+    Array.from({ length: Math.ceil(n / 256) }, () => Buffer.from([...Array(256).keys()])),
+  ).subarray(0, n);
+
+describe('openFileClosing (Fossil raw downloads: the pipe handed on to cat)', () => {
+  test('every byte reaches the socket in order, the connection is left blocking and marked to close', async () => {
+    const { server, client, close } = await tcpPair();
+    try {
+      const size = 8 * 1024 * 1024;
+      const got: Buffer[] = [];
+      client.on('data', (c: Buffer) => got.push(c));
+      const file = await openFileClosing('python3', ['-c', PATTERN, String(size)], process.env, 0, {
+        size,
+        head: 8000,
+        what: 'test',
+        socket: server,
+      });
+      expect([file.size, file.head.equals(pattern(8000)), file.closes]).toEqual([size, true, true]);
+      await file.handOff?.();
+      expect(await nonBlocking(server)).toBe(false);
+      server.destroy();
+      await new Promise<void>((resolve) => client.once('close', () => resolve()));
+      const bytes = Buffer.concat(got);
+      expect([bytes.length, bytes.equals(pattern(size))]).toEqual([size, true]);
+    } finally {
+      close();
+    }
+  });
+
+  test('a file read whole with its head is sent from memory: no hand-off, the connection kept', async () => {
+    const { server, close } = await tcpPair();
+    try {
+      const file = await openFileClosing('python3', ['-c', PATTERN, '100'], process.env, 0, {
+        size: 100,
+        head: 8000,
+        what: 'test',
+        socket: server,
+      });
+      expect([file.handOff, file.closes]).toEqual([undefined, undefined]);
+      const chunks: Buffer[] = [];
+      for await (const c of file.body) chunks.push(c);
+      expect(Buffer.concat(chunks).equals(pattern(100))).toBe(true);
+      expect(await nonBlocking(server)).toBe(true);
+    } finally {
+      close();
+    }
+  });
+
+  test('a command that fails after writing rejects the hand-off with its exit code', async () => {
+    const { server, client, close } = await tcpPair();
+    try {
+      client.resume();
+      const cmd = `python3 -c "$0" 1000000; exit 3`;
+      const file = await openFileClosing('sh', ['-c', cmd, PATTERN], process.env, 0, {
+        size: 1_000_000,
+        head: 8000,
+        what: 'test',
+        socket: server,
+      });
+      await expect(file.handOff?.()).rejects.toMatchObject({ code: 3 });
+    } finally {
+      close();
+    }
+  });
+
+  test('a client gone ends the hand-off (cat and the command killed)', async () => {
+    const { server, client, close } = await tcpPair();
+    try {
+      client.pause(); // reads nothing: cat fills the socket and waits
+      const file = await openFileClosing('cat', ['/dev/zero'], process.env, 0, {
+        size: 1e12,
+        head: 8000,
+        what: 'test',
+        socket: server,
+      });
+      const done = file.handOff?.().catch((e: unknown) => e);
       await new Promise((r) => setTimeout(r, 200));
       client.destroy();
       server.destroy();

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream, fileOutputStream, openFile } from '../stream.ts';
+import { fileOutputStream, openFileClosing } from '../stream.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';
@@ -36,10 +36,12 @@ export const fossilDriver: VcsDriver = {
   moves,
   filesAt,
   // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
-  catFile: (dir, commit, file, { size, head, nice }) => {
+  // `fossil cat` writes with stdio and fails on a non-blocking socket: with `socket`, its pipe is
+  // handed on to `cat` writing to the connection, which is then closed after the response.
+  catFile: (dir, commit, file, { size, head, nice, socket }) => {
     if (size === undefined) throw new Error('fossil: a raw read needs the size the reader answered');
-    const out = commandStream(FOSSIL.bin, ['cat', '-R', dir, '-r', commit, '--', file], FOSSIL.env, nice);
-    return openFile(out, { size, head, what: 'fossil cat' });
+    const args = ['cat', '-R', dir, '-r', commit, '--', file];
+    return openFileClosing(FOSSIL.bin, args, FOSSIL.env, nice, { size, head, what: 'fossil cat', socket });
   },
   archive: (file, commit, format, prefix, nice) =>
     fileOutputStream(
