@@ -54,7 +54,9 @@ export async function execute(
     maxBytes: opts.maxBytes ?? 64 * 1024 * 1024,
   });
   if (r.ok) return { code: r.code, stdout: r.stdout, stderr: r.stderr };
-  throw r.timeout ? new VcsTimeout(r.message, null, r.stderr) : new VcsCommandFailed(r.message, null, r.stderr);
+  throw r.timeout
+    ? new VcsTimeout(r.message, null, r.stderr)
+    : new VcsCommandFailed(r.message, null, r.stderr);
 }
 
 /** `runCommand` that throws `VcsCommandFailed` unless the exit code is one of `ok` (default 0). */

@@ -40,12 +40,24 @@ function killGroup(pid: number | undefined): void {
 }
 
 function reply(r: Reply): void {
-  if (process.connected) process.send?.(r);
+  // A send to a server that just went away fails here, not as an uncaught error.
+  if (process.connected) process.send?.(r, undefined, {}, () => undefined);
+}
+
+/** Kills every group still running, then exits: no command outlives the spawner. */
+function end(code: number): never {
+  for (const pid of groups) killGroup(pid);
+  process.exit(code);
 }
 
 function run(req: Request): void {
   const { id, cmd, args } = req;
-  const child = spawn(cmd, args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, {
+    cwd: req.cwd,
+    env: req.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const pid = child.pid;
   if (pid !== undefined) {
     groups.add(pid);
@@ -59,13 +71,19 @@ function run(req: Request): void {
     req.timeoutMs === undefined
       ? undefined
       : setTimeout(() => {
-          failure = { timeout: true, message: `${cmd} ${args[0] ?? ''}: timed out after ${req.timeoutMs} ms` };
+          failure = {
+            timeout: true,
+            message: `${cmd} ${args[0] ?? ''}: timed out after ${req.timeoutMs} ms`,
+          };
           killGroup(pid);
         }, req.timeoutMs);
   child.stdout.on('data', (d: Buffer) => {
     outLen += d.length;
     if (outLen > req.maxBytes) {
-      failure ??= { timeout: false, message: `${cmd} ${args[0] ?? ''}: more than ${req.maxBytes} bytes of output` };
+      failure ??= {
+        timeout: false,
+        message: `${cmd} ${args[0] ?? ''}: more than ${req.maxBytes} bytes of output`,
+      };
       killGroup(pid);
       return;
     }
@@ -90,10 +108,8 @@ function run(req: Request): void {
 }
 
 process.on('message', (m) => run(m as Request));
-process.on('disconnect', () => {
-  for (const pid of groups) killGroup(pid);
-  process.exit(0);
-});
+process.on('disconnect', () => end(0));
+process.on('uncaughtException', () => end(1));
 // A terminal's Ctrl-C or a signal to the server's process group must not end the spawner under a
 // server that is still draining: it ends with its IPC channel.
 process.on('SIGINT', () => undefined);

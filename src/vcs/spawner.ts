@@ -85,7 +85,13 @@ class Spawner {
         resolve({ ok: false, timeout: false, message: `${cmd}: the spawner is gone (${why})`, stderr: '' });
       };
       // The environment is copied: `process.env` itself cannot be serialized.
-      const msg = { id, cmd, args: [...args], ...req, env: req.env === undefined ? undefined : { ...req.env } };
+      const msg = {
+        id,
+        cmd,
+        args: [...args],
+        ...req,
+        env: req.env === undefined ? undefined : { ...req.env },
+      };
       try {
         this.child.send(msg, (e) => {
           if (e !== null) fail(e.message);
@@ -109,7 +115,8 @@ class Spawner {
     }
     this.calls.delete(m.id);
     this.idle();
-    if (m.ok) call.resolve({ ...m, stdout: Buffer.from(m.stdout.buffer, m.stdout.byteOffset, m.stdout.byteLength) });
+    if (m.ok)
+      call.resolve({ ...m, stdout: Buffer.from(m.stdout.buffer, m.stdout.byteOffset, m.stdout.byteLength) });
     else call.resolve(m);
   }
 
