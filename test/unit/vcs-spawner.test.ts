@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { output } from '../../src/vcs/refs.ts';
 import { runCommand, VcsCommandFailed, VcsTimeout } from '../../src/vcs/run.ts';
 import { closeSpawner, spawnerPid } from '../../src/vcs/spawner.ts';
 import { exited, NODE, ROOT } from '../helpers/process.ts';
@@ -54,6 +55,17 @@ describe('the spawner', () => {
     // one spawner for all calls
     await Promise.all([ownStat(), ownStat(), ownStat()]);
     expect(spawnerPid()).toBe(spawner);
+  });
+
+  test('`output` answers stdout and throws VcsCommandFailed on a non-zero exit, through the spawner too', async () => {
+    const stat = await output('sh', ['-c', 'cat /proc/$$/stat'], process.env);
+    expect(ppidOf(stat)).toBe(spawnerPid());
+    await expect(output('sh', ['-c', 'echo no >&2; exit 4'], process.env)).rejects.toMatchObject({
+      code: 4,
+      stderr: 'no\n',
+    });
+    await expect(output('sh', ['-c', 'exit 4'], process.env)).rejects.toThrow(VcsCommandFailed);
+    await expect(output('/nonexistent/tool', [], process.env)).rejects.toThrow(VcsCommandFailed);
   });
 
   test('a timeout still kills the whole process group', async () => {
