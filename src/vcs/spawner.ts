@@ -61,6 +61,8 @@ class Spawner {
     this.child.on('error', (e) => died(`failed: ${e.message}`));
     this.child.on('exit', (code, signal) => died(`exited (${signal ?? code ?? '?'})`));
     this.child.on('disconnect', () => died('disconnected'));
+    // An idle spawner does not keep the server's process alive (it ends with the IPC channel).
+    this.child.unref();
     this.idle();
   }
 

@@ -106,6 +106,27 @@ describe('the spawner', () => {
     expect(await gone(pid)).toBe(true);
   });
 
+  test('an idle spawner does not keep its server process running', async () => {
+    const run = pathToFileURL(path.join(ROOT, 'src/vcs/run.ts')).href;
+    const script = `
+      import { runCommand } from '${run}';
+      const r = await runCommand('sh', ['-c', 'echo done'], { timeoutMs: 60000 });
+      process.stdout.write(r.stdout);
+    `;
+    const server = spawn(NODE, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    let out = '';
+    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const limit = setTimeout(() => server.kill('SIGKILL'), 30_000);
+    try {
+      expect(await exited(server)).toEqual({ code: 0, signal: null });
+      expect(out).toBe('done\n');
+    } finally {
+      clearTimeout(limit);
+    }
+  });
+
   test('a server process that dies takes its spawner and the commands it runs with it', async () => {
     const dir = await tempDir();
     const pidFile = path.join(dir, 'pid');
