@@ -12,6 +12,7 @@ import { hgDriver } from './hg/driver.ts';
 import { closeBookkeeping } from './hg/refs.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import { ReaderPool } from './pool.ts';
+import { closeSpawner } from './spawner.ts';
 import type { RepoReader } from './reader.ts';
 
 export { VCS_KINDS, type VcsKind } from './constants.ts';
@@ -33,9 +34,13 @@ export async function removeRepository(dest: string): Promise<void> {
   await fs.rm(dest, { recursive: true, force: true });
 }
 
-/** Ends the processes the drivers keep between calls (Mercurial's bookkeeping command servers). */
+/**
+ * Ends the processes the drivers keep between calls (Mercurial's bookkeeping command servers and
+ * the spawner that starts short commands).
+ */
 export function closeDriverProcesses(): void {
   closeBookkeeping();
+  closeSpawner();
 }
 
 /** A reader for one repository (the `ReaderPool`'s factory). */

@@ -3,16 +3,18 @@
  * output, parsing commit records, and the git/Fossil rule "one move per branch whose head changed"
  * plus the tag rule common to all kinds.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import type { BranchMove, CommitInfo, MoveOptions, Snapshot, TagMove } from './driver.ts';
+import { execute, VcsCommandFailed } from './run.ts';
 
-const exec = promisify(execFile);
-
-/** Standard output of a command (throws when it fails). */
+/**
+ * Standard output of a command, which has no time limit (throws `VcsCommandFailed` when it exits
+ * non-zero, is killed or cannot start). Started by the spawner, as `runCommand`.
+ */
 export async function output(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await exec(cmd, args, { env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' });
-  return r.stdout;
+  const r = await execute(cmd, args, { env });
+  if (r.code !== 0)
+    throw new VcsCommandFailed(`Command failed: ${cmd} ${args.join(' ')}\n${r.stderr}`, r.code, r.stderr);
+  return r.stdout.toString('utf8');
 }
 
 /** `filesAt` for a kind that reads one revision at a time. */

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { spawnRun } from './spawner.ts';
 
 /** A VCS command that could not do its work (non-zero exit, killed, not startable). */
 export class VcsCommandFailed extends Error {
@@ -33,60 +33,30 @@ export type RunResult = { code: number; stdout: Buffer; stderr: string };
  * Runs one command in its own process group (so a hook or helper it starts dies with it) and
  * answers its exit code and output; a non-zero exit is not an error here. On timeout, on too much
  * output or when it cannot start, the whole group is killed and `VcsCommandFailed` (`VcsTimeout`)
- * is thrown. Arguments are passed as a vector, never through a shell.
+ * is thrown. Arguments are passed as a vector, never through a shell. The command is started by
+ * the spawner (spawner.ts), so the server process does not fork.
  */
 export function runCommand(cmd: string, args: readonly string[], opts: RunOptions): Promise<RunResult> {
-  const max = opts.maxBytes ?? 64 * 1024 * 1024;
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, {
-      cwd: opts.cwd,
-      env: opts.env,
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const out: Buffer[] = [];
-    let outLen = 0;
-    let err = '';
-    let failure: VcsCommandFailed | undefined;
-    const killGroup = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const timer = setTimeout(() => {
-      failure = new VcsTimeout(`${cmd} ${args[0] ?? ''}: timed out after ${opts.timeoutMs} ms`, null, err);
-      killGroup();
-    }, opts.timeoutMs);
-    child.stdout.on('data', (d: Buffer) => {
-      outLen += d.length;
-      if (outLen > max) {
-        failure ??= new VcsCommandFailed(
-          `${cmd} ${args[0] ?? ''}: more than ${max} bytes of output`,
-          null,
-          err,
-        );
-        killGroup();
-        return;
-      }
-      out.push(d);
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      if (err.length < 64 * 1024) err += d.toString('utf8');
-    });
-    child.stdin.on('error', () => undefined);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(new VcsCommandFailed(`${cmd}: ${e.message}`, null, err));
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (failure !== undefined) reject(failure);
-      else resolve({ code: code ?? 1, stdout: Buffer.concat(out), stderr: err });
-    });
-    child.stdin.end(opts.input ?? '');
+  return execute(cmd, args, opts);
+}
+
+/** `runCommand` where the time limit may be absent (none). */
+export async function execute(
+  cmd: string,
+  args: readonly string[],
+  opts: Omit<RunOptions, 'timeoutMs'> & { timeoutMs?: number },
+): Promise<RunResult> {
+  const r = await spawnRun(cmd, args, {
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+    input: opts.input,
+    timeoutMs: opts.timeoutMs,
+    maxBytes: opts.maxBytes ?? 64 * 1024 * 1024,
   });
+  if (r.ok) return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+  throw r.timeout
+    ? new VcsTimeout(r.message, null, r.stderr)
+    : new VcsCommandFailed(r.message, null, r.stderr);
 }
 
 /** `runCommand` that throws `VcsCommandFailed` unless the exit code is one of `ok` (default 0). */
