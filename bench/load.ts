@@ -29,7 +29,7 @@ import { parseArgs, promisify } from 'node:util';
 import pino from 'pino';
 import { embeddedDatabaseForCli } from '../src/db/datadir.ts';
 import { repoPath } from '../src/vcs/index.ts';
-import { apiCaller } from './lib/server.ts';
+import { apiCaller, waitReady } from './lib/server.ts';
 
 const exec = promisify(execFile);
 const { values } = parseArgs({
@@ -121,15 +121,7 @@ async function cannon(url: string, connections: number, pid: number) {
 }
 
 try {
-  for (let i = 0; ; i++) {
-    const up = await fetch(`${base}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (i > 600 || triad.exitCode !== null) throw new Error('server did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitReady(base, () => triad.exitCode !== null);
   const call = apiCaller(base, token);
   await call('POST', '/api/v1/orgs', { name: 'bench' });
   const repo = (await call('POST', '/api/v1/orgs/bench/repos', { name: 'load', vcs: 'git' })).data as {

@@ -21,6 +21,7 @@ import { pattern } from '../test/helpers/bytes.ts';
 import { startMinio } from '../test/helpers/minio.ts';
 import { postMultipart } from '../test/helpers/multipart.ts';
 import { ok, withCreds } from '../test/helpers/vcs.ts';
+import { waitReady } from './lib/server.ts';
 
 const { values } = parseArgs({
   options: {
@@ -63,15 +64,7 @@ const done = async () => {
   await fs.rm(dir, { recursive: true, force: true });
 };
 try {
-  for (let i = 0; ; i++) {
-    const up = await fetch(`${base}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (i > 600) throw new Error('server did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitReady(base, () => server.exitCode !== null);
   const call = async (method: string, p: string, body?: unknown) => {
     const r = await fetch(`${base}${p}`, {
       method,

@@ -79,3 +79,19 @@ export function apiCaller(base: string, token: string): ApiCall {
     return text === '' ? {} : (JSON.parse(text) as Record<string, any>);
   };
 }
+
+/**
+ * Waits until a server started as a process of its own answers `/readyz` at `base` (about a
+ * minute at most); `exited` tells that the process is gone (no point waiting).
+ */
+export async function waitReady(base: string, exited: () => boolean = () => false): Promise<void> {
+  for (let i = 0; ; i++) {
+    const up = await fetch(`${base}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) return;
+    if (i > 600 || exited()) throw new Error('server did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -10,6 +10,7 @@ import type { Access, OrgNeeds, OrgRef, RepoNeeds, RepoTarget } from './auth.ts'
 import { isPathInt, pathText, type ParamSchemas } from './params.ts';
 import { parseWith, rejectNul } from './input.ts';
 import { respond, type ErrorStatus, type Success } from './responses.ts';
+import { drained } from '../vcs/stream.ts';
 
 export { respond };
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -363,17 +364,7 @@ async function headersFlushed(res: Response): Promise<boolean> {
   const socket = res.socket;
   if (socket === null || socket.destroyed) return false;
   res.flushHeaders();
-  if (socket.writableLength > 0) {
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        socket.off('drain', done);
-        socket.off('close', done);
-        resolve();
-      };
-      socket.on('drain', done);
-      socket.on('close', done);
-    });
-  }
+  await drained(socket);
   return !socket.destroyed && socket.writableLength === 0 && res.socket === socket;
 }
 

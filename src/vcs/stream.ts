@@ -327,7 +327,7 @@ export async function openFileClosing(
 }
 
 /** Resolves when nothing is queued on `socket` any more (or it closed). */
-function drained(socket: Socket): Promise<void> {
+export function drained(socket: Socket): Promise<void> {
   if (socket.writableLength === 0 || socket.destroyed) return Promise.resolve();
   return new Promise<void>((resolve) => {
     const done = () => {

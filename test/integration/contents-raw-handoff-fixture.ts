@@ -145,3 +145,11 @@ export async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean)
   }
   return v;
 }
+
+/** The raw-download processes of `store` once they have all ended (an empty list), or the last seen. */
+export function producersEnded(store: string): Promise<{ cmd: string; stdout: string }[]> {
+  return until(
+    () => producers(store),
+    (p) => p.length === 0,
+  );
+}

@@ -7,9 +7,9 @@ import {
   BIG_SHA,
   download,
   producers,
+  producersEnded,
   repoWithBigFile,
   startAndPause,
-  until,
   world,
   type World,
 } from './contents-raw-handoff-fixture.ts';
@@ -37,12 +37,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
     expect(res.headers['content-length']).toBe(String(BIG.length));
     expect(await producers(store)).toEqual([expect.objectContaining({ stdout: 'tcp' })]);
     req.destroy();
-    expect(
-      await until(
-        () => producers(store),
-        (p) => p.length === 0,
-      ),
-    ).toEqual([]);
+    expect(await producersEnded(store)).toEqual([]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const r = await download(agent, `${w.s.url}${base}/raw/big.bin`);
     agent.destroy();
@@ -77,12 +72,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
       const json = await download(agent, `${w.s.url}${base}/tree`);
       expect([json.status, json.reused]).toEqual([200, true]);
       // and every process that wrote to the connection has ended
-      expect(
-        await until(
-          () => producers(store),
-          (p) => p.length === 0,
-        ),
-      ).toEqual([]);
+      expect(await producersEnded(store)).toEqual([]);
     } finally {
       agent.destroy();
     }
@@ -95,12 +85,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
       expect(head).toMatchObject({ status: 200, length: String(BIG.length), size: 0 });
       const small = await download(agent, `${w.s.url}${base}/raw/small.txt`);
       expect([small.status, small.length, small.size, small.reused]).toEqual([200, '6', 6, true]);
-      expect(
-        await until(
-          () => producers(store),
-          (p) => p.length === 0,
-        ),
-      ).toEqual([]);
+      expect(await producersEnded(store)).toEqual([]);
     } finally {
       agent.destroy();
     }
@@ -111,12 +96,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
     expect(await producers(store)).toHaveLength(1);
     req.on('error', () => undefined);
     req.destroy();
-    expect(
-      await until(
-        () => producers(store),
-        (p) => p.length === 0,
-      ),
-    ).toEqual([]);
+    expect(await producersEnded(store)).toEqual([]);
   }, 120_000);
 });
 
