@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Socket } from 'node:net';
-import { handOffSocket, reply, respond, type Api } from '../http/api.ts';
+import { reply, respond, type Api } from '../http/api.ts';
+import { handOffSocket } from '../http/stream-reply.ts';
 import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
