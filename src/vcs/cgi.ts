@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import fs from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { niced } from './priority.ts';
+import { spawnChild } from './spawner.ts';
 
 export type CgiRequest = {
   command: string;
@@ -110,43 +109,21 @@ export function cgiEnv(c: CgiEnvInput): Record<string, string> {
  */
 export async function runCgi(c: CgiRequest): Promise<CgiResult> {
   const { res } = c;
-  const stdin = c.input === undefined ? undefined : await fs.open(c.input.file, 'r');
-  let child;
-  try {
-    const [command, args] = niced(c.nice ?? 0, c.command, c.args);
-    child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-backend', command, ...args], {
-      env: cgiEnv(c),
-      cwd: c.cwd,
-      stdio: [stdin === undefined ? 'ignore' : stdin.fd, 'pipe', 'pipe', 'pipe'],
-      detached: true,
-    });
-  } catch (e) {
-    await stdin?.close();
-    throw e;
-  }
+  const [command, args] = niced(c.nice ?? 0, c.command, c.args);
+  // stdin the spooled body (opened by the spawner), fd 3 the lifeline (held by the spawner)
+  const child = await spawnChild('/bin/sh', ['-c', LIFELINE, 'triad-backend', command, ...args], {
+    env: cgiEnv(c),
+    cwd: c.cwd,
+    stdio: [c.input === undefined ? 'ignore' : { file: c.input.file }, 'pipe', 'collect', 'hold'],
+  });
   // No await from here until every listener is attached: a fast backend could exit (and its
   // 'exit' event be lost) while this function waited.
-  const closingStdin = stdin?.close().catch(() => undefined);
-  const { stdout, stderr } = child;
-  if (stdout === null || stderr === null) throw new Error('backend started without output pipes');
-  const lifeline = child.stdio[3] as Writable;
-  lifeline.on('error', () => undefined);
+  const stdout = child.stdout;
+  if (stdout === null) throw new Error('backend started without an output pipe');
+  const lifeline = (text: string) => child.write(3, text, true);
   const sink: Writable = c.output === undefined ? res : createWriteStream(c.output, { mode: 0o600 });
   sink.on('error', () => undefined);
 
-  let errText = '';
-  stderr.on('data', (d: Buffer) => {
-    if (errText.length < 8192) errText += d.toString();
-  });
-
-  const group = (signal: NodeJS.Signals) => {
-    if (child.pid === undefined) return;
-    try {
-      process.kill(-child.pid, signal);
-    } catch {
-      // the group is gone
-    }
-  };
   let aborted = false;
   let garbled = false;
   let killTimer: NodeJS.Timeout | undefined;
@@ -154,15 +131,14 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
     if (aborted) return;
     aborted = true;
     stdout.destroy();
-    stderr.destroy();
-    group('SIGTERM');
+    child.kill('SIGTERM');
     killTimer = setTimeout(() => {
-      group('SIGKILL');
-      lifeline.destroy();
+      child.kill('SIGKILL');
+      lifeline('');
     }, GRACE_MS);
   };
 
-  const run = new Promise<CgiResult>((resolve, reject) => {
+  return new Promise<CgiResult>((resolve) => {
     let head = Buffer.alloc(0);
     let headersDone = false;
     const write = (chunk: Buffer) => {
@@ -207,37 +183,26 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
     });
     if (c.signal.aborted) abort();
     else c.signal.addEventListener('abort', abort, { once: true });
-    child.on('error', (e) => {
-      c.signal.removeEventListener('abort', abort);
-      reject(e);
-    });
-    // Done when the leader has exited and its output is closed (not on 'close', which would
-    // also wait for the lifeline socket, and that closes only once the run is declared over).
-    let code: number | null = null;
-    let waiting = 3;
+    // Done when the leader has exited and its output is closed (its stderr comes with the exit;
+    // the lifeline stays open until the run is declared over).
+    let waiting = 2;
     const settle = () => {
       waiting -= 1;
       if (waiting > 0) return;
       c.signal.removeEventListener('abort', abort);
       clearTimeout(killTimer);
       // the run is over: the watcher ends anything still in the group, then itself
-      lifeline.end('done\n');
+      lifeline('done\n');
       const result: CgiResult = {
         outcome: garbled ? 'failed' : aborted ? 'aborted' : headersDone ? 'ok' : 'failed',
-        code,
-        stderr: errText.trim(),
+        code: child.exitCode,
+        stderr: child.stderr.slice(0, 8192).trim(),
       };
       if (sink === res) resolve(result);
       else sink.end(() => resolve(result));
     };
-    child.on('exit', (exitCode) => {
-      code = exitCode;
-      settle();
-    });
-    stdout.on('close', settle);
-    stderr.on('close', settle);
+    void child.exited.then(settle);
+    if (stdout.destroyed) settle();
+    else stdout.once('close', settle);
   });
-  const result = await run;
-  await closingStdin;
-  return result;
 }

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { spawnChild, type Child, type Slot } from './spawner.ts';
 
 /**
  * Long-lived child processes spoken to over stdin/stdout (the readers' `git cat-file`, `hg serve
@@ -21,24 +22,16 @@ export class ProcessDied extends Error {}
  * queued, so a repository's reads are serialised on it). Stderr is kept for the current request.
  */
 export class PersistentProcess {
-  private readonly child: ChildProcessWithoutNullStreams;
+  private child: Child | undefined;
   private buf: Buffer = Buffer.alloc(0);
   private stderr = '';
   private readonly queue: { write: Buffer | string; pending: Pending }[] = [];
   private current: Pending | undefined;
   private closing = false;
+  private killed = false;
   dead = false;
 
   constructor(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv }) {
-    this.child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: 'pipe' });
-    this.child.stdout.on('data', (d: Buffer) => {
-      this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
-      this.drain();
-    });
-    this.child.stderr.on('data', (d: Buffer) => {
-      if (this.stderr.length < 64 * 1024) this.stderr += d.toString('utf8');
-    });
-    this.child.stdin.on('error', () => undefined);
     const died = (why: string) => {
       if (this.dead) return;
       this.dead = true;
@@ -47,12 +40,30 @@ export class PersistentProcess {
       this.current = undefined;
       for (const q of this.queue.splice(0)) q.pending.reject(err);
     };
-    this.child.on('error', (e) => died(`failed: ${e.message}`));
-    this.child.on('exit', (code, signal) => died(`exited (${signal ?? code ?? '?'})`));
+    // Started by the spawner: requests queue until it runs.
+    const stdio: Slot[] = ['pipe', 'pipe', 'pipe'];
+    spawnChild(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, detached: false, stdio }).then(
+      (child) => {
+        this.child = child;
+        const [, stdout, stderr] = child.stdio as [Socket, Socket, Socket];
+        stdout.on('data', (d: Buffer) => {
+          this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+          this.drain();
+        });
+        stderr.on('data', (d: Buffer) => {
+          if (this.stderr.length < 64 * 1024) this.stderr += d.toString('utf8');
+        });
+        void child.exited.then(({ code, signal }) => died(`exited (${signal ?? code ?? '?'})`));
+        if (this.killed) child.kill('SIGKILL');
+        else if (this.closing && !this.busy()) this.endInput();
+        else if (this.current === undefined) this.next();
+      },
+      (e: unknown) => died(`failed: ${(e as Error).message}`),
+    );
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.child?.pid;
   }
 
   busy(): boolean {
@@ -76,14 +87,16 @@ export class PersistentProcess {
   }
 
   private next(): void {
+    const stdin = this.child?.stdin;
+    if (stdin === null || stdin === undefined) return; // not started yet: it calls again
     const item = this.queue.shift();
     if (item === undefined) {
-      if (this.closing) this.child.stdin.end();
+      if (this.closing) this.endInput();
       return;
     }
     this.current = item.pending;
     this.stderr = '';
-    this.child.stdin.write(item.write);
+    stdin.write(item.write);
     this.drain();
   }
 
@@ -109,16 +122,22 @@ export class PersistentProcess {
   /** Ends stdin once queued requests are done (the process exits on EOF). */
   close(): void {
     this.closing = true;
-    if (!this.busy()) {
-      this.child.stdin.end();
-      const t = setTimeout(() => this.kill(), 5000);
-      t.unref();
-      this.child.once('exit', () => clearTimeout(t));
-    }
+    if (!this.busy()) this.endInput();
+  }
+
+  /** Ends stdin (the process exits on EOF); killed if it lingers. */
+  private endInput(): void {
+    const child = this.child;
+    if (child === undefined) return; // not started yet: done once it is
+    child.stdin?.end();
+    const t = setTimeout(() => this.kill(), 5000);
+    t.unref();
+    void child.exited.then(() => clearTimeout(t));
   }
 
   kill(): void {
-    if (!this.dead) this.child.kill('SIGKILL');
+    this.killed = true;
+    if (!this.dead) this.child?.kill('SIGKILL');
   }
 }
 

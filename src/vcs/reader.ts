@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawnChild } from './spawner.ts';
 import { isUtf8 } from 'node:buffer';
 
 /**
@@ -159,38 +159,32 @@ export function blobContent(
  * The first `max` bytes a command writes to stdout (the whole output when shorter); the command
  * is killed once enough is read, so a huge output is never held in memory.
  */
-export function readPrefix(
+export async function readPrefix(
   cmd: string,
   args: string[],
   max: number,
   env?: NodeJS.ProcessEnv,
 ): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: env ?? process.env, stdio: ['ignore', 'pipe', 'ignore'] });
-    const parts: Buffer[] = [];
-    let have = 0;
-    let done = false;
-    const finish = (err?: Error) => {
-      if (done) return;
-      done = true;
-      if (err !== undefined) reject(err);
-      else resolve(Buffer.concat(parts, Math.min(have, max)).subarray(0, max));
-    };
-    child.stdout.on('data', (d: Buffer) => {
-      if (done) return;
+  const child = await spawnChild(cmd, args, { env: env ?? process.env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const stdout = child.stdout;
+  if (stdout === null) throw new Error(`${cmd}: no output`);
+  const parts: Buffer[] = [];
+  let have = 0;
+  try {
+    for await (const d of stdout as AsyncIterable<Buffer>) {
       parts.push(d);
       have += d.length;
-      if (have >= max) {
-        child.kill('SIGKILL');
-        finish();
-      }
-    });
-    child.on('error', (e) => finish(e));
-    child.on('close', (code, signal) => {
-      if (code === 0 || have >= max) finish();
-      else finish(new Error(`${cmd} exited (${signal ?? code ?? '?'})`));
-    });
-  });
+      if (have >= max) break;
+    }
+  } finally {
+    if (have >= max) child.kill('SIGKILL');
+    stdout.destroy();
+  }
+  if (have < max) {
+    const { code, signal } = await child.exited;
+    if (code !== 0) throw new Error(`${cmd} exited (${signal ?? code ?? '?'})`);
+  }
+  return Buffer.concat(parts, Math.min(have, max)).subarray(0, max);
 }
 
 export function isoUtc(ms: number): string {

@@ -1,15 +1,22 @@
 /**
  * The server's side of the spawner (spawner-child.ts): one small Node process per server process,
- * started on first use, that starts the short commands of `runCommand` (run.ts) so the server
- * itself never forks for them. Messages use Node's advanced serialization, so input and output
- * travel as bytes.
+ * started on first use, that starts every VCS process for it, so the server itself never forks
+ * (a fork copies the page tables of the whole server: tens of milliseconds of a blocked event loop
+ * for a server of a few hundred megabytes). Messages use Node's advanced serialization, so input
+ * and output travel as bytes; the standard streams of a spawned process (`spawnChild`) come back
+ * as socket handles, so their bytes go between the process and the server directly.
  *
- * If the spawner dies, the calls under way fail (their process groups are killed from here) and
- * the next call starts a new one. `closeSpawner` ends it (the spawner then kills what it still
- * runs); a server that dies disconnects it, with the same effect.
+ * If the spawner dies, the calls under way fail and the processes it started are killed from
+ * here (their groups when they have one); the next call starts a new one. `closeSpawner` ends it
+ * (the spawner then kills what it still runs); a server that dies disconnects it, with the same
+ * effect.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Child, stopReading, type Slot } from './child.ts';
+
+export { Child, type Slot } from './child.ts';
 
 const SCRIPT = fileURLToPath(new URL('./spawner-child.ts', import.meta.url));
 
@@ -27,16 +34,39 @@ export type SpawnOutcome =
   | { ok: true; code: number; stdout: Buffer; stderr: string }
   | { ok: false; timeout: boolean; message: string; stderr: string };
 
+/** A process started by `spawnChild`: its own group when `detached` (default), standard streams by slot. */
+export type ChildOptions = {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  detached?: boolean;
+  stdio: Slot[];
+};
+
 type Reply =
   | { id: number; started: number }
   | { id: number; ok: true; code: number; stdout: Uint8Array; stderr: string }
-  | { id: number; ok: false; timeout: boolean; message: string; stderr: string };
+  | { id: number; ok: false; timeout: boolean; message: string; stderr: string }
+  | { t: 'fd'; id: number; slot: number }
+  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null; stderr: string }
+  | { t: 'error'; id: number; message: string };
 
 type Call = { cmd: string; resolve: (o: SpawnOutcome) => void; pid?: number };
+
+/** A `spawnChild` under way: started, its pipes arriving, then running until its exit. */
+type Spawned = {
+  cmd: string;
+  opts: ChildOptions;
+  resolve: (c: Child) => void;
+  reject: (e: Error) => void;
+  pid?: number;
+  sockets: (Socket | null)[];
+  child?: Child;
+};
 
 class Spawner {
   private readonly child: ChildProcess;
   private readonly calls = new Map<number, Call>();
+  private readonly spawned = new Map<number, Spawned>();
   private nextId = 1;
   dead = false;
 
@@ -47,16 +77,22 @@ class Spawner {
       serialization: 'advanced',
       env: process.env,
     });
-    this.child.on('message', (m: Reply) => this.onReply(m));
+    this.child.on('message', (m: Reply, handle?: Socket) => this.onReply(m, handle));
     const died = (why: string) => {
       if (this.dead) return;
       this.dead = true;
       for (const [, call] of this.calls) {
         // The spawner cannot clean up after itself if it was killed: its groups die here.
-        if (call.pid !== undefined) killGroup(call.pid);
+        if (call.pid !== undefined) killGroup(call.pid, true);
         call.resolve({ ok: false, timeout: false, message: `${call.cmd}: the spawner ${why}`, stderr: '' });
       }
       this.calls.clear();
+      for (const [, s] of this.spawned) {
+        if (s.pid !== undefined) killGroup(s.pid, s.opts.detached !== false);
+        if (s.child !== undefined) s.child.exit(null, 'SIGKILL', '');
+        else s.reject(new Error(`${s.cmd}: the spawner ${why}`));
+      }
+      this.spawned.clear();
     };
     this.child.on('error', (e) => died(`failed: ${e.message}`));
     this.child.on('exit', (code, signal) => died(`exited (${signal ?? code ?? '?'})`));
@@ -79,42 +115,84 @@ class Spawner {
     return new Promise((resolve) => {
       const id = this.nextId++;
       this.calls.set(id, { cmd, resolve });
-      // The channel keeps the server alive only while a call is under way.
-      this.child.channel?.ref();
       const fail = (why: string) => {
         if (!this.calls.delete(id)) return;
         this.idle();
         resolve({ ok: false, timeout: false, message: `${cmd}: the spawner is gone (${why})`, stderr: '' });
       };
       // The environment is copied: `process.env` itself cannot be serialized.
-      const msg = {
-        id,
-        cmd,
-        args: [...args],
-        ...req,
-        env: req.env === undefined ? undefined : { ...req.env },
-      };
-      try {
-        this.child.send(msg, (e) => {
-          if (e !== null) fail(e.message);
-        });
-      } catch (e) {
-        fail((e as Error).message);
-      }
+      this.send({ t: 'run', id, cmd, args: [...args], ...req, env: copyEnv(req.env) }, fail);
     });
+  }
+
+  spawn(cmd: string, args: readonly string[], opts: ChildOptions): Promise<Child> {
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      const entry: Spawned = { cmd, opts, resolve, reject, sockets: opts.stdio.map(() => null) };
+      this.spawned.set(id, entry);
+      const fail = (why: string) => {
+        if (!this.spawned.delete(id)) return;
+        this.idle();
+        reject(new Error(`${cmd}: the spawner is gone (${why})`));
+      };
+      const slots = opts.stdio.map((slot, i) => {
+        if (typeof slot !== 'object' || !('socket' in slot)) return slot;
+        // The descriptor goes first, in a message of its own (one handle a message); this
+        // process stops reading it, as Node's own spawn does with a socket it gives a child.
+        const handle = stopReading(slot.socket);
+        this.send({ t: 'fd', id, slot: i }, fail, handle);
+        return 'given' as const;
+      });
+      this.send(
+        {
+          t: 'spawn',
+          id,
+          cmd,
+          args: [...args],
+          cwd: opts.cwd,
+          env: copyEnv(opts.env),
+          detached: opts.detached !== false,
+          stdio: slots,
+        },
+        fail,
+      );
+    });
+  }
+
+  /** Writes to a `hold` slot of a spawned process (and ends it). */
+  write(id: number, slot: number, data: string, end: boolean): void {
+    this.send({ t: 'write', id, slot, data, end }, () => undefined);
   }
 
   close(): void {
     if (this.child.connected) this.child.disconnect();
   }
 
-  private onReply(m: Reply): void {
+  private send(msg: object, fail: (why: string) => void, handle?: unknown): void {
+    // The channel keeps the server alive only while something is under way.
+    this.child.channel?.ref();
+    try {
+      this.child.send(msg, handle as Socket | undefined, {}, (e) => {
+        if (e !== null) fail(e.message);
+      });
+    } catch (e) {
+      fail((e as Error).message);
+    }
+  }
+
+  private onReply(m: Reply, handle?: Socket): void {
+    const s = this.spawned.get(m.id);
+    if (s !== undefined) {
+      this.onSpawnReply(m.id, s, m, handle);
+      return;
+    }
     const call = this.calls.get(m.id);
     if (call === undefined) return;
     if ('started' in m) {
       call.pid = m.started;
       return;
     }
+    if (!('ok' in m)) return;
     this.calls.delete(m.id);
     this.idle();
     if (m.ok)
@@ -122,15 +200,49 @@ class Spawner {
     else call.resolve(m);
   }
 
+  private onSpawnReply(id: number, s: Spawned, m: Reply, handle?: Socket): void {
+    if ('started' in m) {
+      s.pid = m.started;
+    } else if ('t' in m && m.t === 'fd') {
+      if (handle !== undefined) s.sockets[m.slot] = handle;
+    } else if ('t' in m && m.t === 'exit') {
+      this.spawned.delete(id);
+      this.idle();
+      this.born(id, s);
+      s.child?.exit(m.code, m.signal, m.stderr);
+      return;
+    } else if ('t' in m && m.t === 'error') {
+      this.spawned.delete(id);
+      this.idle();
+      s.reject(new Error(m.message));
+      return;
+    }
+    // Ready once every pipe is here.
+    if (s.pid !== undefined && s.opts.stdio.every((slot, i) => slot !== 'pipe' || s.sockets[i] !== null))
+      this.born(id, s);
+  }
+
+  private born(id: number, s: Spawned): void {
+    if (s.child !== undefined || s.pid === undefined) return;
+    s.child = new Child(s.pid, s.opts.detached !== false, s.sockets, (slot, data, end) =>
+      this.write(id, slot, data, end),
+    );
+    s.resolve(s.child);
+  }
+
   private idle(): void {
-    if (this.calls.size > 0) return;
+    if (this.calls.size > 0 || this.spawned.size > 0) return;
     this.child.channel?.unref();
   }
 }
 
-function killGroup(pid: number): void {
+function copyEnv(env: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv | undefined {
+  return env === undefined ? undefined : { ...env };
+}
+
+function killGroup(pid: number, group: boolean): void {
   try {
-    process.kill(-pid, 'SIGKILL');
+    process.kill(group ? -pid : pid, 'SIGKILL');
   } catch {
     // already gone
   }
@@ -146,6 +258,14 @@ function spawner(): Spawner {
 /** Runs one command through this process's spawner (started if there is none or it died). */
 export function spawnRun(cmd: string, args: readonly string[], req: SpawnRequest): Promise<SpawnOutcome> {
   return spawner().run(cmd, args, req);
+}
+
+/**
+ * Starts a process through the spawner: resolves once it runs and its `pipe` slots are here
+ * (rejects when it cannot start). Arguments are a vector, never given to a shell.
+ */
+export function spawnChild(cmd: string, args: readonly string[], opts: ChildOptions): Promise<Child> {
+  return spawner().spawn(cmd, args, opts);
 }
 
 /** The spawner's process id, if one is running. */

@@ -1,12 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import type { Socket } from 'node:net';
-import type { Readable } from 'node:stream';
 import path from 'node:path';
 import { niced } from './priority.ts';
 import { VcsCommandFailed } from './run.ts';
+import { spawnChild, type Child } from './spawner.ts';
 
 /** Formats of source archives (`VcsDriver.archive`). */
 export type ArchiveFormat = 'tar.gz' | 'zip';
@@ -23,39 +22,29 @@ export async function* commandStream(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   nice: number,
-  opts: { socket?: Socket; spawned?: (child: ChildProcess) => void } = {},
+  opts: { socket?: Socket; spawned?: (child: Child) => void } = {},
 ): AsyncGenerator<Buffer> {
   // With `socket`: the process also gets a pipe on its standard input and the socket as its fd 3
   // (see `commandToSocket` for why not lower), for a producer told by `spawned`'s caller to write
   // there itself (triadcat.py).
   const [command, argv] = niced(nice, cmd, args);
-  const child =
-    opts.socket === undefined
-      ? spawn(command, argv, { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn(command, argv, { env, detached: true, stdio: ['pipe', 'pipe', 'pipe', opts.socket] });
+  const { socket } = opts;
+  const child = await spawnChild(command, argv, {
+    env,
+    stdio: socket === undefined ? ['ignore', 'pipe', 'collect'] : ['pipe', 'pipe', 'collect', { socket }],
+  });
   opts.spawned?.(child);
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    if (stderr.length < 4096) stderr += d.toString('utf8');
-  });
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('close', (code) => resolve(code));
-    child.once('error', () => resolve(null));
-  });
   let done = false;
   try {
     for await (const chunk of child.stdout as AsyncIterable<Buffer>) yield chunk;
-    const code = await exited;
+    const { code } = await child.exited;
     done = true;
-    if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, stderr);
+    if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, child.stderr);
   } finally {
-    if (!done && child.exitCode === null && child.pid !== undefined) {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    if (!done && !child.ended) child.kill();
+    child.stdout?.destroy();
+    // Not handed over after all: this process reads the connection again once the command is gone.
+    if (socket !== undefined && !socket.destroyed) void child.exited.then(() => socket.resume());
   }
 }
 
@@ -116,7 +105,7 @@ export type OpenedFile = {
  * (git's writes poll on EAGAIN). The socket closing first (a client gone) kills the command's
  * process group; a non-zero exit rejects with `VcsCommandFailed`.
  */
-export function commandToSocket(
+export async function commandToSocket(
   cmd: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv,
@@ -124,10 +113,9 @@ export function commandToSocket(
   socket: Socket,
 ): Promise<void> {
   const [command, argv] = niced(nice, cmd, args);
-  const child = spawn('/bin/sh', ['-c', 'exec "$0" "$@" >&3 3>&-', command, ...argv], {
+  const child = await spawnChild('/bin/sh', ['-c', 'exec "$0" "$@" >&3 3>&-', command, ...argv], {
     env,
-    detached: true,
-    stdio: ['ignore', 'ignore', 'pipe', socket],
+    stdio: ['ignore', 'ignore', 'collect', { socket }],
   });
   return producerExit(child, cmd, args, socket);
 }
@@ -137,45 +125,23 @@ export function commandToSocket(
  * reads to the end); the socket closing first kills its process group.
  */
 export function producerExit(
-  child: ChildProcess,
+  child: Child,
   cmd: string,
   args: readonly string[],
   socket: Socket,
   resume = true,
 ): Promise<void> {
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    if (stderr.length < 4096) stderr += d.toString('utf8');
-  });
   const kill = () => {
-    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    if (!child.ended) child.kill();
   };
   socket.once('close', kill);
-  return new Promise<void>((resolve, reject) => {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      socket.off('close', kill);
-      if (child.exitCode === 0) resolve();
-      else reject(new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, child.exitCode, stderr));
-      return;
-    }
-    child.once('error', (err) => {
-      socket.off('close', kill);
-      reject(err);
-    });
-    child.once('exit', (code) => {
-      socket.off('close', kill);
-      // Node stops reading a socket it gives to a child (so that both do not read it): the next
-      // request on a kept-alive connection is read again from here on.
-      if (resume && !socket.destroyed) socket.resume();
-      if (code === 0) resolve();
-      else reject(new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, stderr));
-    });
+  if (socket.destroyed) kill();
+  return child.exited.then(({ code }) => {
+    socket.off('close', kill);
+    // This process stopped reading the socket it gave away (so that both do not read it): the
+    // next request on a kept-alive connection is read again from here on.
+    if (resume && !socket.destroyed) socket.resume();
+    if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, child.stderr);
   });
 }
 
@@ -262,7 +228,7 @@ export async function openFile(
  * pipe as its standard input and the socket as its standard output, so the rest goes from the
  * command to the connection without passing through Node, and the command runs once. libuv makes
  * a child's fds 0-2 blocking, and that flag belongs to the connection Node shares: from then on the
- * server neither reads (Node stops reading a socket it gives to a child, and it is not resumed) nor
+ * server neither reads (it stops reading a socket it gives to a child, and does not resume) nor
  * writes it, and the caller closes it when the hand-off ends. The socket closing first kills both
  * processes; a non-zero exit of either rejects with `VcsCommandFailed`.
  */
@@ -273,18 +239,9 @@ export async function openFileClosing(
   nice: number,
   opts: { size: number; head: number; what: string; socket?: Socket },
 ): Promise<OpenedFile> {
-  let child: ChildProcess | undefined;
-  let exited: Promise<number | null> = Promise.resolve(null);
+  let child: Child | undefined;
   let unread: Buffer[] = [];
-  const source = commandStream(cmd, args, env, nice, {
-    spawned: (c) => {
-      child = c;
-      exited = new Promise((resolve) => {
-        c.once('exit', (code) => resolve(code));
-        c.once('error', () => resolve(null));
-      });
-    },
-  });
+  const source = commandStream(cmd, args, env, nice, { spawned: (c) => (child = c) });
   const opened = await openFile(source, { ...opts, unread: (chunks) => (unread = chunks) });
   const socket = opts.socket;
   // A file read whole already (a small one) goes out from memory, the connection kept.
@@ -293,7 +250,8 @@ export async function openFileClosing(
   const producer = child;
   const stop = () => void opened.body[Symbol.asyncIterator]().return?.();
   const handOff = async () => {
-    const out = producer.stdout as Readable;
+    const out = producer.stdout;
+    if (out === null) throw new Error(`${opts.what}: no output`);
     socket.once('close', stop);
     try {
       let written = 0;
@@ -310,12 +268,12 @@ export async function openFileClosing(
       }
       if (written < opts.size) {
         const [command, argv] = niced(nice, 'cat', []);
-        const cat = spawn(command, argv, { env, detached: true, stdio: [out, socket, 'pipe'] });
+        const cat = await spawnChild(command, argv, { env, stdio: [{ socket: out }, { socket }, 'collect'] });
         out.destroy(); // cat holds the pipe now; the command sees it closed if cat goes
         await producerExit(cat, 'cat', [], socket, false);
       } else out.destroy(); // all sent: a command writing more meets a closed pipe
-      const code = await exited;
-      if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, '');
+      const { code } = await producer.exited;
+      if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, producer.stderr);
     } catch (e) {
       stop();
       throw e;

@@ -11,13 +11,14 @@
  * the push runs any more; the pool starts a fresh worker for the next request. A worker that
  * dies fails its request (502) and is replaced the same way.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import type { Readable, Writable } from 'node:stream';
+import type { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
 import { cgiEnv, LIFELINE, type CgiEnvInput, type CgiResult } from './cgi.ts';
 import { Gate } from './gate.ts';
 import { niced } from './priority.ts';
+import { spawnChild, type Child } from './spawner.ts';
 
 /** A WSGI worker program (`name` keys its pool). */
 export type WsgiApp = { name: string; command: string; args: string[]; env: NodeJS.ProcessEnv };
@@ -38,10 +39,9 @@ const ABORT_GRACE_MS = 1000;
 const CLOSE_GRACE_MS = 5000;
 
 class Worker {
-  private readonly child: ChildProcess;
-  private readonly stdin: Writable;
-  private readonly stdout: Readable;
-  private readonly lifeline: Writable;
+  private readonly child: Child;
+  private readonly stdin: Socket;
+  private readonly stdout: Socket;
   private buf: Buffer = Buffer.alloc(0);
   private stderr = '';
   private onFrame: ((type: string, data: Buffer) => void) | undefined;
@@ -50,24 +50,21 @@ class Worker {
   lastUsed = Date.now();
   readonly exited: Promise<void>;
 
-  constructor(app: WsgiApp, nice: number) {
+  static async start(app: WsgiApp, nice: number): Promise<Worker> {
     const [command, args] = niced(nice, app.command, app.args);
-    this.child = spawn('/bin/sh', ['-c', LIFELINE, 'triad-wsgi', command, ...args], {
+    // fd 3: the lifeline, held by the spawner
+    const child = await spawnChild('/bin/sh', ['-c', LIFELINE, 'triad-wsgi', command, ...args], {
       env: app.env,
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe', 'hold'],
     });
-    const [stdin, stdout, stderr, lifeline] = this.child.stdio as unknown as [
-      Writable,
-      Readable,
-      Readable,
-      Writable,
-    ];
+    return new Worker(child);
+  }
+
+  private constructor(child: Child) {
+    this.child = child;
+    const [stdin, stdout, stderr] = child.stdio as [Socket, Socket, Socket];
     this.stdin = stdin;
     this.stdout = stdout;
-    this.lifeline = lifeline;
-    stdin.on('error', () => undefined);
-    lifeline.on('error', () => undefined);
     stdout.on('data', (d: Buffer) => {
       this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
       this.parse();
@@ -75,20 +72,14 @@ class Worker {
     stderr.on('data', (d: Buffer) => {
       this.stderr = (this.stderr + d.toString('utf8')).slice(-8192);
     });
-    this.exited = new Promise((resolve) => {
-      const died = () => {
-        if (this.dead) return;
-        this.dead = true;
-        this.lifeline.end('done\n'); // the watcher ends whatever is left in the group
-        this.onDeath?.();
-        resolve();
-      };
-      this.child.once('exit', died);
-      this.child.once('error', died);
+    this.exited = child.exited.then(() => {
+      this.dead = true;
+      child.write(3, 'done\n', true); // the watcher ends whatever is left in the group
+      this.onDeath?.();
     });
   }
 
-  get pid(): number | undefined {
+  get pid(): number {
     return this.child.pid;
   }
 
@@ -109,12 +100,7 @@ class Worker {
 
   /** Kills the worker's process group (the worker, its hooks, the lifeline watcher). */
   kill(): void {
-    if (this.child.pid === undefined) return;
-    try {
-      process.kill(-this.child.pid, 'SIGKILL');
-    } catch {
-      // the group is gone
-    }
+    this.child.kill('SIGKILL');
   }
 
   /** Ends stdin: the worker exits once it is idle; killed if it lingers. */
@@ -219,7 +205,7 @@ export class WsgiPool {
   async serve(r: WsgiRequest): Promise<CgiResult> {
     const leave = await this.gate.enter(r.signal);
     try {
-      const worker = this.take();
+      const worker = await this.take();
       const result = await worker.serve(r);
       worker.lastUsed = Date.now();
       if (this.closed) worker.close();
@@ -232,7 +218,7 @@ export class WsgiPool {
 
   /** Process ids of the live workers (tests). */
   pids(): number[] {
-    return [...this.live].flatMap((w) => (w.dead || w.pid === undefined ? [] : [w.pid]));
+    return [...this.live].flatMap((w) => (w.dead ? [] : [w.pid]));
   }
 
   close(): void {
@@ -242,9 +228,9 @@ export class WsgiPool {
     for (const w of this.live) w.close();
   }
 
-  private take(): Worker {
+  private async take(): Promise<Worker> {
     for (let w = this.idle.pop(); w !== undefined; w = this.idle.pop()) if (!w.dead) return w;
-    const w = new Worker(this.app, this.nice);
+    const w = await Worker.start(this.app, this.nice);
     this.live.add(w);
     void w.exited.then(() => this.live.delete(w));
     return w;

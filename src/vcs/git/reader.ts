@@ -1,7 +1,5 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { GIT } from '../constants.ts';
 import {
   blobContent,
@@ -22,9 +20,8 @@ import {
   readPrefix,
 } from '../reader.ts';
 import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { output } from '../refs.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
-
-const exec = promisify(execFile);
 
 type Obj = { id: string; type: string; size: number; data: Buffer | undefined };
 type Cmd = { op: 'info' | 'contents'; name: string };
@@ -189,7 +186,7 @@ export class GitReader implements RepoReader {
       })
       .join(':');
     if (this.refsCache?.key === stamp) return this.refsCache;
-    const { stdout } = await exec(
+    const stdout = await output(
       GIT.bin,
       [
         '-C',
@@ -199,7 +196,7 @@ export class GitReader implements RepoReader {
         'refs/heads',
         'refs/tags',
       ],
-      { env: GIT.env, maxBuffer: 64 * 1024 * 1024 },
+      GIT.env,
     );
     const headRef = fs.readFileSync(path.join(this.dir, 'HEAD'), 'utf8').trim();
     const branches = new Map<string, string>();
@@ -289,10 +286,7 @@ export class GitReader implements RepoReader {
   private async order(id: string): Promise<string[]> {
     const hit = this.orders.get(id);
     if (hit !== undefined) return hit;
-    const { stdout } = await exec(GIT.bin, ['-C', this.dir, 'rev-list', id], {
-      env: GIT.env,
-      maxBuffer: 1024 * 1024 * 1024,
-    });
+    const stdout = await output(GIT.bin, ['-C', this.dir, 'rev-list', id], GIT.env);
     const ids = stdout.split('\n').filter((l) => l !== '');
     this.orders.set(id, ids);
     return ids;

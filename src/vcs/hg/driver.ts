@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ChildProcess } from 'node:child_process';
+import type { Child } from '../child.ts';
 import { commandStream, openFile, producerExit } from '../stream.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
@@ -57,7 +57,7 @@ export const hgDriver: VcsDriver = {
     // triadcat.py with a head size: it writes the size and the head, then waits for one line on
     // its standard input: `socket` (write the whole file to fd 3, the connection) or `pipe` (the
     // rest to standard output, as without it).
-    let child: ChildProcess | undefined;
+    let child: Child | undefined;
     const args = [TRIADCAT, dir, commit, file, String(head)];
     const source = commandStream(HG.python, args, HG.env, nice, {
       socket,
