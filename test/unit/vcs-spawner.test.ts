@@ -1,12 +1,14 @@
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { output } from '../../src/vcs/refs.ts';
 import { runCommand, VcsCommandFailed, VcsTimeout } from '../../src/vcs/run.ts';
-import { closeSpawner, spawnerPid } from '../../src/vcs/spawner.ts';
+import { closeSpawner, spawnChild, spawnerPid, type Child } from '../../src/vcs/spawner.ts';
 import { exited, NODE, ROOT } from '../helpers/process.ts';
 import { startTestServer } from '../helpers/server.ts';
 
@@ -152,5 +154,124 @@ describe('the spawner', () => {
     } finally {
       server.kill('SIGKILL');
     }
+  });
+});
+
+/** Every byte a socket gives until it ends. */
+const readAll = async (s: Socket | null) => {
+  const parts: Buffer[] = [];
+  for await (const d of s as AsyncIterable<Buffer>) parts.push(d);
+  return Buffer.concat(parts);
+};
+
+describe('spawnChild: processes whose streams the server uses itself', () => {
+  test('its parent is the spawner; what it writes arrives byte for byte, what it reads is what was written', async () => {
+    const dir = await tempDir();
+    const data = randomBytes(8 * 1024 * 1024 + 13);
+    await fs.writeFile(path.join(dir, 'data'), data);
+    const cat = await spawnChild('cat', [path.join(dir, 'data')], { stdio: ['ignore', 'pipe', 'collect'] });
+    expect(cat.pid).not.toBe(process.pid);
+    const stat = await fs.readFile(`/proc/${cat.pid}/stat`, 'utf8').catch(() => '');
+    if (stat !== '') expect(ppidOf(stat)).toBe(spawnerPid());
+    expect((await readAll(cat.stdout)).equals(data)).toBe(true);
+    expect(await cat.exited).toEqual({ code: 0, signal: null });
+    expect(await cat.closed).toEqual({ code: 0, signal: null });
+
+    // stdin a pipe too; stderr collected and given with the exit
+    const echo = await spawnChild('sh', ['-c', 'cat; echo oops >&2; exit 3'], {
+      stdio: ['pipe', 'pipe', 'collect'],
+    });
+    const out = readAll(echo.stdout);
+    echo.stdin?.end(data.subarray(0, 100_000));
+    expect((await out).equals(data.subarray(0, 100_000))).toBe(true);
+    expect(await echo.exited).toEqual({ code: 3, signal: null });
+    expect(echo.stderr).toBe('oops\n');
+    expect([echo.exitCode, echo.signalCode]).toEqual([3, null]);
+  });
+
+  test('no output is lost by a process that writes at once and exits, under concurrency', async () => {
+    const runs = await Promise.all(
+      Array.from({ length: 60 }, async (_, i) => {
+        const c = await spawnChild('printf', [`out-${i}`], { stdio: ['ignore', 'pipe', 'ignore'] });
+        return (await readAll(c.stdout)).toString();
+      }),
+    );
+    expect(runs).toEqual(Array.from({ length: 60 }, (_, i) => `out-${i}`));
+  });
+
+  test('a file slot is the file, read-only; a held slot gets what is written and then its end', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'in');
+    await fs.writeFile(file, 'from the file\n');
+    const c = await spawnChild(
+      'sh',
+      ['-c', 'cat; read line <&3; echo "held: $line"; read more <&3 || echo "held ended"'],
+      {
+        stdio: [{ file }, 'pipe', 'ignore', 'hold'],
+      },
+    );
+    const out = readAll(c.stdout);
+    c.write(3, 'one\n');
+    c.write(3, '', true);
+    expect((await out).toString()).toBe('from the file\nheld: one\nheld ended\n');
+    expect((await c.exited).code).toBe(0);
+    await expect(
+      spawnChild('cat', [], { stdio: [{ file: path.join(dir, 'missing') }, 'pipe', 'ignore'] }),
+    ).rejects.toThrow(/ENOENT/);
+  });
+
+  test('a socket slot: the process writes to a connection of this process, which is read again afterwards', async () => {
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const accepted = new Promise<Socket>((r) => server.once('connection', r));
+      const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+      const conn = await accepted;
+      const got: Buffer[] = [];
+      client.on('data', (d: Buffer) => got.push(d));
+      const c = await spawnChild('sh', ['-c', 'printf "from the process" >&3'], {
+        stdio: ['ignore', 'ignore', 'collect', { socket: conn }],
+      });
+      expect((await c.exited).code).toBe(0);
+      conn.resume();
+      const back = new Promise<string>((r) => conn.once('data', (d: Buffer) => r(d.toString())));
+      client.write('to the server');
+      expect(await back).toBe('to the server');
+      conn.end('and from the server');
+      await new Promise((r) => client.once('end', r));
+      expect(Buffer.concat(got).toString()).toBe('from the processand from the server');
+      client.destroy();
+    } finally {
+      server.close();
+    }
+  });
+
+  test('not startable: rejects; kill() kills the group; a killed spawner takes its processes with it', async () => {
+    await expect(
+      spawnChild('/nonexistent/tool', [], { stdio: ['ignore', 'pipe', 'ignore'] }),
+    ).rejects.toThrow(/nonexistent/);
+    const dir = await tempDir();
+    const pidFile = path.join(dir, 'pid');
+    const group = await spawnChild('sh', ['-c', `sleep 60 & echo $! > '${pidFile}'; wait`], {
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    const helper = Number(await readWhenWritten(pidFile));
+    group.kill();
+    expect(await group.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await gone(helper)).toBe(true);
+
+    const runningChildren: Child[] = await Promise.all([
+      spawnChild('sleep', ['60'], { stdio: ['ignore', 'pipe', 'ignore'] }),
+      spawnChild('sleep', ['60'], { detached: false, stdio: ['pipe', 'pipe', 'pipe'] }),
+    ]);
+    const first = spawnerPid()!;
+    process.kill(first, 'SIGKILL');
+    for (const c of runningChildren) {
+      expect(await c.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      expect(await gone(c.pid)).toBe(true);
+    }
+    const next = await spawnChild('true', [], { stdio: ['ignore', 'ignore', 'ignore'] });
+    expect((await next.exited).code).toBe(0);
+    expect(spawnerPid()).not.toBe(first);
   });
 });
