@@ -145,12 +145,14 @@ export class ContentsService {
       socket,
     });
     const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
+    // A file whole in its head (a small one) is sent from memory: no process writes it again.
+    const handOff = file.size > file.head.length ? file.handOff : undefined;
     return {
       size: file.size,
       contentType: sniff.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
       body: file.body,
-      handOff: file.handOff,
-      closes: file.handOff !== undefined && file.closes === true,
+      handOff,
+      closes: handOff !== undefined && file.closes === true,
     };
   }
 

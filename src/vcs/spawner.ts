@@ -249,6 +249,8 @@ function killGroup(pid: number, group: boolean): void {
 }
 
 let current: Spawner | undefined;
+/** Processes asked of the spawners of this process so far (`spawnChild`), for tests and metrics. */
+let spawnedTotal = 0;
 
 function spawner(): Spawner {
   if (current?.usable !== true) current = new Spawner();
@@ -265,7 +267,13 @@ export function spawnRun(cmd: string, args: readonly string[], req: SpawnRequest
  * (rejects when it cannot start). Arguments are a vector, never given to a shell.
  */
 export function spawnChild(cmd: string, args: readonly string[], opts: ChildOptions): Promise<Child> {
+  spawnedTotal += 1;
   return spawner().spawn(cmd, args, opts);
+}
+
+/** How many processes `spawnChild` was asked for so far in this process. */
+export function spawnedCount(): number {
+  return spawnedTotal;
 }
 
 /** The spawner's process id, if one is running. */

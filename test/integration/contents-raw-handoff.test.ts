@@ -14,6 +14,7 @@ import {
   type World,
 } from './contents-raw-handoff-fixture.ts';
 import { driverFor } from '../../src/vcs/index.ts';
+import { spawnedCount } from '../../src/vcs/spawner.ts';
 
 // Raw downloads written to the connection by the reading process itself (TRIAD_RAW_SOCKET_HANDOFF).
 // The server serves plain HTTP only (no TLS listener exists), so "a TLS connection is not handed
@@ -86,6 +87,23 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
       const small = await download(agent, `${w.s.url}${base}/raw/small.txt`);
       expect([small.status, small.length, small.size, small.reused]).toEqual([200, '6', 6, true]);
       expect(await producersEnded(store)).toEqual([]);
+    } finally {
+      agent.destroy();
+    }
+  }, 120_000);
+
+  test('when a file is whole in its first 8000 bytes, then it is sent from memory: one process reads it, none writes it again', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      await download(agent, `${w.s.url}${base}/raw/small.txt`); // the reader is warm
+      const before = spawnedCount();
+      const small = await download(agent, `${w.s.url}${base}/raw/small.txt`);
+      expect([small.status, small.size, small.reused]).toEqual([200, 6, true]);
+      expect(spawnedCount() - before).toBe(1);
+      // a larger file is read for its head, then written by a process of its own
+      const big = await download(agent, `${w.s.url}${base}/raw/big.bin`);
+      expect([big.status, big.sha]).toEqual([200, BIG_SHA]);
+      expect(spawnedCount() - before).toBe(vcs === 'git' ? 3 : 2);
     } finally {
       agent.destroy();
     }
