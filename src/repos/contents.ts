@@ -124,10 +124,11 @@ export class ContentsService {
 
   /**
    * A file's bytes at a revision, whole, for streaming: the pooled reader resolves the revision
-   * and checks the file (the same 404s as a blob read) without reading it; the bytes come from a
-   * process of their own (`catFile`), at that commit, which also tells the size when the reader
-   * could not, and whose first bytes decide whether the file is text. The file is read once,
-   * and the repository's reader is not held while it is. With `socket` (the response's
+   * and checks the file (the same 404s as a blob read); a small file (at most `RAW_INLINE_BYTES`)
+   * comes whole from it, with no process of its own. A larger one is not read by the reader: its
+   * bytes come from a process of their own (`catFile`), at that commit, which also tells the size
+   * when the reader could not, and whose first bytes decide whether the file is text. The file is
+   * read once, and the repository's reader is not held while it is. With `socket` (the response's
    * connection, when it may be handed over), `handOff` is there when the kind's producer can
    * write the file to it itself.
    */
@@ -137,22 +138,23 @@ export class ContentsService {
     if (p === '') throw ApiError.notFound('file');
     const w = await this.location(target);
     const reader = this.pool.get(w.vcs, w.path);
-    const { commit, size } = await this.read(() => reader.file(r, p));
-    const file = await driverFor(w.vcs).catFile(w.path, commit, p, {
-      size,
-      head: RAW_SNIFF_BYTES,
-      nice: this.nice,
-      socket,
-    });
+    const { commit, size, data } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
+    const file =
+      data !== undefined
+        ? { size: data.length, head: data, body: bytes(data), handOff: undefined, closes: false }
+        : await driverFor(w.vcs).catFile(w.path, commit, p, {
+            size,
+            head: RAW_SNIFF_BYTES,
+            nice: this.nice,
+            socket,
+          });
     const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
-    // A file whole in its head (a small one) is sent from memory: no process writes it again.
-    const handOff = file.size > file.head.length ? file.handOff : undefined;
     return {
       size: file.size,
       contentType: sniff.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
       body: file.body,
-      handOff,
-      closes: handOff !== undefined && file.closes === true,
+      handOff: file.handOff,
+      closes: file.handOff !== undefined && file.closes === true,
     };
   }
 
@@ -172,6 +174,13 @@ export class ContentsService {
 
 /** Bytes of a file's start that decide whether the raw download is text (as git's heuristic). */
 const RAW_SNIFF_BYTES = 8000;
+
+/** A body of bytes already read. */
+async function* bytes(data: Buffer): AsyncGenerator<Buffer> {
+  yield data;
+}
+/** Raw files up to this size are read by the pooled reader, whole (milliseconds of its time). */
+const RAW_INLINE_BYTES = 256 * 1024;
 
 const READ_ERRORS = {
   400: 'a path with `..`, a leading `/`, a backslash or control characters, or a bad `rev` (`validation_failed`)',

@@ -59,6 +59,9 @@ export type LogPage = { entries: LogEntry[]; total: number };
  * reads throw `ReadNotFound` (unknown revision, missing path, wrong kind of path, empty
  * repository). `path` is normalised by `normalisePath` before it reaches a driver ('' = root).
  */
+/** What `RepoReader.file` answers: the commit, the size when known, the bytes of a small file. */
+export type RawFile = { commit: string; size: number | undefined; data?: Buffer };
+
 export interface RepoReader {
   resolve(rev: string): Promise<string | undefined>;
   tree(rev: string, path: string): Promise<TreeEntry[]>;
@@ -68,9 +71,11 @@ export interface RepoReader {
    * For a raw download: resolves the revision and checks that the path names a file there
    * (`ReadNotFound` as `blob` throws it), without reading the file. `commit` is the full id;
    * `size` the file's size when the reader knows it cheaply (Git: the object header; Fossil: the
-   * blob table), undefined when only reading the file tells it (Mercurial).
+   * blob table), undefined when only reading the file tells it (Mercurial). With `inline` (a
+   * byte count), a file known cheaply to be no larger comes whole in `data` (`size` is then its
+   * length): a small file's download needs no process of its own.
    */
-  file(rev: string, path: string): Promise<{ commit: string; size: number | undefined }>;
+  file(rev: string, path: string, inline?: number): Promise<RawFile>;
   log(rev: string, page: number, perPage: number): Promise<LogPage>;
   /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
   changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;

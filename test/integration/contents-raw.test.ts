@@ -7,6 +7,7 @@ import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { addCommit, LOGO, MAIN_C1, populate, type Fixture } from './contents-fixture.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
+import { spawnedCount } from '../../src/vcs/spawner.ts';
 
 /** A 60 MB file of random bytes (nothing compresses it). */
 const BIG = randomBytes(60 * 1024 * 1024);
@@ -125,6 +126,39 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
     expect(await r.text()).toBe('');
   }, 120_000);
 
+  test('when files just at and just above the size the reader answers whole (256 KiB) are asked for, then both are byte for byte, and only the larger needs a process', async () => {
+    const at = randomBytes(256 * 1024);
+    const above = randomBytes(256 * 1024 + 1);
+    const text = Buffer.from('a line of text\n'.repeat(20_000)); // 300,000 bytes of text
+    const id = await addCommit(vcs, store, {
+      'edge/at.bin': at,
+      'edge/above.bin': above,
+      'edge/text.txt': text,
+    });
+    for (const [file, bytes, type, processes] of [
+      ['at.bin', at, 'application/octet-stream', 0],
+      ['above.bin', above, 'application/octet-stream', 1],
+      ['text.txt', text, 'text/plain; charset=utf-8', 1],
+    ] as const) {
+      await get(`${base}/tree?rev=${id}`); // the reader knows the revision already
+      const before = spawnedCount();
+      const r = await get(`${base}/raw/edge/${file}?rev=${id}`);
+      expect([file, r.status, r.headers.get('content-type'), r.headers.get('content-length')]).toEqual([
+        file,
+        200,
+        type,
+        String(bytes.length),
+      ]);
+      expect(Buffer.from(await r.arrayBuffer()).equals(bytes)).toBe(true);
+      // (a git download through a plain fetch is relayed: the head's process is the only one)
+      expect([
+        file,
+        spawnedCount() - before >= processes,
+        processes === 0 ? spawnedCount() - before : 0,
+      ]).toEqual([file, true, 0]);
+    }
+  }, 120_000);
+
   test('when a file is asked for at an older revision, then its length and bytes are those of that revision', async () => {
     // README.md is 'hello\n' at c1 and 'hello\nworld\n' from c2 on (Fossil keeps the older one
     // as a delta against the newer)
@@ -217,12 +251,18 @@ describe('hg: raw files whose stored revision is not the bytes', () => {
       // data that starts with the bytes of Mercurial's metadata marker: stored behind an empty
       // metadata block, so the stored revision is 4 bytes longer than the file
       await writeFile(work, 'meta.txt', '\u0001\nnot metadata\n');
+      // the same, larger than what the reader answers whole (its bytes come from triadcat.py)
+      await writeFile(work, 'big-orig.bin', randomBytes(300 * 1024));
+      await writeFile(work, 'big-meta.txt', `\u0001\n${'big, not metadata\n'.repeat(20_000)}`);
       await hg(['add', '-q']);
       await hg(['commit', '-m', 'first']);
       // the first revision of copied.bin and moved.txt carries copy metadata
       await hg(['copy', 'orig.bin', 'copied.bin']);
       await hg(['rename', 'meta.txt', 'moved.txt']);
       await writeFile(work, 'moved.txt', '\u0001\nmoved and changed\n');
+      await hg(['copy', 'big-orig.bin', 'big-copied.bin']);
+      await hg(['rename', 'big-meta.txt', 'big-moved.txt']);
+      await writeFile(work, 'big-moved.txt', `\u0001\n${'big, moved and changed\n'.repeat(20_000)}`);
       await hg(['commit', '-m', 'copy and rename']);
       await hg(['push', '-q', store]);
       head = (await hg(['log', '-r', 'tip', '-T', '{node}'])).trim();
@@ -235,6 +275,9 @@ describe('hg: raw files whose stored revision is not the bytes', () => {
     ['copied.bin', 'application/octet-stream'],
     ['moved.txt', 'text/plain; charset=utf-8'],
     ['orig.bin', 'application/octet-stream'],
+    ['big-copied.bin', 'application/octet-stream'],
+    ['big-moved.txt', 'text/plain; charset=utf-8'],
+    ['big-orig.bin', 'application/octet-stream'],
   ])(
     'when %s is asked for, then its length and bytes are exactly what `hg cat` prints',
     async (file, type) => {
@@ -259,5 +302,9 @@ describe('hg: raw files whose stored revision is not the bytes', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-length')).toBe(String(Buffer.byteLength('\u0001\nnot metadata\n')));
     expect(await r.text()).toBe('\u0001\nnot metadata\n');
+    const big = `\u0001\n${'big, not metadata\n'.repeat(20_000)}`;
+    const large = await get(`${base}/raw/big-meta.txt?rev=0`);
+    expect(large.headers.get('content-length')).toBe(String(Buffer.byteLength(big)));
+    expect(await large.text()).toBe(big);
   });
 });

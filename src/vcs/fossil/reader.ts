@@ -12,6 +12,7 @@ import {
   type Changeset,
   type LogEntry,
   type LogPage,
+  type RawFile,
   type RepoReader,
   type TreeEntry,
 } from '../reader.ts';
@@ -178,21 +179,29 @@ export class FossilReader implements RepoReader {
   }
 
   /** The size is the blob table's (the artifact's full size, however it is stored). */
-  async file(rev: string, p: string): Promise<{ commit: string; size: number | undefined }> {
+  async file(rev: string, p: string, inline = -1): Promise<RawFile> {
     if (p === '') {
       await this.rid(rev);
       throw new ReadNotFound('file');
     }
-    const r = await this.query<{ uuid: string | null; size: number | null }>(
+    const max = Math.trunc(inline);
+    const r = await this.query<{ uuid: string | null; file: [number, string | null] | null }>(
       `SELECT json_object('uuid', c.uuid,
-        'size', (SELECT b.size FROM files_of_checkin(c.uuid) f JOIN blob b ON b.uuid = f.uuid
+        'file', (SELECT json_array(b.size,
+             CASE WHEN b.size BETWEEN 0 AND ${max} THEN hex(content(f.uuid)) END)
+           FROM files_of_checkin(c.uuid) f JOIN blob b ON b.uuid = f.uuid
            WHERE f.filename = ${sqlText(p)}))
        FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
     );
     if (r === undefined || r.uuid === null) throw new ReadNotFound('revision');
-    if (r.size === null) throw new ReadNotFound('path');
+    if (r.file === null) throw new ReadNotFound('path');
+    const [size, hex] = r.file;
+    if (hex !== null) {
+      const data = Buffer.from(hex, 'hex');
+      return { commit: r.uuid, size: data.length, data };
+    }
     // -1: a phantom (content not in this repository); `fossil cat` fails on it
-    return { commit: r.uuid, size: r.size < 0 ? undefined : r.size };
+    return { commit: r.uuid, size: size < 0 ? undefined : size };
   }
 
   private entry(row: Row): LogEntry {

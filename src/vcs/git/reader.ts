@@ -18,6 +18,7 @@ import {
   type RepoReader,
   type TreeEntry,
   readPrefix,
+  type RawFile,
 } from '../reader.ts';
 import { PersistentProcess, Respawning, type Parser } from '../process.ts';
 import { output } from '../refs.ts';
@@ -273,13 +274,16 @@ export class GitReader implements RepoReader {
     return blobContent(p, Buffer.from(obj.data), obj.size, maxBytes);
   }
 
-  async file(rev: string, p: string): Promise<{ commit: string; size: number }> {
+  async file(rev: string, p: string, inline = -1): Promise<RawFile & { size: number }> {
     const id = await this.mustResolve(rev);
     if (p === '') throw new ReadNotFound('file');
     const info = await this.one('info', `${id}:${p}`);
     if (info === undefined) throw new ReadNotFound('path');
     if (info.type !== 'blob') throw new ReadNotFound('file');
-    return { commit: id, size: info.size };
+    if (info.size > inline) return { commit: id, size: info.size };
+    const obj = await this.one('contents', info.id);
+    if (obj?.data === undefined) throw new ReadNotFound('file');
+    return { commit: id, size: obj.data.length, data: Buffer.from(obj.data) };
   }
 
   /** Ancestors of a commit newest first, in `git log` order (cached per commit: history is immutable). */

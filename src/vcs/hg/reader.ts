@@ -11,6 +11,7 @@ import {
   type LogEntry,
   type LogPage,
   type NotFoundKind,
+  type RawFile,
   type RepoReader,
   type TreeEntry,
 } from '../reader.ts';
@@ -106,12 +107,18 @@ export class HgReader implements RepoReader {
     return blobContent(p, Buffer.from(rest), answer.size ?? rest.length, max);
   }
 
-  /** The size is left to the raw read (triadcat.py): here it could cost the whole revision. */
-  async file(rev: string, p: string): Promise<{ commit: string; size: undefined }> {
+  /**
+   * The size is left to the raw read (triadcat.py): here it could cost the whole revision. A file
+   * whose stored revision is no larger than `inline` comes whole (its data is at most that).
+   */
+  async file(rev: string, p: string, inline = -1): Promise<RawFile> {
     if (p === '') throw new ReadNotFound('file');
-    const { answer } = await this.read('file', rev, p);
+    const { answer, rest } = await this.read('file', rev, p, String(Math.trunc(inline)));
     if (answer.id === undefined) throw new Error('hg triadread file: no id');
-    return { commit: answer.id, size: undefined };
+    if (answer.size === undefined) return { commit: answer.id, size: undefined };
+    const data = Buffer.from(rest);
+    if (data.length !== answer.size) throw new Error('hg triadread file: short data');
+    return { commit: answer.id, size: data.length, data };
   }
 
   private entry(e: Entry): LogEntry {

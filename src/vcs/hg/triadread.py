@@ -140,12 +140,21 @@ def _answer(ui, repo, op, rev, *args):
             data = data[:limit]
         return _out(ui, {'ok': True, 'size': size}, data)
     if op == b'file':
-        # a raw download's check: the file exists (its data is read by triadcat.py, once)
+        # a raw download's check: the file exists (its data is read by triadcat.py, once); a file
+        # whose stored revision is at most INLINE bytes (the data is never longer) comes whole
         path = args[0]
+        inline = int(args[1]) if len(args) > 1 else -1
         mf = _manifest(ctx)
         if path not in mf:
             return _out(ui, {'error': 'file' if mf.hasdir(path) else 'path'})
-        return _out(ui, {'id': _s(ctx.hex())})
+        fnode = mf[path]
+        flog = repo.file(path)
+        # the stored revision's size from the revlog's index (the file's own size() may read it)
+        store = getattr(flog, '_revlog', flog)
+        if inline < 0 or store.rawsize(flog.rev(fnode)) > inline:
+            return _out(ui, {'id': _s(ctx.hex())})
+        data = _data(ctx, path, fnode)
+        return _out(ui, {'id': _s(ctx.hex()), 'size': len(data)}, data)
     if op == b'log':
         offset, limit = int(args[0]), int(args[1])
         cl = repo.changelog
