@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { reply, respond, type Api } from '../http/api.ts';
 import { handOffSocket } from '../http/stream-reply.ts';
 import type { RepoTarget } from '../http/auth.ts';
@@ -141,7 +142,13 @@ export class ContentsService {
     const { commit, size, data } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
     const file =
       data !== undefined
-        ? { size: data.length, head: data, body: bytes(data), handOff: undefined, closes: false }
+        ? {
+            size: data.length,
+            head: data,
+            body: Readable.from([data]) as AsyncIterable<Buffer>,
+            handOff: undefined,
+            closes: false,
+          }
         : await driverFor(w.vcs).catFile(w.path, commit, p, {
             size,
             head: RAW_SNIFF_BYTES,
@@ -175,10 +182,6 @@ export class ContentsService {
 /** Bytes of a file's start that decide whether the raw download is text (as git's heuristic). */
 const RAW_SNIFF_BYTES = 8000;
 
-/** A body of bytes already read. */
-async function* bytes(data: Buffer): AsyncGenerator<Buffer> {
-  yield data;
-}
 /** Raw files up to this size are read by the pooled reader, whole (milliseconds of its time). */
 const RAW_INLINE_BYTES = 256 * 1024;
 
