@@ -1,4 +1,6 @@
 /** Git snapshots (branch heads, peeled tags) and the commits a branch gained. */
+import fs from 'node:fs/promises';
+import path from 'node:path';
 import { GIT } from '../constants.ts';
 import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
@@ -19,8 +21,11 @@ export async function snapshot(dir: string): Promise<Snapshot> {
     if (ref.startsWith('refs/heads/')) branches.set(ref.slice(11), obj);
     else if (ref.startsWith('refs/tags/')) tags.set(ref.slice(10), peeled !== '' ? peeled : obj);
   }
-  const head = (await git(dir, 'symbolic-ref', '--quiet', 'HEAD').catch(() => '')).trim();
-  const tip = branches.get(head.replace(/^refs\/heads\//, '')) ?? '';
+  // HEAD names the default branch: read from its file, as `git symbolic-ref` would (a detached
+  // HEAD or none: no tip), which saves a command per snapshot.
+  const head = await fs.readFile(path.join(dir, 'HEAD'), 'utf8').catch(() => '');
+  const symbolic = /^ref: refs\/heads\/(.+)$/.exec(head.trim());
+  const tip = symbolic === null ? '' : (branches.get(symbolic[1]!) ?? '');
   return { tip, branches, bookmarks: new Map(), tags, mark: 0 };
 }
 
