@@ -244,7 +244,6 @@ export function directory(s: Services): Directory {
     userByTokenHash: (hash) => s.users.userByTokenHash(hash),
     agentByTokenHash: (hash) => s.agents.byTokenHash(hash),
     orgByName: (name) => s.orgs.ref(name),
-    repoByName: (org, name) => s.repos.ref(org, name),
     repoByNames: (orgName, name) => s.repos.target(orgName, name),
     role: (orgId, userId) => s.orgs.role(orgId, userId),
   };

@@ -81,7 +81,6 @@ export interface Directory {
   ): Promise<{ user: AuthUser; grant: TokenGrant; expiresAt: Date | null } | undefined>;
   agentByTokenHash(hash: string): Promise<{ id: number; name: string } | undefined>;
   orgByName(name: string): Promise<OrgRef | undefined>;
-  repoByName(org: OrgRef, name: string): Promise<RepoRef | undefined>;
   /** The repository and its organization by their names, in one lookup (undefined if either is missing). */
   repoByNames(orgName: string, repoName: string): Promise<RepoTarget | undefined>;
   role(orgId: number, userId: number): Promise<Role | undefined>;
@@ -199,7 +198,13 @@ export class Access {
   ): Promise<{ org: OrgRef; repo: RepoRef }> {
     // Looked up afresh on every request (never cached): a repository made private is private at once.
     const found = await this.dir.repoByNames(orgName, repoName);
-    if (found === undefined || !(await this.canSee(found.repo))) throw ApiError.notFound('repository');
+    if (found === undefined) throw ApiError.notFound('repository');
+    return this.authorize(found, needs);
+  }
+
+  /** `repo` for a repository the caller already looked up (this request, by its names). */
+  async authorize(found: RepoTarget, needs: RepoNeeds = {}): Promise<RepoTarget> {
+    if (!(await this.canSee(found.repo))) throw ApiError.notFound('repository');
     const { org, repo } = found;
     const readOnly =
       needs.role === undefined &&

@@ -85,19 +85,18 @@ export function hostingHandler(deps: Deps): RequestHandler {
     try {
       const principal = await principalOf(req, deps.dir, deps.throttle);
       const access = new Access(principal, deps.dir);
-      const org = await deps.dir.orgByName(orgName);
-      let ref = org === undefined ? undefined : await deps.dir.repoByName(org, repoName);
-      if (ref === undefined && org !== undefined && repoName.toLowerCase().endsWith('.git')) {
+      // The repository and its organization in one lookup (`name.git` names `name` too).
+      let target = await deps.dir.repoByNames(orgName, repoName);
+      if (target === undefined && repoName.toLowerCase().endsWith('.git')) {
         repoName = repoName.slice(0, -4);
-        ref = await deps.dir.repoByName(org, repoName);
+        target = await deps.dir.repoByNames(orgName, repoName);
       }
-      const visible = ref !== undefined && (await access.canSee(ref));
-      if (!visible) {
+      if (target === undefined || !(await access.canSee(target.repo))) {
         if (principal.kind === 'anonymous') throw new Challenge('authentication required');
         deny(res, 404, 'repository not found');
         return;
       }
-      const repo = await deps.repos.get(ref!.id);
+      const repo = await deps.repos.get(target.repo.id);
       const vcs = repo.vcs;
       const driver = driverFor(vcs);
       const query = new URL(req.originalUrl, 'http://x').searchParams;
@@ -109,10 +108,10 @@ export function hostingHandler(deps: Deps): RequestHandler {
       const op = wire.kind === 'wire' ? wire.op : 'read';
       if (op === 'write') {
         if (principal.kind === 'anonymous') throw new Challenge('authentication required to push');
-        await access.repo(orgName, repoName, { scope: 'repo:write', role: 'member' });
+        await access.authorize(target, { scope: 'repo:write', role: 'member' });
       } else {
         if (repo.isPrivate && principal.kind === 'anonymous') throw new Challenge('authentication required');
-        await access.repo(orgName, repoName, { scope: 'repo:read' });
+        await access.authorize(target, { scope: 'repo:read' });
       }
       if (wire.kind === 'hint') {
         res
@@ -127,7 +126,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
         op === 'write' ||
         (op === 'sync' &&
           (await access
-            .repo(orgName, repoName, { scope: 'repo:write', role: 'member' })
+            .authorize(target, { scope: 'repo:write', role: 'member' })
             .then(() => true)
             .catch(() => false)));
       const username = principal.kind === 'user' ? principal.user.username : undefined;

@@ -82,4 +82,26 @@ describe('repository lookup of API requests', () => {
     );
     expect((await s.anon.get(blob)).status).toBe(200);
   });
+
+  test('when a client fetches at the clone URL (as `name` or `name.git`), with a token or without, then the repository and its organization are found with one statement', async () => {
+    const token = owner.token;
+    for (const [name, auth] of [
+      [repo, undefined],
+      [`${repo}.git`, undefined],
+      [repo, `Basic ${Buffer.from(`x:${token}`).toString('base64')}`],
+    ] as const) {
+      let status = 0;
+      const lookups = await nameLookups(async () => {
+        const r = await fetch(`${s.url}/${org}/${name}/info/refs?service=git-upload-pack`, {
+          headers: auth === undefined ? {} : { authorization: auth },
+        });
+        status = r.status;
+        await r.arrayBuffer();
+      });
+      expect([name, status]).toEqual([name, 200]);
+      // (`name.git` is first looked up as given, then without the suffix)
+      expect(lookups).toHaveLength(name.endsWith('.git') ? 2 : 1);
+      for (const sql of lookups) expect(sql).toMatch(/\borgs\b[\s\S]*\brepos\b|\brepos\b[\s\S]*\borgs\b/);
+    }
+  });
 });
