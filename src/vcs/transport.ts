@@ -203,5 +203,8 @@ export async function serveBackend(
     const { wsgi, ...rest } = program;
     return servers.pool(wsgi).serve({ ...common, ...rest });
   }
-  return runCgi({ ...common, ...program, nice: servers.nice });
+  // A push (its answer held, `output`) runs at the server's own priority: only members push, one
+  // at a time per repository, and its author waits on it; clones and fetches, which anyone may
+  // start in any number, run below the API.
+  return runCgi({ ...common, ...program, nice: b.output === undefined ? servers.nice : 0 });
 }

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.ts';
 import { runCgi } from '../../src/vcs/cgi.ts';
+import type { VcsDriver } from '../../src/vcs/driver.ts';
+import { serveBackend, TransportServers } from '../../src/vcs/transport.ts';
 import { commandStream } from '../../src/vcs/stream.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { tempDir } from '../helpers/vcs.ts';
@@ -69,6 +71,89 @@ describe('the clone URLs backends run at a lower CPU priority than the server', 
     if (await groupsChecked()) expect(await autogroupNiceOf(pids[0]!)).toBe(7);
     expect(await niceOf('self')).toBe(await lowered(0)); // the server itself is untouched
   }, 120_000);
+});
+
+describe('a push runs at the server priority, a clone below it', () => {
+  let s: TestServer;
+  let owner: TestUser;
+  let org: string;
+  beforeAll(async () => {
+    s = await startTestServer({ TRIAD_BACKEND_NICE: '6' });
+    owner = await s.newUser();
+    org = await s.newOrg(owner);
+  });
+  afterAll(async () => {
+    await s.close();
+  });
+
+  test('when a git push runs, then its receive-pack (and the hooks it runs) are not lowered', async () => {
+    const name = uniq('gitnice');
+    const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'git' });
+    expect(r.status).toBe(201);
+    const store = s.running.services.repos.path({ id: r.body.data.id, vcs: 'git' });
+    const out = `${await tempDir('triad-push-nice-')}/nice`;
+    const hook = `${store}/hooks/pre-receive`;
+    await fs.writeFile(hook, `#!/bin/sh\ncut -d' ' -f19 /proc/$$/stat > '${out}'\ncat >/dev/null\n`, {
+      mode: 0o755,
+    });
+    const w = await WorkingCopy.clone('git', r.body.data.clone_url as string, owner.token);
+    await w.commit('a.txt', 'a\n', 'first');
+    expect((await w.push()).code).toBe(0);
+    expect(Number((await fs.readFile(out, 'utf8')).trim())).toBe(await lowered(0));
+  }, 120_000);
+
+  test('when a backend serves a read, then it runs lowered; the same backend serving a push does not', async () => {
+    // serveBackend's rule, with a CGI program that answers its own niceness
+    const tmp = await tempDir('triad-serve-nice-');
+    const driver = {
+      transport: {
+        backend: () =>
+          Promise.resolve({
+            command: '/bin/sh',
+            args: ['-c', `printf 'Content-Type: text/plain\\r\\n\\r\\n'; cut -d' ' -f19 /proc/$$/stat`],
+            pathInfo: '',
+            env: {},
+          }),
+      },
+    } as unknown as VcsDriver;
+    const servers = new TransportServers({ concurrency: 2, queue: 2, wsgiWorkers: 1, nice: 6 });
+    let push = false;
+    const server = http.createServer((req, res) => {
+      const b = {
+        repoPath: tmp,
+        subpath: '',
+        scriptName: '/x',
+        query: '',
+        remoteUser: undefined,
+        write: push,
+        req,
+        res,
+        input: undefined,
+        ...(push ? { output: `${tmp}/held` } : {}),
+        tmpDir: tmp,
+        scriptDir: tmp,
+        signal: new AbortController().signal,
+      };
+      void serveBackend(driver, b, servers).then(async () => {
+        if (push) res.end(await fs.readFile(`${tmp}/held`));
+        else res.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const ask = async () => {
+        const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+        return Number((await r.text()).trim());
+      };
+      expect(await ask()).toBe(await lowered(6));
+      push = true;
+      expect(await ask()).toBe(await lowered(0));
+    } finally {
+      servers.close();
+      await new Promise((resolve) => server.close(resolve));
+      await fs.rm(tmp, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('runCgi', () => {
