@@ -126,16 +126,28 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
 
   let aborted = false;
   let garbled = false;
+  let outputEnded = false;
+  let leftAfterAnswer = false;
   let killTimer: NodeJS.Timeout | undefined;
-  const abort = () => {
-    if (aborted) return;
-    aborted = true;
-    stdout.destroy();
-    child.kill('SIGTERM');
+  const killLater = () => {
     killTimer = setTimeout(() => {
       child.kill('SIGKILL');
       lifeline('');
     }, GRACE_MS);
+  };
+  const abort = () => {
+    if (aborted) return;
+    aborted = true;
+    if (outputEnded) {
+      // The client left after the whole answer (a Fossil client closes once it has the
+      // Content-Length it was told): the backend is let exit by itself, within the grace.
+      leftAfterAnswer = true;
+      killLater();
+      return;
+    }
+    stdout.destroy();
+    child.kill('SIGTERM');
+    killLater();
   };
 
   return new Promise<CgiResult>((resolve) => {
@@ -194,7 +206,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
       // the run is over: the watcher ends anything still in the group, then itself
       lifeline('done\n');
       const result: CgiResult = {
-        outcome: garbled ? 'failed' : aborted ? 'aborted' : headersDone ? 'ok' : 'failed',
+        outcome: garbled ? 'failed' : aborted && !leftAfterAnswer ? 'aborted' : headersDone ? 'ok' : 'failed',
         code: child.exitCode,
         stderr: child.stderr.slice(0, 8192).trim(),
       };
@@ -202,6 +214,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
       else sink.end(() => resolve(result));
     };
     void child.exited.then(settle);
+    stdout.once('end', () => (outputEnded = true));
     if (stdout.destroyed) settle();
     else stdout.once('close', settle);
   });
