@@ -127,6 +127,9 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
   let aborted = false;
   let garbled = false;
   let outputEnded = false;
+  // the body's length the backend announced, and how much of it went out
+  let announced: number | undefined;
+  let sent = 0;
   let leftAfterAnswer = false;
   let killTimer: NodeJS.Timeout | undefined;
   const killLater = () => {
@@ -138,7 +141,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
   const abort = () => {
     if (aborted) return;
     aborted = true;
-    if (outputEnded) {
+    if (outputEnded || (announced !== undefined && sent >= announced)) {
       // The client left after the whole answer (a Fossil client closes once it has the
       // Content-Length it was told): the backend is let exit by itself, within the grace.
       leftAfterAnswer = true;
@@ -154,6 +157,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
     let head = Buffer.alloc(0);
     let headersDone = false;
     const write = (chunk: Buffer) => {
+      sent += chunk.length;
       if (!sink.write(chunk)) {
         stdout.pause();
         sink.once('drain', () => stdout.resume());
@@ -168,6 +172,7 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
         const value = line.slice(i + 1).trim();
         if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10) || 200;
         else res.appendHeader(name, value);
+        if (name.toLowerCase() === 'content-length' && /^\d+$/.test(value)) announced = Number(value);
       }
       res.statusCode = status;
       headersDone = true;

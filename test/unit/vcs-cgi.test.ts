@@ -61,11 +61,20 @@ function readAndLeave(length: number): Promise<string> {
 }
 
 describe('runCgi when the client leaves', () => {
-  test('after the whole answer, then the backend finishes on its own and the run is a success', async () => {
-    script = `printf 'Content-Type: text/plain\\r\\nContent-Length: 5\\r\\n\\r\\nhello'; exec >&-; sleep 0.3; exit 0`;
-    expect(await readAndLeave(5)).toBe('hello');
-    expect(await last).toEqual({ outcome: 'ok', code: 0, stderr: '' });
-  });
+  test.each([
+    [
+      'its announced length was sent (the output still open)',
+      `Content-Length: 5\\r\\n\\r\\nhello'; sleep 0.3`,
+    ],
+    ['its output ended (no length announced)', `\\r\\nhello'; exec >&-; sleep 0.3`],
+  ])(
+    'after the whole answer (%s), then the backend finishes on its own and the run is a success',
+    async (_, rest) => {
+      script = `printf 'Content-Type: text/plain\\r\\n${rest}; exit 0`;
+      expect(await readAndLeave(5)).toBe('hello');
+      expect(await last).toEqual({ outcome: 'ok', code: 0, stderr: '' });
+    },
+  );
 
   test('before the answer is whole, then the run is aborted and the backend stopped', async () => {
     script = `printf 'Content-Type: text/plain\\r\\nContent-Length: 10\\r\\n\\r\\nhello'; sleep 30; printf world`;
