@@ -42,12 +42,12 @@ export type CgiResult = { outcome: 'ok' | 'failed' | 'aborted'; code: number | n
 const GRACE_MS = 2000;
 
 /**
- * Every backend runs as the leader of its own process group, started through this shell line.
- * It leaves a watcher in the group that reads fd 3, a socket whose other end only Triad holds,
- * then execs the backend (without fd 3). Triad writes a line there when a run is over: the
- * watcher kills whatever is left in the group. When Triad dies (even by SIGKILL), the socket
- * closes: the watcher sends SIGTERM to the group, then SIGKILL. So no backend, hook or helper
- * process outlives the request or the server.
+ * Every backend runs as the leader of its own process group, started (by the spawner) through
+ * this shell line. It leaves a watcher in the group that reads fd 3, a pipe whose other end only
+ * the spawner holds, then execs the backend (without fd 3). A line is written there when a run is
+ * over: the watcher kills whatever is left in the group. When the spawner dies (it ends with its
+ * server, and could itself be killed), the pipe closes: the watcher sends SIGTERM to the group,
+ * then SIGKILL. So no backend, hook or helper process outlives the request or the server.
  */
 export const LIFELINE = `(trap '' TERM; read line <&3 && kill -KILL 0; kill -TERM 0; sleep ${GRACE_MS / 1000}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec "$@" 3<&-`;
 
