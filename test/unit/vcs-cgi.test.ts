@@ -40,8 +40,8 @@ afterAll(async () => {
   await fs.rm(tmp, { recursive: true, force: true });
 });
 
-/** Reads the body's `length` bytes, then closes the connection at once. */
-function readAndLeave(length: number): Promise<string> {
+/** Reads the body's `length` bytes, then closes the connection (at once, or after `wait` ms). */
+function readAndLeave(length: number, wait = 0): Promise<string> {
   const { port } = server.address() as AddressInfo;
   return new Promise((resolve, reject) => {
     const req = http.get({ port, host: '127.0.0.1', path: '/', agent: false }, (res) => {
@@ -49,8 +49,10 @@ function readAndLeave(length: number): Promise<string> {
       res.on('data', (d: Buffer) => {
         body += d.toString();
         if (body.length >= length) {
-          req.destroy();
-          resolve(body);
+          setTimeout(() => {
+            req.destroy();
+            resolve(body);
+          }, wait);
         }
       });
     });
@@ -64,14 +66,16 @@ describe('runCgi when the client leaves', () => {
   test.each([
     [
       'its announced length was sent (the output still open)',
-      `Content-Length: 5\\r\\n\\r\\nhello'; sleep 0.3`,
+      `Content-Length: 5\\r\\n\\r\\nhello'; sleep 0.5`,
+      0,
     ],
-    ['its output ended (no length announced)', `\\r\\nhello'; exec >&-; sleep 0.3`],
+    // (the client waits a moment: the server must have seen the output end before it leaves)
+    ['its output ended (no length announced)', `\\r\\nhello'; exec >&-; sleep 0.5`, 200],
   ])(
     'after the whole answer (%s), then the backend finishes on its own and the run is a success',
-    async (_, rest) => {
+    async (_, rest, wait) => {
       script = `printf 'Content-Type: text/plain\\r\\n${rest}; exit 0`;
-      expect(await readAndLeave(5)).toBe('hello');
+      expect(await readAndLeave(5, wait)).toBe('hello');
       expect(await last).toEqual({ outcome: 'ok', code: 0, stderr: '' });
     },
   );
