@@ -108,6 +108,19 @@ export async function waitReady(p: Proc, url: string, limitMs = 90_000): Promise
   throw new Error(`server not ready after ${limitMs} ms:\n${p.output()}`);
 }
 
+/**
+ * The first match of `re` in what the process wrote to stderr, waiting for it (its pipe is read
+ * asynchronously: a line written before the server was ready may still be on the way).
+ */
+export async function stderrMatch(p: Proc, re: RegExp, limitMs = 10_000): Promise<RegExpExecArray | null> {
+  const started = Date.now();
+  for (;;) {
+    const m = re.exec(p.stderr());
+    if (m !== null || Date.now() - started > limitMs) return m;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Waits for the exit at most `ms`; undefined when the process is still running then. */
 export async function exitWithin(p: Proc, ms: number): Promise<Exit | undefined> {
   let timer: NodeJS.Timeout | undefined;

@@ -5,7 +5,15 @@ import { afterAll, describe, expect, test } from '@jest/globals';
 import { freePort } from '../../src/db/database.ts';
 import { Client, freshDatabase, startTestServer } from '../helpers/server.ts';
 import { ok, withCreds, writeFile } from '../helpers/vcs.ts';
-import { exitWithin, postgresUnder, Processes, stop, waitReady, type Proc } from '../helpers/process.ts';
+import {
+  exitWithin,
+  postgresUnder,
+  Processes,
+  stderrMatch,
+  stop,
+  waitReady,
+  type Proc,
+} from '../helpers/process.ts';
 
 const procs = new Processes();
 afterAll(() => procs.cleanup());
@@ -169,7 +177,7 @@ describe('first start, a data directory in use, and the CLI next to a running se
     const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
     const first = procs.serve(env);
     await waitReady(first, url);
-    const token = /^ {3}(triad_[0-9a-f]{48})$/m.exec(first.stderr())?.[1];
+    const token = (await stderrMatch(first, /^ {3}(triad_[0-9a-f]{48})$/m))?.[1];
     expect(token).toBeDefined();
     expect(first.output()).toContain(
       '"msg":"first start: created the administrator (its token is shown once)"',
