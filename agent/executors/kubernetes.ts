@@ -203,6 +203,9 @@ export class KubernetesExecutor implements Executor {
       } catch (err) {
         if (signal.aborted) throw new Cancelled();
         if (err instanceof Cancelled) return; // closed by closeWhenEnded
+        // A follow answered 404: the pod went away meanwhile (deleted, swept); its state, read
+        // next, tells the step's end.
+        if (follow && isStatus(err, 404)) return;
         this.o.warn(`log stream of pod ${name} broke`, err);
       }
     };
