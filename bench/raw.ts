@@ -4,7 +4,8 @@
  * repository whose storage gets one commit with a README and a `--mb` MB file of random bytes
  * (committed straight into the storage, as the contents tests do), then
  * - `--runs` times, alternating: the native command into /dev/null on the same storage
- *   (`git cat-file blob`, `hg cat -r tip`, `fossil cat -r tip`), the floor (the same file from a
+ *   (`git cat-file blob`, `hg cat -r tip`, `fossil cat -r tip`), the same into a pipe that `cat`
+ *   empties (what writing the bytes to any reader costs the command), the floor (the same file from a
  *   minimal `node:http` server in a process of its own that holds it in memory: what any HTTP
  *   download over loopback costs here) and an anonymous
  *   `GET /api/v1/repos/bench/raw-<kind>/raw/big.bin` by `curl` (a process of its own, as a user's
@@ -86,14 +87,18 @@ async function populate(kind: VcsKind, store: string, work: string, big: string)
   }
 }
 
-/** The native read of big.bin at tip into /dev/null, in seconds. */
-async function native(kind: VcsKind, store: string, cwd: string): Promise<number> {
-  const [cmd, args] =
+/**
+ * The native read of big.bin at tip into /dev/null, in seconds; `piped`: into a pipe that `cat`
+ * empties into /dev/null (what handing the bytes to any reader costs the command and the machine).
+ */
+async function native(kind: VcsKind, store: string, cwd: string, piped = false): Promise<number> {
+  const [bin, argv]: [string, string[]] =
     kind === 'git'
       ? ['git', ['--git-dir', store, 'cat-file', 'blob', 'HEAD:big.bin']]
       : kind === 'hg'
         ? [HG, ['-R', store, 'cat', '-r', 'tip', 'big.bin']]
         : ['fossil', ['cat', '-R', store, '-r', 'tip', 'big.bin']];
+  const [cmd, args] = piped ? ['/bin/sh', ['-c', '"$@" | cat', 'sh', bin, ...argv]] : [bin, argv];
   const out = await fs.open('/dev/null', 'w');
   const t = performance.now();
   try {
@@ -193,6 +198,7 @@ const call = apiCaller(running.url, token);
 type Row = {
   kind: VcsKind;
   native: number;
+  piped: number;
   floor: number;
   triad: number;
   cpu: number;
@@ -234,6 +240,7 @@ try {
     const rssTimer = setInterval(() => (rssPeak = Math.max(rssPeak, rssMb())), 20);
 
     const nat: number[] = [];
+    const pip: number[] = [];
     const flo: number[] = [];
     const tri: number[] = [];
     const cpu: number[] = [];
@@ -241,6 +248,7 @@ try {
     const reader = await readerPid(store);
     for (let i = 0; i < RUNS; i++) {
       nat.push(await native(kind, store, dir));
+      pip.push(await native(kind, store, dir, true));
       flo.push((await download(floor.url, size)).s);
       const r0 = await procCpuMs(reader);
       const d = await download(raw, size);
@@ -267,6 +275,7 @@ try {
     const row: Row = {
       kind,
       native: median(nat),
+      piped: median(pip),
       floor: median(flo),
       triad: median(tri),
       cpu: median(cpu),
@@ -278,6 +287,7 @@ try {
     rows.push(row);
     console.log(
       `${kind}: native ${row.native.toFixed(3)} s [${nat.map((x) => x.toFixed(2)).join(' ')}], ` +
+        `piped ${row.piped.toFixed(3)} s [${pip.map((x) => x.toFixed(2)).join(' ')}], ` +
         `floor ${row.floor.toFixed(3)} s [${flo.map((x) => x.toFixed(2)).join(' ')}], ` +
         `raw ${row.triad.toFixed(3)} s [${tri.map((x) => x.toFixed(2)).join(' ')}], ratio ${(row.triad / row.native).toFixed(2)}; ` +
         `server CPU per download ${row.cpu.toFixed(0)} ms [${cpu.map((x) => x.toFixed(0)).join(' ')}], ` +
@@ -302,12 +312,12 @@ console.log(
     `${os.cpus().length} CPUs, ${MB} MB random file, median of ${RUNS}`,
 );
 console.log(
-  '\n| VCS | native cat (s) | floor: node:http download (s) | raw download (s) | ratio | server / pooled reader CPU per download (ms) | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
+  '\n| VCS | native cat (s) | native cat into a pipe (s) | floor: node:http download (s) | raw download (s) | ratio | ratio to the piped cat | server / pooled reader CPU per download (ms) | tree p50/max idle (ms) | tree p50/max during download (ms) | RSS before / peak / after (MB) |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   console.log(
-    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.floor.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ${r.cpu.toFixed(0)} / ${r.readerCpu.toFixed(0)} | ` +
+    `| ${r.kind} | ${r.native.toFixed(2)} | ${r.piped.toFixed(2)} | ${r.floor.toFixed(2)} | ${r.triad.toFixed(2)} | ${(r.triad / r.native).toFixed(2)} | ${(r.triad / r.piped).toFixed(2)} | ${r.cpu.toFixed(0)} / ${r.readerCpu.toFixed(0)} | ` +
       `${pct(r.treeIdle, 50).toFixed(1)} / ${Math.max(...r.treeIdle).toFixed(1)} | ` +
       `${pct(r.treeBusy, 50).toFixed(1)} / ${Math.max(...r.treeBusy).toFixed(1)} (n=${r.treeBusy.length}) | ` +
       `${r.rss.map((x) => x.toFixed(0)).join(' / ')} |`,
