@@ -177,7 +177,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       services.releases.stop();
       services.ops.close();
       services.transports.close();
-      closeDriverProcesses();
+      // (the readers, command servers and workers just closed end on their closed input)
+      await closeDriverProcesses(Math.min(5_000, Math.max(500, left())));
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);

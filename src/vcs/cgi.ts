@@ -141,9 +141,10 @@ export async function runCgi(c: CgiRequest): Promise<CgiResult> {
   const abort = () => {
     if (aborted) return;
     aborted = true;
-    if (outputEnded || (announced !== undefined && sent >= announced)) {
+    const delivered = sink !== res || res.writableLength === 0;
+    if (delivered && (outputEnded || (announced !== undefined && sent >= announced))) {
       // The client left after the whole answer (a Fossil client closes once it has the
-      // Content-Length it was told): the backend is let exit by itself, within the grace.
+      // Content-Length it was told): the backend is given the grace to exit by itself.
       leftAfterAnswer = true;
       killLater();
       return;

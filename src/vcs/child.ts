@@ -20,25 +20,36 @@ export type Slot = 'ignore' | 'pipe' | 'collect' | 'hold' | { file: string } | {
 
 type Handle = { reading: boolean; readStop(): number };
 
+/** Sockets whose reading `stopReading` stopped and nothing resumed yet. */
+const stopped = new WeakSet<Socket>();
+
 /**
  * Stops this process from reading `socket`, whose descriptor is given to another process, the way
- * Node's spawn does for a socket in a child's stdio (the same internal fields): `socket.resume()`
- * reads again. Answers the socket's libuv handle, which is what is sent.
+ * Node's spawn does for a socket in a child's stdio (the same internal fields); `resumeReading`
+ * reads it again. Answers the socket's libuv handle, which is what is sent. Throws for a socket
+ * already closed.
  */
 export function stopReading(socket: Socket): unknown {
   const internal = socket as unknown as {
-    _handle?: Handle;
+    _handle?: Handle | null;
     readableFlowing: boolean | null;
     _readableState: { reading: boolean };
   };
   const handle = internal._handle;
-  if (handle === undefined) throw new Error('the socket is closed');
+  if (handle === undefined || handle === null || socket.destroyed) throw new Error('the socket is closed');
   handle.reading = false;
   handle.readStop();
   socket.pause();
   internal.readableFlowing = false;
   internal._readableState.reading = false;
+  stopped.add(socket);
   return handle;
+}
+
+/** Reads `socket` again after `stopReading`, once (later calls, or a socket gone, do nothing). */
+export function resumeReading(socket: Socket): void {
+  if (!stopped.delete(socket) || socket.destroyed) return;
+  socket.resume();
 }
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };

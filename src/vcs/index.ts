@@ -35,12 +35,13 @@ export async function removeRepository(dest: string): Promise<void> {
 }
 
 /**
- * Ends the processes the drivers keep between calls (Mercurial's bookkeeping command servers and
- * the spawner that starts short commands).
+ * Ends the processes the drivers keep between calls (Mercurial's bookkeeping command servers) and
+ * the spawner that starts every process, once the processes already asked to end (closed readers,
+ * command servers, workers) have exited, at most `graceMs` later.
  */
-export function closeDriverProcesses(): void {
+export async function closeDriverProcesses(graceMs: number): Promise<void> {
   closeBookkeeping();
-  closeSpawner();
+  await closeSpawner(graceMs);
 }
 
 /** A reader for one repository (the `ReaderPool`'s factory). */

@@ -10,8 +10,13 @@ import { execute, VcsCommandFailed } from './run.ts';
  * Standard output of a command, which has no time limit (throws `VcsCommandFailed` when it exits
  * non-zero, is killed or cannot start). Started by the spawner, as `runCommand`.
  */
-export async function output(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await execute(cmd, args, { env });
+export async function output(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  maxBytes?: number,
+): Promise<string> {
+  const r = await execute(cmd, args, { env, ...(maxBytes === undefined ? {} : { maxBytes }) });
   if (r.code !== 0)
     throw new VcsCommandFailed(`Command failed: ${cmd} ${args.join(' ')}\n${r.stderr}`, r.code, r.stderr);
   return r.stdout.toString('utf8');

@@ -14,9 +14,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { Child, stopReading, type Slot } from './child.ts';
+import { Child, resumeReading, stopReading, type Slot } from './child.ts';
 
-export { Child, type Slot } from './child.ts';
+export { Child, resumeReading, type Slot } from './child.ts';
 
 const SCRIPT = fileURLToPath(new URL('./spawner-child.ts', import.meta.url));
 
@@ -58,6 +58,8 @@ type Spawned = {
   opts: ChildOptions;
   resolve: (c: Child) => void;
   reject: (e: Error) => void;
+  /** This server's sockets given to the process (`{socket}` slots): read again should it not start. */
+  given: Socket[];
   pid?: number;
   sockets: (Socket | null)[];
   child?: Child;
@@ -90,12 +92,15 @@ class Spawner {
       for (const [, s] of this.spawned) {
         if (s.pid !== undefined) killGroup(s.pid, s.opts.detached !== false);
         if (s.child !== undefined) s.child.exit(null, 'SIGKILL', '');
-        else s.reject(new Error(`${s.cmd}: the spawner ${why}`));
+        else this.fail(s, new Error(`${s.cmd}: the spawner ${why}`));
       }
       this.spawned.clear();
+      this.emptied();
     };
+    // 'close', not 'exit': the exit can be seen before the messages still in the channel (a
+    // process's pid among them) are read; the channel closes after them.
     this.child.on('error', (e) => died(`failed: ${e.message}`));
-    this.child.on('exit', (code, signal) => died(`exited (${signal ?? code ?? '?'})`));
+    this.child.on('close', (code, signal) => died(`exited (${signal ?? code ?? '?'})`));
     this.child.on('disconnect', () => died('disconnected'));
     // An idle spawner does not keep the server's process alive (it ends with the IPC channel).
     this.child.unref();
@@ -127,22 +132,32 @@ class Spawner {
 
   spawn(cmd: string, args: readonly string[], opts: ChildOptions): Promise<Child> {
     return new Promise((resolve, reject) => {
+      // This process stops reading the sockets it gives, as Node's own spawn does (all of them
+      // before anything is sent: a closed one fails the call with nothing given away).
+      const given: Socket[] = [];
+      const handles = new Map<number, unknown>();
+      try {
+        opts.stdio.forEach((slot, i) => {
+          if (typeof slot !== 'object' || !('socket' in slot)) return;
+          handles.set(i, stopReading(slot.socket));
+          given.push(slot.socket);
+        });
+      } catch (e) {
+        for (const socket of given) resumeReading(socket);
+        reject(e instanceof Error ? e : new Error(String(e)));
+        return;
+      }
       const id = this.nextId++;
-      const entry: Spawned = { cmd, opts, resolve, reject, sockets: opts.stdio.map(() => null) };
+      const entry: Spawned = { cmd, opts, resolve, reject, given, sockets: opts.stdio.map(() => null) };
       this.spawned.set(id, entry);
       const fail = (why: string) => {
         if (!this.spawned.delete(id)) return;
         this.idle();
-        reject(new Error(`${cmd}: the spawner is gone (${why})`));
+        this.fail(entry, new Error(`${cmd}: the spawner is gone (${why})`));
       };
-      const slots = opts.stdio.map((slot, i) => {
-        if (typeof slot !== 'object' || !('socket' in slot)) return slot;
-        // The descriptor goes first, in a message of its own (one handle a message); this
-        // process stops reading it, as Node's own spawn does with a socket it gives a child.
-        const handle = stopReading(slot.socket);
-        this.send({ t: 'fd', id, slot: i }, fail, handle);
-        return 'given' as const;
-      });
+      // Each descriptor goes first, in a message of its own (one handle a message).
+      for (const [i, handle] of handles) this.send({ t: 'fd', id, slot: i }, fail, handle);
+      const slots = opts.stdio.map((slot) => (typeof slot === 'object' && 'socket' in slot ? 'given' : slot));
       this.send(
         {
           t: 'spawn',
@@ -161,16 +176,46 @@ class Spawner {
 
   /** Writes to a `hold` slot of a spawned process (and ends it). */
   write(id: number, slot: number, data: string, end: boolean): void {
-    this.send({ t: 'write', id, slot, data, end }, () => undefined);
+    // Nothing waits for an answer: the channel is not kept referenced for it.
+    this.send({ t: 'write', id, slot, data, end }, () => undefined, undefined, false);
   }
 
-  close(): void {
+  /**
+   * Ends the spawner once the processes it started have exited (they were asked to: readers and
+   * workers end on their closed input), at most `graceMs` later; what still runs then is killed.
+   */
+  async close(graceMs: number): Promise<void> {
+    if (this.spawned.size > 0 && graceMs > 0 && this.child.connected) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        this.onEmpty = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
     if (this.child.connected) this.child.disconnect();
   }
 
-  private send(msg: object, fail: (why: string) => void, handle?: unknown): void {
+  private onEmpty: (() => void) | undefined;
+
+  private emptied(): void {
+    if (this.spawned.size > 0) return;
+    const f = this.onEmpty;
+    this.onEmpty = undefined;
+    f?.();
+  }
+
+  /** Rejects a spawn that did not start: the sockets it was given are read again, those received closed. */
+  private fail(s: Spawned, e: Error): void {
+    for (const socket of s.given) resumeReading(socket);
+    for (const socket of s.sockets) socket?.destroy();
+    s.reject(e);
+  }
+
+  private send(msg: object, fail: (why: string) => void, handle?: unknown, keep = true): void {
     // The channel keeps the server alive only while something is under way.
-    this.child.channel?.ref();
+    if (keep) this.child.channel?.ref();
     try {
       this.child.send(msg, handle as Socket | undefined, {}, (e) => {
         if (e !== null) fail(e.message);
@@ -210,11 +255,13 @@ class Spawner {
       this.idle();
       this.born(id, s);
       s.child?.exit(m.code, m.signal, m.stderr);
+      this.emptied();
       return;
     } else if ('t' in m && m.t === 'error') {
       this.spawned.delete(id);
       this.idle();
-      s.reject(new Error(m.message));
+      this.fail(s, new Error(m.message));
+      this.emptied();
       return;
     }
     // Ready once every pipe is here.
@@ -281,8 +328,13 @@ export function spawnerPid(): number | undefined {
   return current === undefined || current.dead ? undefined : current.pid;
 }
 
-/** Ends the spawner (commands it still runs are killed); the next call starts a new one. */
-export function closeSpawner(): void {
-  current?.close();
+/**
+ * Ends the spawner; the next call starts a new one. With `graceMs`, the processes it started get
+ * that long to exit by themselves (those asked to end: closed readers, workers); whatever still
+ * runs then is killed, as are the short commands under way.
+ */
+export async function closeSpawner(graceMs = 0): Promise<void> {
+  const s = current;
   current = undefined;
+  await s?.close(graceMs);
 }

@@ -5,7 +5,7 @@ import type { Socket } from 'node:net';
 import path from 'node:path';
 import { niced } from './priority.ts';
 import { VcsCommandFailed } from './run.ts';
-import { spawnChild, type Child } from './spawner.ts';
+import { resumeReading, spawnChild, type Child } from './spawner.ts';
 
 /** Formats of source archives (`VcsDriver.archive`). */
 export type ArchiveFormat = 'tar.gz' | 'zip';
@@ -43,8 +43,9 @@ export async function* commandStream(
   } finally {
     if (!done && !child.ended) child.kill();
     child.stdout?.destroy();
-    // Not handed over after all: this process reads the connection again once the command is gone.
-    if (socket !== undefined && !socket.destroyed) void child.exited.then(() => socket.resume());
+    // Not handed over after all: this process reads the connection again once the command is gone
+    // (after a hand-off, `producerExit` did already).
+    if (socket !== undefined) void child.exited.then(() => resumeReading(socket));
   }
 }
 
@@ -140,7 +141,7 @@ export function producerExit(
     socket.off('close', kill);
     // This process stopped reading the socket it gave away (so that both do not read it): the
     // next request on a kept-alive connection is read again from here on.
-    if (resume && !socket.destroyed) socket.resume();
+    if (resume) resumeReading(socket);
     if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, child.stderr);
   });
 }

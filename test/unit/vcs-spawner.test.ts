@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { output } from '../../src/vcs/refs.ts';
 import { runCommand, VcsCommandFailed, VcsTimeout } from '../../src/vcs/run.ts';
 import { closeSpawner, spawnChild, spawnerPid, type Child } from '../../src/vcs/spawner.ts';
+import { PersistentProcess } from '../../src/vcs/process.ts';
 import { exited, NODE, ROOT } from '../helpers/process.ts';
 import { startTestServer } from '../helpers/server.ts';
 
@@ -43,7 +44,7 @@ const tempDir = async () => {
   return d;
 };
 afterAll(async () => {
-  closeSpawner();
+  await closeSpawner();
   for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
 });
 
@@ -273,5 +274,73 @@ describe('spawnChild: processes whose streams the server uses itself', () => {
     const next = await spawnChild('true', [], { stdio: ['ignore', 'ignore', 'ignore'] });
     expect((await next.exited).code).toBe(0);
     expect(spawnerPid()).not.toBe(first);
+  });
+
+  test('a script that spawned processes (a held slot written, a spawn refused for a closed socket) still ends by itself', async () => {
+    const spawnerTs = pathToFileURL(path.join(ROOT, 'src/vcs/spawner.ts')).href;
+    const script = `
+      import net from 'node:net';
+      import { spawnChild } from '${spawnerTs}';
+      const c = await spawnChild('sh', ['-c', 'echo held'], { stdio: ['ignore', 'pipe', 'ignore', 'hold'] });
+      const out = [];
+      c.stdout.on('data', (d) => out.push(d));
+      await c.closed;
+      c.write(3, 'done\\n', true); // as a CGI run ends its lifeline, after the exit
+      const closed = new net.Socket();
+      closed.destroy();
+      const refused = await spawnChild('true', [], { stdio: ['ignore', 'ignore', 'ignore', { socket: closed }] }).then(() => 'started', (e) => e.message);
+      process.stdout.write(Buffer.concat(out).toString() + refused + '\\n');
+    `;
+    const server = spawn(NODE, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const limit = setTimeout(() => server.kill('SIGKILL'), 30_000);
+    try {
+      expect(await exited(server)).toEqual({ code: 0, signal: null });
+      expect(out).toBe('held\nthe socket is closed\n');
+    } finally {
+      clearTimeout(limit);
+    }
+  });
+
+  test('a spawn that fails gives back the socket it was given: this process reads it again', async () => {
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const accepted = new Promise<Socket>((r) => server.once('connection', r));
+      const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+      const conn = await accepted;
+      await expect(
+        spawnChild('/nonexistent/tool', [], { stdio: ['ignore', 'ignore', 'ignore', { socket: conn }] }),
+      ).rejects.toThrow(/nonexistent/);
+      const got = new Promise<string>((r) => conn.once('data', (d: Buffer) => r(d.toString())));
+      client.write('still read');
+      expect(await got).toBe('still read');
+      client.destroy();
+      conn.destroy();
+    } finally {
+      server.close();
+    }
+  });
+
+  test('closing with a grace lets a process asked to end finish its work; what outlives the grace is killed', async () => {
+    const dir = await tempDir();
+    const done = path.join(dir, 'done');
+    // a reader that, on its closed input, takes 300 ms to finish and writes a file
+    const reader = new PersistentProcess(
+      'sh',
+      ['-c', `cat >/dev/null; sleep 0.3; echo finished > '${done}'`],
+      {},
+    );
+    const stuck = await spawnChild('sleep', ['60'], { stdio: ['ignore', 'ignore', 'ignore'] });
+    reader.close();
+    const started = Date.now();
+    await closeSpawner(2_000);
+    expect(await fs.readFile(done, 'utf8')).toBe('finished\n');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500); // it waited for the stuck one
+    expect(await stuck.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await gone(stuck.pid)).toBe(true);
   });
 });

@@ -154,6 +154,8 @@ def _answer(ui, repo, op, rev, *args):
         if inline < 0 or store.rawsize(flog.rev(fnode)) > inline:
             return _out(ui, {'id': _s(ctx.hex())})
         data = _data(ctx, path, fnode)
+        if len(data) > inline:  # a flag processor's data (not the stored revision's) may be larger
+            return _out(ui, {'id': _s(ctx.hex())})
         return _out(ui, {'id': _s(ctx.hex()), 'size': len(data)}, data)
     if op == b'log':
         offset, limit = int(args[0]), int(args[1])
