@@ -48,6 +48,22 @@ afterAll(async () => {
   for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
 });
 
+/**
+ * Runs `script` (an ES module) as a process of its own, as a server or a CLI command would be,
+ * killed after 30 s: its exit and what it wrote to stdout. A script that ends by itself exits 0.
+ */
+async function runScript(script: string): Promise<{ exit: Awaited<ReturnType<typeof exited>>; out: string }> {
+  const proc = spawn(NODE, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const limit = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+  try {
+    return { exit: await exited(proc), out };
+  } finally {
+    clearTimeout(limit);
+  }
+}
+
 describe('the spawner', () => {
   test('starts the commands: their parent is the spawner, not this process', async () => {
     const stat = await ownStat();
@@ -116,18 +132,7 @@ describe('the spawner', () => {
       const r = await runCommand('sh', ['-c', 'echo done'], { timeoutMs: 60000 });
       process.stdout.write(r.stdout);
     `;
-    const server = spawn(NODE, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    let out = '';
-    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const limit = setTimeout(() => server.kill('SIGKILL'), 30_000);
-    try {
-      expect(await exited(server)).toEqual({ code: 0, signal: null });
-      expect(out).toBe('done\n');
-    } finally {
-      clearTimeout(limit);
-    }
+    expect(await runScript(script)).toEqual({ exit: { code: 0, signal: null }, out: 'done\n' });
   });
 
   test('a server process that dies takes its spawner and the commands it runs with it', async () => {
@@ -291,18 +296,10 @@ describe('spawnChild: processes whose streams the server uses itself', () => {
       const refused = await spawnChild('true', [], { stdio: ['ignore', 'ignore', 'ignore', { socket: closed }] }).then(() => 'started', (e) => e.message);
       process.stdout.write(Buffer.concat(out).toString() + refused + '\\n');
     `;
-    const server = spawn(NODE, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'inherit'],
+    expect(await runScript(script)).toEqual({
+      exit: { code: 0, signal: null },
+      out: 'held\nthe socket is closed\n',
     });
-    let out = '';
-    server.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const limit = setTimeout(() => server.kill('SIGKILL'), 30_000);
-    try {
-      expect(await exited(server)).toEqual({ code: 0, signal: null });
-      expect(out).toBe('held\nthe socket is closed\n');
-    } finally {
-      clearTimeout(limit);
-    }
   });
 
   test('a spawn that fails gives back the socket it was given: this process reads it again', async () => {
