@@ -1,9 +1,8 @@
 /**
  * A process the spawner started for the server (`spawnChild`, spawner.ts): the server's view of
  * it, shaped like Node's `ChildProcess` where the code needs it (`pid`, `stdio`, `exitCode`,
- * `signalCode`, 'exit' and 'close' events, `kill`).
+ * `signalCode`, `kill`), with promises for its exit and its close instead of events.
  */
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 
 /**
@@ -54,10 +53,7 @@ export function resumeReading(socket: Socket): void {
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
-export class Child extends EventEmitter<{
-  exit: [number | null, NodeJS.Signals | null];
-  close: [number | null, NodeJS.Signals | null];
-}> {
+export class Child {
   readonly pid: number;
   /** The `pipe` slots' sockets (null for the other slots). */
   readonly stdio: readonly (Socket | null)[];
@@ -80,7 +76,6 @@ export class Child extends EventEmitter<{
     stdio: (Socket | null)[],
     writeHeld: (slot: number, data: string, end: boolean) => void,
   ) {
-    super();
     this.pid = pid;
     this.group = group;
     this.stdio = stdio;
@@ -91,7 +86,6 @@ export class Child extends EventEmitter<{
       s === null || s.destroyed ? Promise.resolve() : new Promise<void>((r) => s.once('close', () => r())),
     );
     this.closed = Promise.all([this.exited, ...socketsClosed]).then(([e]) => e);
-    void this.closed.then((e) => this.emit('close', e.code, e.signal));
   }
 
   get stdin(): Socket | null {
@@ -132,6 +126,5 @@ export class Child extends EventEmitter<{
     this.signalCode = signal;
     this.stderr = stderr;
     this.resolveExit({ code, signal });
-    this.emit('exit', code, signal);
   }
 }

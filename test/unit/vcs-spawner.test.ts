@@ -170,6 +170,25 @@ const readAll = async (s: Socket | null) => {
   return Buffer.concat(parts);
 };
 
+/**
+ * Runs `fn` with both ends of a loopback TCP connection: `conn` as a server accepted it (the side
+ * given to processes), `client` the other; everything is closed afterwards.
+ */
+async function withConnection(fn: (client: Socket, conn: Socket) => Promise<void>): Promise<void> {
+  const server = net.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const accepted = new Promise<Socket>((r) => server.once('connection', r));
+  const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+  const conn = await accepted;
+  try {
+    await fn(client, conn);
+  } finally {
+    client.destroy();
+    conn.destroy();
+    server.close();
+  }
+}
+
 describe('spawnChild: processes whose streams the server uses itself', () => {
   test('its parent is the spawner; what it writes arrives byte for byte, what it reads is what was written', async () => {
     const dir = await tempDir();
@@ -227,12 +246,7 @@ describe('spawnChild: processes whose streams the server uses itself', () => {
   });
 
   test('a socket slot: the process writes to a connection of this process, which is read again afterwards', async () => {
-    const server = net.createServer();
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    try {
-      const accepted = new Promise<Socket>((r) => server.once('connection', r));
-      const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
-      const conn = await accepted;
+    await withConnection(async (client, conn) => {
       const got: Buffer[] = [];
       client.on('data', (d: Buffer) => got.push(d));
       const c = await spawnChild('sh', ['-c', 'printf "from the process" >&3'], {
@@ -246,10 +260,7 @@ describe('spawnChild: processes whose streams the server uses itself', () => {
       conn.end('and from the server');
       await new Promise((r) => client.once('end', r));
       expect(Buffer.concat(got).toString()).toBe('from the processand from the server');
-      client.destroy();
-    } finally {
-      server.close();
-    }
+    });
   });
 
   test('not startable: rejects; kill() kills the group; a killed spawner takes its processes with it', async () => {
@@ -303,23 +314,14 @@ describe('spawnChild: processes whose streams the server uses itself', () => {
   });
 
   test('a spawn that fails gives back the socket it was given: this process reads it again', async () => {
-    const server = net.createServer();
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    try {
-      const accepted = new Promise<Socket>((r) => server.once('connection', r));
-      const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
-      const conn = await accepted;
+    await withConnection(async (client, conn) => {
       await expect(
         spawnChild('/nonexistent/tool', [], { stdio: ['ignore', 'ignore', 'ignore', { socket: conn }] }),
       ).rejects.toThrow(/nonexistent/);
       const got = new Promise<string>((r) => conn.once('data', (d: Buffer) => r(d.toString())));
       client.write('still read');
       expect(await got).toBe('still read');
-      client.destroy();
-      conn.destroy();
-    } finally {
-      server.close();
-    }
+    });
   });
 
   test('closing with a grace lets a process asked to end finish its work; what outlives the grace is killed', async () => {
