@@ -1,4 +1,4 @@
-import { count, first, one, namesById, type Db } from '../db/query.ts';
+import { count, one, namesById, Prepared, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
 
 /** The queries of CI agent identities and their liveness (`agents`, `agent_instances`, `agent_processes`). */
@@ -24,8 +24,10 @@ export function ensureAgent(db: Db, name: string, hash: string): Promise<AgentRo
   );
 }
 
+const BY_TOKEN = new Prepared<AgentRow>('agent_by_token', 'select id, name from agents where token_hash = ?');
+
 export function agentByHash(db: Db, hash: string): Promise<AgentRow | undefined> {
-  return first<AgentRow>(db, 'select id, name from agents where token_hash = ?', [hash]);
+  return BY_TOKEN.first(db, [hash]);
 }
 
 export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {

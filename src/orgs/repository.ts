@@ -1,4 +1,4 @@
-import { count, first, one, namesById, type Db } from '../db/query.ts';
+import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
 import { intArray } from '../db/sql.ts';
 import type { OrgRef, Role } from '../http/auth.ts';
 
@@ -11,8 +11,18 @@ const ORG = 'id, name, description, created_at as "createdAt"';
 const MEMBER = 'user_id as "userId", role';
 
 /** Organization names compare case-insensitively. */
+const BY_NAME = new Prepared<OrgRow>('org_by_name', `select ${ORG} from orgs where lower(name) = lower(?)`);
+const REF_BY_NAME = new Prepared<OrgRef>(
+  'org_ref_by_name',
+  'select id, name from orgs where lower(name) = lower(?)',
+);
+const MEMBER_OF = new Prepared<MemberRow>(
+  'org_member',
+  `select ${MEMBER} from org_members where org_id = ? and user_id = ?`,
+);
+
 export function orgByName(db: Db, name: string): Promise<OrgRow | undefined> {
-  return first<OrgRow>(db, `select ${ORG} from orgs where lower(name) = lower(?)`, [name]);
+  return BY_NAME.first(db, [name]);
 }
 
 export function orgById(db: Db, id: number): Promise<OrgRow | undefined> {
@@ -20,7 +30,7 @@ export function orgById(db: Db, id: number): Promise<OrgRow | undefined> {
 }
 
 export function refByName(db: Db, name: string): Promise<OrgRef | undefined> {
-  return first<OrgRef>(db, 'select id, name from orgs where lower(name) = lower(?)', [name]);
+  return REF_BY_NAME.first(db, [name]);
 }
 
 export function namesByIds(db: Db, ids: readonly number[]): Promise<Map<number, string>> {
@@ -44,10 +54,7 @@ export function ownedCount(db: Db, userId: number): Promise<number> {
 }
 
 export function member(db: Db, orgId: number, userId: number): Promise<MemberRow | undefined> {
-  return first<MemberRow>(db, `select ${MEMBER} from org_members where org_id = ? and user_id = ?`, [
-    orgId,
-    userId,
-  ]);
+  return MEMBER_OF.first(db, [orgId, userId]);
 }
 
 /** Every member of the organization. */

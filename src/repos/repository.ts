@@ -1,4 +1,4 @@
-import { count, first, one, namesById, type Db } from '../db/query.ts';
+import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
 import type { PrivateShown, RepoRef, RepoTarget } from '../http/auth.ts';
 import type { VcsKind } from '../vcs/index.ts';
 
@@ -20,8 +20,10 @@ const REPO_REF = 'id, org_id as "orgId", name, is_private as "isPrivate"';
 const REPO = `${REPO_REF}, description, vcs, default_branch as "defaultBranch", created_at as "createdAt",
   updated_at as "updatedAt"`;
 
+const BY_ID = new Prepared<RepoRow>('repo_by_id', `select ${REPO} from repos where id = ?`);
+
 export function repoById(db: Db, id: number): Promise<RepoRow | undefined> {
-  return first<RepoRow>(db, `select ${REPO} from repos where id = ?`, [id]);
+  return BY_ID.first(db, [id]);
 }
 
 /** Repository names compare case-insensitively within their organization. */
@@ -36,14 +38,15 @@ export function refByName(db: Db, orgId: number, name: string): Promise<RepoRef 
  * A repository and its organization by their names (both case-insensitive), in one statement:
  * what every request on a repository route looks up first.
  */
+const TARGET = new Prepared<RepoRef & { orgName: string }>(
+  'repo_target',
+  `select r.id, r.org_id as "orgId", r.name, r.is_private as "isPrivate", o.name as "orgName"
+     from orgs o join repos r on r.org_id = o.id
+    where lower(o.name) = lower(?) and lower(r.name) = lower(?)`,
+);
+
 export async function targetByNames(db: Db, orgName: string, name: string): Promise<RepoTarget | undefined> {
-  const row = await first<RepoRef & { orgName: string }>(
-    db,
-    `select r.id, r.org_id as "orgId", r.name, r.is_private as "isPrivate", o.name as "orgName"
-       from orgs o join repos r on r.org_id = o.id
-      where lower(o.name) = lower(?) and lower(r.name) = lower(?)`,
-    [orgName, name],
-  );
+  const row = await TARGET.first(db, [orgName, name]);
   if (row === undefined) return undefined;
   const { orgName: org, ...repo } = row;
   return { org: { id: repo.orgId, name: org }, repo };

@@ -1,4 +1,4 @@
-import { count, first, one, namesById, type Db } from '../db/query.ts';
+import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
 import type { TokenLevel } from '../http/auth.ts';
 
@@ -196,16 +196,17 @@ export async function deleteToken(db: Db, userId: number, id: number): Promise<b
   return rows.length > 0;
 }
 
+const GRANT = new Prepared<GrantRow>(
+  'token_grant',
+  `select t.id, t.scopes, t.level, t.target_org_id as "targetOrgId", t.target_repo_id as "targetRepoId",
+          t.expires_at as "expiresAt", t.pipeline_id is not null as pipeline,
+          u.id as "userId", u.username, u.is_admin as "isAdmin"
+     from api_tokens t join users u on u.id = t.user_id
+    where t.token_hash = ?`,
+);
+
 export function grantByHash(db: Db, hash: string): Promise<GrantRow | undefined> {
-  return first<GrantRow>(
-    db,
-    `select t.id, t.scopes, t.level, t.target_org_id as "targetOrgId", t.target_repo_id as "targetRepoId",
-            t.expires_at as "expiresAt", t.pipeline_id is not null as pipeline,
-            u.id as "userId", u.username, u.is_admin as "isAdmin"
-       from api_tokens t join users u on u.id = t.user_id
-      where t.token_hash = ?`,
-    [hash],
-  );
+  return GRANT.first(db, [hash]);
 }
 
 /** Records use at most once a minute per token (the condition also covers other replicas). */

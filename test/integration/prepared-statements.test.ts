@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { openOrm, type Orm } from '../../src/db/database.ts';
+import { first } from '../../src/db/query.ts';
+import { orgByName } from '../../src/orgs/repository.ts';
+import { targetByNames } from '../../src/repos/repository.ts';
+import { startTestServer, uniq, type TestServer } from '../helpers/server.ts';
+
+/**
+ * The lookups every request makes run as named prepared statements (parsed and planned once per
+ * connection), except inside a transaction, where they must see the transaction's own writes.
+ */
+let s: TestServer;
+let orm: Orm;
+let org: string;
+let repo: string;
+beforeAll(async () => {
+  s = await startTestServer();
+  const owner = await s.newUser();
+  org = await s.newOrg(owner);
+  repo = uniq('prep');
+  expect((await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs: 'git' })).status).toBe(201);
+  // one connection, so what the statements left on it can be read back
+  orm = await openOrm(s.dbUrl, { poolMax: 1 });
+}, 120_000);
+afterAll(async () => {
+  await orm.close();
+  await s.close();
+});
+
+async function preparedOnConnection(): Promise<string[]> {
+  const rows = await orm.em.fork().execute<{ name: string }[]>('select name from pg_prepared_statements');
+  return rows.map((r) => r.name).sort();
+}
+
+describe('prepared lookups', () => {
+  test('when a repository is looked up twice, then its statement is prepared once on the connection and both answers agree with the plain statement', async () => {
+    expect(await preparedOnConnection()).toEqual([]);
+    const a = await targetByNames(orm.em.fork(), org.toUpperCase(), repo);
+    const b = await targetByNames(orm.em.fork(), org, repo.toUpperCase());
+    expect(await preparedOnConnection()).toEqual(['triad_repo_target']);
+    expect(a).toEqual(b);
+    expect(a?.org.name).toBe(org);
+    expect(a?.repo).toMatchObject({ name: repo, isPrivate: false });
+    // the same rows and value types as the ORM's own path (its type parsers: dates, booleans)
+    const viaOrm = await first(
+      orm.em.fork(),
+      'select id, name, description, created_at as "createdAt" from orgs where name = ?',
+      [org],
+    );
+    expect(await orgByName(orm.em.fork(), org)).toEqual(viaOrm);
+    expect(await targetByNames(orm.em.fork(), org, uniq('missing'))).toBeUndefined();
+  });
+
+  test("when a lookup runs inside a transaction, then it sees the transaction's own uncommitted change and nothing is prepared for it", async () => {
+    const renamed = uniq('renamed');
+    const seen = await orm.em
+      .fork()
+      .transactional(async (tx) => {
+        await tx.execute('update repos set name = ? where lower(name) = lower(?)', [renamed, repo]);
+        const inside = await targetByNames(tx, org, renamed);
+        throw Object.assign(new Error('roll back'), { inside });
+      })
+      .catch((e: { inside?: unknown }) => e.inside);
+    expect(seen).toMatchObject({ repo: { name: renamed } });
+    // rolled back: the old name stands
+    expect(await targetByNames(orm.em.fork(), org, renamed)).toBeUndefined();
+    expect((await targetByNames(orm.em.fork(), org, repo))?.repo.name).toBe(repo);
+  });
+});
