@@ -3,13 +3,17 @@
  * p50 <= 3 ms, p99 <= 10 ms for a file, a directory, a log page of 30, a changeset with diff and a
  * file at an old revision). Generates one repository per VCS under bench/.work/contents (kept
  * between runs): git with `git fast-import`, Fossil with `fossil import --git` of the same
- * history, Mercurial with `hg convert` of it. Starts a server (embedded PostgreSQL in a temporary
- * directory, or DATABASE_URL), registers the three repositories through the API (storage replaced
- * by the generated repositories), and measures p50/p99 of each read through the API next to the
+ * history, Mercurial with `hg convert` of it. Starts a server (`node src/cli.ts serve`, a
+ * process of its own like the native servers; embedded PostgreSQL in a temporary directory, or
+ * DATABASE_URL), registers the three repositories through the API (storage replaced by the
+ * generated repositories), and measures p50/p99 of each read through the API (node:http with
+ * keep-alive, the client library of the native reads) next to the
  * VCS's own server (`hg serve`, `fossil server`, new connection per request) or, for git, the
  * `git` CLI. Before the first row the API path is warmed once (300 tree reads); each row then has
- * 30 warm-up requests of its own. Then times a full clone through Triad and through the VCS's own
- * server.
+ * 200 warm-up requests of its own, on both sides (a fresh server process compiles its hot code
+ * during its first few hundred requests of a kind: V8's optimizing compilers run beside the
+ * requests and, on two CPUs, delayed a cold row's p99 to 12-20 ms). Then times a full clone
+ * through Triad and through the VCS's own server.
  * The table is printed and recorded in bench/README.md (section "Repository contents").
  *
  *   npm run bench:contents [-- --commits 10000 --iterations 300 --no-clone --no-record]
@@ -22,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import * as prettier from 'prettier';
-import { apiCaller, startBenchServer } from './lib/server.ts';
+import { apiCaller, startServerProcess } from './lib/server.ts';
 import { FOSSIL } from '../src/vcs/constants.ts';
 import type { VcsKind } from '../src/vcs/index.ts';
 import { ENV, generateRepos } from './repos.ts';
@@ -38,7 +42,7 @@ const { values } = parseArgs({
 });
 const COMMITS = Number(values.commits);
 const ITERATIONS = Number(values.iterations);
-const WARMUP = 30;
+const WARMUP = 200;
 const FILE = 'pkg3/mod4.txt';
 const DIR = 'pkg3';
 const WORK = path.join(import.meta.dirname, '.work', 'contents', String(COMMITS));
@@ -103,18 +107,28 @@ function serve(cmd: string, args: string[]): void {
 // ------------------------------------------------------------------ main
 
 const repos = await generateRepos(WORK, COMMITS);
-const server = await startBenchServer('contents');
-const running = server.running;
-const token = server.token;
-const base = running.url;
-const api = apiCaller(running.url, token);
-/** Anonymous read through the API (public repositories), keep-alive as a browser or client would. */
-const read = async (p: string): Promise<Record<string, any>> => {
-  const r = await fetch(`${base}${p}`);
-  const text = await r.text();
-  if (r.status !== 200) throw new Error(`GET ${p}: ${r.status} ${text}`);
-  return JSON.parse(text) as Record<string, any>;
-};
+const server = await startServerProcess('contents');
+const base = server.url;
+const api = apiCaller(base, server.token);
+/**
+ * Anonymous read through the API (public repositories), keep-alive as a browser or client would,
+ * with the client library of the native reads (node:http), the body parsed as JSON.
+ */
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+const read = (p: string): Promise<Record<string, any>> =>
+  new Promise((resolve, reject) => {
+    const req = http.get(`${base}${p}`, { agent: keepAlive }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200) reject(new Error(`GET ${p}: ${res.statusCode} ${text}`));
+        else resolve(JSON.parse(text) as Record<string, any>);
+      });
+    });
+    req.on('error', reject);
+  });
 
 type Row = { vcs: VcsKind; kind: string; triad: Stat; native: Stat | undefined; nativeWhat: string };
 const rows: Row[] = [];
@@ -125,7 +139,7 @@ try {
   const names: Record<VcsKind, string> = { git: 'g', hg: 'h', fossil: 'f' };
   for (const vcs of ['git', 'hg', 'fossil'] as const) {
     const created = await api('POST', '/api/v1/orgs/bench/repos', { name: names[vcs], vcs });
-    const store = running.services.repos.path({ id: created.data.id as number, vcs });
+    const store = server.storePath(created.data.id as number, vcs);
     await fs.rm(store, { recursive: true, force: true });
     await fs.cp(repos[vcs], store, { recursive: true });
     if (vcs === 'fossil') {
@@ -371,6 +385,7 @@ try {
   if (!values['no-record']) await record();
 } finally {
   for (const c of children) c.kill();
+  keepAlive.destroy();
   await server.close();
 }
 
@@ -405,11 +420,12 @@ p99 <= 10 ms for a file, a directory, a log page of 30, a changeset with diff an
 revision. \`bench/contents.ts\` generates the history once under \`bench/.work/contents/\` (git
 \`fast-import\`: 200 files of 80 lines in 20 directories plus a README and a binary file, one line
 changed per commit, a tag every 1,000 commits; Fossil \`import --git\` and Mercurial \`convert\`
-of the same history, hg adding one "update tags" commit), starts the server with an embedded
-PostgreSQL, registers one public repository per VCS through the API and copies the generated
-repositories into their storage. Each read: ${WARMUP} warm-up requests, then ${ITERATIONS} sequential
-measured requests (anonymous, HTTP keep-alive, the full API path: authorization, the repository
-lookup in PostgreSQL, the pooled reader process, JSON). Native: the VCS's own HTTP server with a
+of the same history, hg adding one "update tags" commit), starts the server (\`node src/cli.ts
+serve\`, a process of its own) with an embedded PostgreSQL, registers one public repository per
+VCS through the API and copies the generated repositories into their storage. Each read:
+${WARMUP} warm-up requests (a fresh server compiles its hot code in its first few hundred requests),
+then ${ITERATIONS} sequential measured requests (anonymous, node:http with keep-alive, the full API
+path: authorization, the repository lookup in PostgreSQL, the pooled reader process, JSON). Native: the VCS's own HTTP server with a
 new connection per request (100 requests; \`hg serve\` with keep-alive adds ~40 ms delayed-ACK
 stalls), and for git the \`git\` CLI (one process per read, as a server without a persistent
 reader would run it).

@@ -22,14 +22,12 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs, promisify } from 'node:util';
 import pino from 'pino';
 import { embeddedDatabaseForCli } from '../src/db/datadir.ts';
-import { repoPath } from '../src/vcs/index.ts';
-import { apiCaller, waitReady } from './lib/server.ts';
+import { apiCaller, startServerProcess } from './lib/server.ts';
 
 const exec = promisify(execFile);
 const { values } = parseArgs({
@@ -48,29 +46,14 @@ const { values } = parseArgs({
 });
 const ROOT = path.join(import.meta.dirname, '..');
 const AUTOCANNON = path.join(ROOT, 'node_modules', '.bin', 'autocannon');
-const token = 'bench-admin-token';
-const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-load-'));
-const dataDir = path.join(dir, 'data');
-const port = 20000 + Math.floor(Math.random() * 20000);
-const serverArgs = values['server-args'].split(' ').filter((a) => a !== '');
-const triad = spawn(process.execPath, [...serverArgs, 'src/cli.ts', 'serve'], {
-  cwd: ROOT,
-  env: {
-    ...process.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    TRIAD_DATA_DIR: dataDir,
-    TRIAD_ADMIN_TOKEN: token,
-    TRIAD_EMBEDDED_AGENT: 'off',
-    LOG_LEVEL: 'warn',
-    TRIAD_LOG_REQUESTS: 'false',
-    ...Object.fromEntries(
-      values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-    ),
-  },
-  stdio: ['ignore', 'inherit', 'inherit'],
-});
-const base = `http://127.0.0.1:${port}`;
+const server = await startServerProcess(
+  'load',
+  Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
+  values['server-args'].split(' ').filter((a) => a !== ''),
+);
+const { token, dataDir, dir } = server;
+const triad = server.child;
+const base = server.url;
 let bare: ReturnType<typeof spawn> | undefined;
 const stop = async (p: ReturnType<typeof spawn> | undefined) => {
   if (p === undefined || p.exitCode !== null) return;
@@ -121,7 +104,6 @@ async function cannon(url: string, connections: number, pid: number) {
 }
 
 try {
-  await waitReady(base, () => triad.exitCode !== null);
   const call = apiCaller(base, token);
   await call('POST', '/api/v1/orgs', { name: 'bench' });
   const repo = (await call('POST', '/api/v1/orgs/bench/repos', { name: 'load', vcs: 'git' })).data as {
@@ -152,7 +134,7 @@ try {
     env: {
       ...process.env,
       BARE_DATABASE_URL: db.url,
-      BARE_STORE: repoPath(path.join(dataDir, 'repos'), repo.id, 'git'),
+      BARE_STORE: server.storePath(repo.id, 'git'),
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -210,6 +192,5 @@ try {
   }
 } finally {
   await stop(bare);
-  await stop(triad);
-  await fs.rm(dir, { recursive: true, force: true });
+  await server.close();
 }

@@ -3,11 +3,13 @@
  * and a known admin token (embedded PostgreSQL, no embedded agent, quiet logs), and a JSON API
  * caller that throws on an error status.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import { startServer, type Running } from '../../src/server.ts';
+import { repoPath, type VcsKind } from '../../src/vcs/index.ts';
 
 export type BenchServer = {
   running: Running;
@@ -51,6 +53,69 @@ export async function startBenchServer(
       await fs.rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+export type ServerProcess = {
+  /** `triad serve` (embedded PostgreSQL in its data directory unless `DATABASE_URL` is set). */
+  child: ChildProcess;
+  url: string;
+  token: string;
+  dir: string;
+  dataDir: string;
+  /** Where the server keeps repository `id` of kind `vcs`. */
+  storePath: (id: number, vcs: VcsKind) => string;
+  /** Stops the server (SIGTERM, its graceful shutdown) and removes `dir`. */
+  close: () => Promise<void>;
+};
+
+/**
+ * Starts `node src/cli.ts serve` as a process of its own, the way it is deployed (its own heap,
+ * event loop and garbage collector, apart from the benchmark's clients), on a free loopback port
+ * with a temporary data directory and the admin token; resolves once it is ready. `nodeArgs` go
+ * before the script (e.g. `--cpu-prof`); `env` adds or overrides settings.
+ */
+export async function startServerProcess(
+  name: string,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+  token = 'bench-admin-token',
+): Promise<ServerProcess> {
+  const root = path.join(import.meta.dirname, '..', '..');
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `triad-bench-${name}-`));
+  const dataDir = path.join(dir, 'data');
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const child = spawn(process.execPath, [...nodeArgs, 'src/cli.ts', 'serve'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      TRIAD_DATA_DIR: dataDir,
+      TRIAD_ADMIN_TOKEN: token,
+      TRIAD_EMBEDDED_AGENT: 'off',
+      LOG_LEVEL: 'warn',
+      TRIAD_LOG_REQUESTS: 'false',
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await gone;
+    }
+    await fs.rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitReady(url, () => child.exitCode !== null);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  const repoDir = env.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos');
+  return { child, url, token, dir, dataDir, storePath: (id, vcs) => repoPath(repoDir, id, vcs), close };
 }
 
 export type ApiCall = (
