@@ -4,7 +4,7 @@
  * (`git http-backend` as a CGI program under a bare `node:http` server), Mercurial (`hg serve`)
  * and Fossil (`fossil server`; the pushed repository is the generated one given the target's
  * project code, see `benchFossil`). The repositories are the ones bench/contents.ts generates
- * (bench/repos.ts, kept between runs).
+ * (bench/repos.ts, kept between runs). Triad runs as `node src/cli.ts serve`, a process of its own.
  *
  *   npm run bench:transport [-- --commits 10000] [--kinds hg,git,fossil]
  */
@@ -15,7 +15,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { treeCpuMs } from './lib/cpu.ts';
-import { apiCaller, startBenchServer } from './lib/server.ts';
+import { apiCaller, startServerProcess } from './lib/server.ts';
 import { runCgi } from '../src/vcs/cgi.ts';
 import { ENV, generateRepos } from './repos.ts';
 
@@ -69,12 +69,12 @@ async function until(url: string): Promise<void> {
 }
 
 const repos = await generateRepos(WORK, COMMITS);
-const server = await startBenchServer('transport');
-const { running, token, dir: tmp } = server;
-const call = apiCaller(running.url, token);
+const server = await startServerProcess('transport');
+const { url: triadBase, token, dir: tmp } = server;
+const call = apiCaller(triadBase, token);
 const api = (p: string, body: unknown) => call('POST', p, body);
 await api('/api/v1/orgs', { name: 'bench' });
-const triadUrl = (name: string) => `${running.url.replace('://', `://x:${token}@`)}/bench/${name}`;
+const triadUrl = (name: string) => `${triadBase.replace('://', `://x:${token}@`)}/bench/${name}`;
 
 const children: ChildProcess[] = [];
 
@@ -159,7 +159,7 @@ async function benchFossil(): Promise<void> {
   const dir = path.join(tmp, 'fossil');
   await fs.mkdir(dir);
   await api('/api/v1/orgs/bench/repos', { name: 'fossil-push', vcs: 'fossil' });
-  const triad = `${running.url}/bench/fossil-push`;
+  const triad = `${triadBase}/bench/fossil-push`;
   const auth = ['-B', `x:${token}`];
   await run(FOSSIL, ['clone', ...auth, triad, 'empty.fossil'], dir);
   const code = (
@@ -244,7 +244,7 @@ for (const kind of ['hg', 'git'] as const) {
   // Both servers answer one request before the timing (Triad's first Mercurial request would
   // otherwise include starting its hgweb worker, while `hg serve` was started and waited for).
   const probe = kind === 'git' ? '/info/refs?service=git-upload-pack' : '?cmd=capabilities';
-  for (const url of [`${running.url}/bench/${kind}-push`, native.replace(/\/$/, '')])
+  for (const url of [`${triadBase}/bench/${kind}-push`, native.replace(/\/$/, '')])
     await fetch(`${url}${probe}`).then((r) => r.arrayBuffer());
   if (kind === 'git') await run('git', ['clone', '-q', repos.git, src], tmp);
   else await run(HG, ['clone', '-q', repos.hg, src], tmp);
