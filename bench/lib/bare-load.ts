@@ -3,8 +3,8 @@
  * issue list and blob read, without the framework, authentication or validation layers, on the
  * same database and with the same statements Triad makes for an anonymous caller (repository by
  * organization and repository name, the state counters, the page of numbers, the rows, the
- * authors), and the blob through the same pooled VCS reader. Its connection pool has Triad's
- * size. Prints `listening <port>` once it accepts connections.
+ * authors; the lookup prepared, as Triad's is), and the blob through the same pooled VCS reader.
+ * Its connection pool has Triad's size. Prints `listening <port>` once it accepts connections.
  *
  *   BARE_DATABASE_URL=... BARE_STORE=/path/to/git/store node bench/lib/bare-load.ts
  */
@@ -23,11 +23,13 @@ const ISSUE = `i.id, i.repo_id, i.number, i.title, i.body, i.state, i.severity, 
   i.label_ids, i.assignee_ids, i.comment_count, i.created_at, i.updated_at`;
 
 async function answer(reqUrl: string): Promise<unknown> {
-  const found = await db.query<{ id: number; is_private: boolean }>(
-    `select r.id, r.is_private from repos r join orgs o on o.id = r.org_id
+  // a named (prepared) statement, as Triad's lookup by names is
+  const found = await db.query<{ id: number; is_private: boolean }>({
+    name: 'repo_target',
+    text: `select r.id, r.is_private from repos r join orgs o on o.id = r.org_id
       where lower(o.name) = lower($1) and lower(r.name) = lower($2)`,
-    ['bench', 'load'],
-  );
+    values: ['bench', 'load'],
+  });
   const r = found.rows[0]!;
   if (r.is_private) throw new Error('private');
   if (!reqUrl.startsWith('/issues'))
