@@ -66,6 +66,10 @@ async function headersFlushed(res: Response): Promise<boolean> {
  */
 async function handOver(res: Response, handOff: () => Promise<void>): Promise<void> {
   const socket = res.socket;
+  // The producer writes in small pieces (git: 16 KiB): with Nagle's algorithm the kernel joins
+  // them into full segments while earlier ones are unacknowledged, instead of sending and waking
+  // the client for each; turning it off again at the end sends what is left at once.
+  socket?.setNoDelay(false);
   try {
     await handOff();
   } catch (err) {
@@ -74,6 +78,7 @@ async function handOver(res: Response, handOff: () => Promise<void>): Promise<vo
     if (gone) return;
     throw err;
   }
+  if (!socket?.destroyed) socket?.setNoDelay(true);
   if (res.getHeader('Connection') === 'close') {
     // The producer left the connection blocking (`OpenedFile.closes`): closed, never read again.
     res.end(() => socket?.destroy());
