@@ -44,22 +44,6 @@ export function placeholders(values: readonly unknown[]): string {
   return values.map(() => '?').join(', ');
 }
 
-type NativePool = {
-  query<R>(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }>;
-};
-const pools = new WeakMap<object, Promise<NativePool>>();
-
-/** The `pg` pool behind the entity manager's connection (the one MikroORM's statements use). */
-function nativePool(db: Db): Promise<NativePool> {
-  const conn = db.getConnection();
-  let p = pools.get(conn);
-  if (p === undefined) {
-    p = conn.getNativeClient();
-    pools.set(conn, p);
-  }
-  return p;
-}
-
 const preparedNames = new Set<string>();
 
 /**
@@ -92,8 +76,9 @@ export class Prepared<T> {
     if (db.isInTransaction()) return first<T>(db, this.sql, params);
     // seen by the ORM's query hook like every other statement (the text itself is fixed)
     db.config.get('onQuery')(this.sql, params);
-    const pool = await nativePool(db);
-    const r = await pool.query<T>({ name: this.name, text: this.text, values: [...params] });
-    return r.rows[0];
+    // the `pg` pool behind the ORM's connection (asked each time: it connects when not yet connected)
+    const pool = await db.getConnection().getNativeClient();
+    const r = await pool.query({ name: this.name, text: this.text, values: [...params] });
+    return r.rows[0] as T | undefined;
   }
 }

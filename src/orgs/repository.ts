@@ -10,7 +10,6 @@ export type MemberRow = { userId: number; role: Role };
 const ORG = 'id, name, description, created_at as "createdAt"';
 const MEMBER = 'user_id as "userId", role';
 
-/** Organization names compare case-insensitively. */
 const BY_NAME = new Prepared<OrgRow>('org_by_name', `select ${ORG} from orgs where lower(name) = lower(?)`);
 const REF_BY_NAME = new Prepared<OrgRef>(
   'org_ref_by_name',
@@ -21,6 +20,7 @@ const MEMBER_OF = new Prepared<MemberRow>(
   `select ${MEMBER} from org_members where org_id = ? and user_id = ?`,
 );
 
+/** Organization names compare case-insensitively. */
 export function orgByName(db: Db, name: string): Promise<OrgRow | undefined> {
   return BY_NAME.first(db, [name]);
 }

@@ -34,10 +34,6 @@ export function refByName(db: Db, orgId: number, name: string): Promise<RepoRef 
   ]);
 }
 
-/**
- * A repository and its organization by their names (both case-insensitive), in one statement:
- * what every request on a repository route looks up first.
- */
 const TARGET = new Prepared<RepoRef & { orgName: string }>(
   'repo_target',
   `select r.id, r.org_id as "orgId", r.name, r.is_private as "isPrivate", o.name as "orgName"
@@ -45,6 +41,10 @@ const TARGET = new Prepared<RepoRef & { orgName: string }>(
     where lower(o.name) = lower(?) and lower(r.name) = lower(?)`,
 );
 
+/**
+ * A repository and its organization by their names (both case-insensitive), in one statement:
+ * what every request on a repository route looks up first.
+ */
 export async function targetByNames(db: Db, orgName: string, name: string): Promise<RepoTarget | undefined> {
   const row = await TARGET.first(db, [orgName, name]);
   if (row === undefined) return undefined;
