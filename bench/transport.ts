@@ -70,6 +70,11 @@ async function until(url: string): Promise<void> {
 
 const repos = await generateRepos(WORK, COMMITS);
 const server = await startServerProcess('transport');
+// The rest runs at top level: a run that fails still sends the server its SIGTERM (its graceful
+// shutdown stops its PostgreSQL; the temporary directory is left).
+process.once('exit', () => {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGTERM');
+});
 const { url: triadBase, token, dir: tmp } = server;
 const call = apiCaller(triadBase, token);
 const api = (p: string, body: unknown) => call('POST', p, body);

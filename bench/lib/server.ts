@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
+import { freePort } from '../../src/db/ports.ts';
 import { startServer, type Running } from '../../src/server.ts';
 import { repoPath, type VcsKind } from '../../src/vcs/index.ts';
 
@@ -83,7 +84,7 @@ export async function startServerProcess(
   const root = path.join(import.meta.dirname, '..', '..');
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), `triad-bench-${name}-`));
   const dataDir = path.join(dir, 'data');
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, 'src/cli.ts', 'serve'], {
     cwd: root,
     env: {
@@ -100,21 +101,27 @@ export async function startServerProcess(
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
+  const gone = () => child.exitCode !== null || child.signalCode !== null;
   const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const gone = new Promise((r) => child.once('exit', r));
+    if (!gone()) {
+      const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
-      await gone;
+      // its graceful shutdown, or SIGKILL after 30 s
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
     }
     await fs.rm(dir, { recursive: true, force: true });
   };
   try {
-    await waitReady(url, () => child.exitCode !== null);
+    await waitReady(url, gone);
+    // the one that answered is this process (the port was free, but another may have taken it)
+    if (gone()) throw new Error(`triad serve exited (${child.exitCode ?? child.signalCode})`);
   } catch (e) {
     await close();
     throw e;
   }
-  const repoDir = env.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos');
+  const repoDir = env.TRIAD_REPO_DIR ?? process.env.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos');
   return { child, url, token, dir, dataDir, storePath: (id, vcs) => repoPath(repoDir, id, vcs), close };
 }
 

@@ -52,6 +52,10 @@ const preparedNames = new Set<string>();
  * repository, organization, membership): a repository lookup by names took 0.40 ms as a plain
  * statement and 0.16 ms prepared on a two-CPU machine. Inside a transaction it runs as a plain
  * statement on the transaction's connection. `?` are its parameters (it has no other `?`).
+ * PostgreSQL fixes their types when it prepares the statement: an id beyond `int4` fails instead
+ * of matching nothing, so callers pass ids that came from the database or passed `isDbId`. An
+ * error comes as `pg` raises it (the ORM would wrap it with the statement's text) and the pool
+ * drops the connection it happened on.
  *
  * (MikroORM's own statements are sent as text with the values written in, so PostgreSQL plans
  * each one afresh. A connection pooler in front of PostgreSQL must keep named statements per
@@ -74,7 +78,8 @@ export class Prepared<T> {
   /** The first row, or undefined when there is none. */
   async first(db: Db, params: readonly unknown[]): Promise<T | undefined> {
     if (db.isInTransaction()) return first<T>(db, this.sql, params);
-    // seen by the ORM's query hook like every other statement (the text itself is fixed)
+    // shown to the ORM's `onQuery` hook (which tests use to count statements); the text is fixed,
+    // whatever the hook answers, and the ORM's query logger does not see it
     db.config.get('onQuery')(this.sql, params);
     // the `pg` pool behind the ORM's connection (asked each time: it connects when not yet connected)
     const pool = await db.getConnection().getNativeClient();

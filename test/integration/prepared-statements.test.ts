@@ -51,19 +51,28 @@ describe('prepared lookups', () => {
     expect(await targetByNames(orm.em.fork(), org, uniq('missing'))).toBeUndefined();
   });
 
-  test("when a lookup runs inside a transaction, then it sees the transaction's own uncommitted change and nothing is prepared for it", async () => {
-    const renamed = uniq('renamed');
-    const seen = await orm.em
-      .fork()
-      .transactional(async (tx) => {
-        await tx.execute('update repos set name = ? where lower(name) = lower(?)', [renamed, repo]);
-        const inside = await targetByNames(tx, org, renamed);
-        throw Object.assign(new Error('roll back'), { inside });
-      })
-      .catch((e: { inside?: unknown }) => e.inside);
-    expect(seen).toMatchObject({ repo: { name: renamed } });
-    // rolled back: the old name stands
-    expect(await targetByNames(orm.em.fork(), org, renamed)).toBeUndefined();
-    expect((await targetByNames(orm.em.fork(), org, repo))?.repo.name).toBe(repo);
-  });
+  test("when a lookup runs inside a transaction, then it runs on the transaction's connection: it sees the uncommitted change and prepares nothing there", async () => {
+    // a second single-connection ORM: the transaction holds its only connection, so a lookup
+    // sent to the pool instead would wait for it for good (this test then times out)
+    const own = await openOrm(s.dbUrl, { poolMax: 1 });
+    try {
+      const renamed = uniq('renamed');
+      const seen = await own.em
+        .fork()
+        .transactional(async (tx) => {
+          await tx.execute('update repos set name = ? where lower(name) = lower(?)', [renamed, repo]);
+          const inside = await targetByNames(tx, org, renamed);
+          const prepared = await tx.execute<{ name: string }[]>('select name from pg_prepared_statements');
+          throw Object.assign(new Error('roll back'), { inside, prepared: prepared.map((r) => r.name) });
+        })
+        .catch((e: { inside?: unknown; prepared?: unknown }) => e);
+      expect(seen.inside).toMatchObject({ repo: { name: renamed } });
+      expect(seen.prepared).toEqual([]);
+      // rolled back: the old name stands
+      expect(await targetByNames(own.em.fork(), org, renamed)).toBeUndefined();
+      expect((await targetByNames(own.em.fork(), org, repo))?.repo.name).toBe(repo);
+    } finally {
+      await own.close(true);
+    }
+  }, 20_000);
 });
