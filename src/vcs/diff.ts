@@ -59,9 +59,12 @@ function myers(a: string[], b: string[]): Op[] {
   ];
   if (n === 0 || m === 0) return replace();
   const max = n + m;
-  const off = max;
+  // k runs from -max to max and each round also reads k - 1 and k + 1, and the trace keeps
+  // k = -d-1 .. d+1 of round d: one slot beyond each end (a slice from a negative index would
+  // count from the array's end, and backtracking a full replacement read the wrong round)
+  const off = max + 1;
   const budget = 4_000_000;
-  const v = new Int32Array(2 * max + 2);
+  const v = new Int32Array(2 * max + 3);
   const trace: Int32Array[] = [];
   let found = -1;
   for (let d = 0; d <= max; d += 1) {

@@ -285,5 +285,30 @@ export function contentsSuite(vcs: VcsKind): void {
       const blob = await s.anon.get(`${fb}/blob/later.txt`);
       expect(blob.body.data.content).toBe('later\n');
     });
+
+    test('a file read, then changed by a push, is read anew: its content, its size in the listing, the new diff', async () => {
+      const name = uniq(`g${vcs}`);
+      const created = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs });
+      const store = s.running.services.repos.path({ id: created.body.data.id, vcs });
+      const fb = `/api/v1/repos/${org}/${name}`;
+      const before = await populate(vcs, store);
+      // read first: the reader's caches now hold this file (Mercurial: its file log, its data)
+      const old = (await s.anon.get(`${fb}/blob/README.md`)).body.data.content as string;
+      expect((await s.anon.get(`${fb}/tree`)).status).toBe(200);
+      const text = 'changed by a later commit\n';
+      const more = await addCommit(vcs, store, { 'README.md': text });
+      const blob = await s.anon.get(`${fb}/blob/README.md`);
+      expect(blob.status).toBe(200);
+      expect(blob.body.data.content).toBe(text);
+      const tree = await s.anon.get(`${fb}/tree`);
+      const entry = (tree.body.data as { name: string; size: number }[]).find((e) => e.name === 'README.md');
+      expect(entry?.size).toBe(text.length);
+      const cs = await s.anon.get(`${fb}/changeset/${more}`);
+      expect(cs.status).toBe(200);
+      expect(cs.body.data.diff).toContain(`+${text}`);
+      // the earlier revision still reads as it did
+      const earlier = await s.anon.get(`${fb}/blob/README.md?rev=${before.c3}`);
+      expect(earlier.body.data.content).toBe(old);
+    });
   });
 }
