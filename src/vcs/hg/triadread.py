@@ -3,7 +3,7 @@ answers one contents read (a JSON line, then for "blob" the raw file bytes)."""
 import json
 import os
 
-from mercurial import commandserver, context, error, extensions, match as matchmod, node as nodemod, patch, registrar, scmutil
+from mercurial import commandserver, context, error, extensions, localrepo, match as matchmod, node as nodemod, patch, registrar, scmutil
 
 cmdtable = {}
 command = registrar.command(cmdtable)
@@ -62,6 +62,19 @@ def _data(ctx, path, fnode):
             _texts_bytes[0] -= len(_texts.pop(next(iter(_texts))))
     _texts[key] = data
     return data
+
+
+# file logs by path: Mercurial makes a new one for every file context (reading its index again, a
+# third of a changeset diff's time); what they hold changes only with the changelog, when _fresh
+# drops them all
+_filelogs = {}
+
+
+def _file(orig, self, f):
+    fl = _filelogs.get(f)
+    if fl is None:
+        fl = _remember(_filelogs, f, orig(self, f), 512)
+    return fl
 
 
 def _s(b):
@@ -282,6 +295,7 @@ def _fresh(repo):
             st.append(None)
     if st != _stamp[0]:
         repo.invalidateall()
+        _filelogs.clear()
         _stamp[0] = st
     return repo.filtered(b'visible')
 
@@ -310,6 +324,7 @@ def _filedata(orig, self):
 def uisetup(ui):
     commandserver.server.capabilities[b'triadread'] = _serverread
     extensions.wrapfunction(context.filectx, 'data', _filedata)
+    extensions.wrapfunction(localrepo.revlogfilestorage, 'file', _file)
 
 
 def _prefixmatcher(repo, path):
