@@ -66,15 +66,28 @@ def _data(ctx, path, fnode):
 
 # file logs by path: Mercurial makes a new one for every file context (reading its index again, a
 # third of a changeset diff's time); what they hold changes only with the changelog, when _fresh
-# drops them all
+# drops them all. A log keeps the full text of the revision it read last: after each read, the
+# logs it used forget a text larger than _TEXT_MAX, so the cache holds at most about
+# 128 x (32 KiB + Mercurial's 64 KiB chunk cache) besides the indexes.
 _filelogs = {}
+_used = set()
 
 
 def _file(orig, self, f):
     fl = _filelogs.get(f)
     if fl is None:
-        fl = _remember(_filelogs, f, orig(self, f), 512)
+        fl = _remember(_filelogs, f, orig(self, f), 128)
+    _used.add(f)
     return fl
+
+
+def _trim():
+    for f in _used:
+        store = getattr(_filelogs.get(f), '_revlog', None)
+        text = getattr(store, '_revisioncache', None)
+        if text is not None and len(text[2]) > _TEXT_MAX:
+            store._revisioncache = None
+    _used.clear()
 
 
 def _s(b):
@@ -309,6 +322,8 @@ def _serverread(self):
         out = _answer(repo.ui, repo, *args)
     except Exception as e:  # a read must never take the server down
         out = json.dumps({'error': 'internal', 'message': str(e)}).encode('utf-8') + b'\n'
+    finally:
+        _trim()
     self.cresult.write(out)
 
 
