@@ -122,19 +122,15 @@ function myers(a: string[], b: string[]): Op[] {
 /** Unified diff hunks (3 lines of context) between two texts; '' when equal. */
 export function unifiedHunks(oldText: string, newText: string, context = 3): string {
   if (oldText === newText) return '';
-  const a = splitLines(oldText);
-  const b = splitLines(newText);
-  const aNoEol = oldText !== '' && !oldText.endsWith('\n');
-  const bNoEol = newText !== '' && !newText.endsWith('\n');
-  const ops = editScript(a, b);
-  // Last lines differing only in the final newline must show as a change.
-  if ((aNoEol !== bNoEol || a.length !== b.length) && ops.length > 0) {
-    const last = ops[ops.length - 1];
-    if (last !== undefined && last.kind === ' ' && aNoEol !== bNoEol) {
-      ops.pop();
-      ops.push({ kind: '-', line: last.line }, { kind: '+', line: last.line });
-    }
-  }
+  // A last line without its newline is another line than the same text with one (git and diff
+  // -u show it changed, and mark it): it is compared as its text and a '\n', which no line split
+  // at newlines can hold.
+  const tokens = (text: string) => {
+    const lines = splitLines(text);
+    if (text !== '' && !text.endsWith('\n')) lines[lines.length - 1] += '\n';
+    return lines;
+  };
+  const ops = editScript(tokens(oldText), tokens(newText));
   const out: string[] = [];
   let i = 0;
   let ai = 0;
@@ -171,13 +167,10 @@ export function unifiedHunks(oldText: string, newText: string, context = 3): str
       if (op === undefined) break;
       if (op.kind !== '+') na += 1;
       if (op.kind !== '-') nb += 1;
-      body.push(`${op.kind}${op.line}`);
-      const isLastA = op.kind !== '+' && (pos[j]?.ai ?? 0) === a.length - 1;
-      const isLastB = op.kind !== '-' && (pos[j]?.bi ?? 0) === b.length - 1;
-      if ((op.kind === '-' && isLastA && aNoEol) || (op.kind === '+' && isLastB && bNoEol)) {
-        body.push('\\ No newline at end of file');
-      } else if (op.kind === ' ' && isLastA && aNoEol) {
-        body.push('\\ No newline at end of file');
+      if (op.line.endsWith('\n')) {
+        body.push(`${op.kind}${op.line.slice(0, -1)}`, '\\ No newline at end of file');
+      } else {
+        body.push(`${op.kind}${op.line}`);
       }
     }
     const range = (s: number, n: number) => (n === 1 ? `${s + 1}` : `${n === 0 ? s : s + 1},${n}`);
