@@ -11,11 +11,17 @@ export class BodyTooLarge extends Error {}
 export type Workspace = { dir: string; remove: () => Promise<void> };
 
 const PREFIX = 'triad-spool-';
+const SCRIPTS = 'scripts';
 
 /**
  * Where request bodies and backend temporary files go. Each process works in its own directory
  * `triad-spool-<host>-<pid>-*` under the root; directories left by dead processes of the same host
  * (a server killed with SIGKILL) are removed when the first workspace is made.
+ *
+ * The process directory is never empty (it holds `scripts/` from the start): Mercurial removes a
+ * temporary directory of its own and then its parents as far up as they are empty (a stream
+ * clone does), which took the process directory with it. Should it be gone all the same (a
+ * cleaner of /tmp), the next workspace makes it again.
  */
 export class Spool {
   private readonly root: string;
@@ -30,20 +36,27 @@ export class Spool {
       await fs.mkdir(this.root, { recursive: true });
       const host = os.hostname().replace(/[^A-Za-z0-9]/g, '_'); // no '-': names parse unambiguously
       await removeStale(this.root, host);
-      return fs.mkdtemp(path.join(this.root, `${PREFIX}${host}-${process.pid}-`));
+      const dir = await fs.mkdtemp(path.join(this.root, `${PREFIX}${host}-${process.pid}-`));
+      await fs.mkdir(path.join(dir, SCRIPTS));
+      return dir;
     })();
     this.own.catch(() => (this.own = undefined));
     return this.own;
   }
 
   async workspace(): Promise<Workspace> {
-    const dir = await fs.mkdtemp(path.join(await this.processDir(), 'r'));
+    const made = await this.processDir();
+    const dir = await fs.mkdtemp(path.join(made, 'r')).catch(async (e: unknown) => {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      if (this.own !== undefined && (await this.own.catch(() => undefined)) === made) this.own = undefined;
+      return fs.mkdtemp(path.join(await this.processDir(), 'r'));
+    });
     return { dir, remove: () => fs.rm(dir, { recursive: true, force: true }) };
   }
 
   /** A directory for this process's CGI scripts (removed with the process's directory). */
   async scriptDir(): Promise<string> {
-    return path.join(await this.processDir(), 'scripts');
+    return path.join(await this.processDir(), SCRIPTS);
   }
 }
 
