@@ -7,6 +7,9 @@
  * (bench/repos.ts, kept between runs). Triad runs as `node src/cli.ts serve`, a process of its own.
  *
  *   npm run bench:transport [-- --commits 10000] [--kinds hg,git,fossil]
+ *
+ * Triad runs with the settings in the environment: `TRIAD_HG_STREAM_CLONES=allow npm run
+ * bench:transport -- --kinds hg` compares Mercurial clones that both get a changegroup.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -259,10 +262,10 @@ for (const kind of ['hg', 'git'] as const) {
       : run(HG, ['push', '-q', to], src).catch((e: { code?: number }) => {
           if (e.code !== 1) throw e; // 1: nothing to push
         });
-  const clone = (from: string, dest: string) =>
+  const clone = (from: string, dest: string, ...extra: string[]) =>
     kind === 'git'
       ? run('git', ['clone', '-q', '--bare', from, dest], tmp)
-      : run(HG, ['clone', '-q', '-U', from, dest], tmp);
+      : run(HG, ['clone', '-q', '-U', ...extra, from, dest], tmp);
   record({
     kind,
     step: `push of ${COMMITS} commits into an empty repository`,
@@ -275,6 +278,15 @@ for (const kind of ['hg', 'git'] as const) {
     triad: await timed(() => clone(triad, path.join(tmp, `${kind}-clone-triad`))),
     native: await timed(() => clone(native, path.join(tmp, `${kind}-clone-native`))),
   });
+  if (kind === 'hg')
+    // A plain `hg clone` streams from Triad (TRIAD_HG_STREAM_CLONES=prefer, its default) and gets
+    // a changegroup from `hg serve` (Mercurial's default): the same clone with both streaming.
+    record({
+      kind,
+      step: `clone of ${COMMITS} commits, both streamed (\`hg clone --stream\`)`,
+      triad: await timed(() => clone(triad, path.join(tmp, 'hg-stream-triad'), '--stream')),
+      native: await timed(() => clone(native, path.join(tmp, 'hg-stream-native'), '--stream')),
+    });
   await fiveCommits(kind, src);
   record({
     kind,
@@ -286,6 +298,7 @@ for (const kind of ['hg', 'git'] as const) {
 
 if (KINDS.has('fossil')) await benchFossil();
 
+console.log(`TRIAD_HG_STREAM_CLONES=${process.env.TRIAD_HG_STREAM_CLONES ?? 'prefer (default)'}`);
 console.log(
   `| kind | step | Triad (s) | native (s) | ratio | Triad CPU (s) | native CPU (s) | CPU ratio |\n| ---- | ---- | --: | --: | --: | --: | --: | --: |`,
 );

@@ -93,6 +93,7 @@ const envSchema = z.object({
   TRIAD_TRANSPORT_QUEUE: z.coerce.number().int().min(0).default(64),
   TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).default(5),
   TRIAD_HG_WORKERS: z.coerce.number().int().min(1).default(4),
+  TRIAD_HG_STREAM_CLONES: z.enum(['prefer', 'allow', 'off']).default('prefer'),
   TRIAD_BACKEND_NICE: z.coerce.number().int().min(0).max(19).default(10),
   TRIAD_S3_ENDPOINT: optionalString.refine(
     (v) => v === undefined || /^(https?:\/\/)?[^/?#\s:]+(:\d{1,5})?\/?$/.test(v),
@@ -174,6 +175,12 @@ export type Config = {
     queue: number;
     retryAfterSeconds: number;
     hgWorkers: number;
+    /**
+     * Mercurial stream clones (the store's files sent as they are): `prefer` (a plain `hg clone`
+     * streams), `allow` (only `hg clone --stream` does), `off`. Never for a repository with secret
+     * changesets.
+     */
+    hgStreamClones: 'prefer' | 'allow' | 'off';
   };
   /**
    * Blob store (step logs, release assets): S3/MinIO when `TRIAD_S3_ENDPOINT` is set, else files
@@ -256,6 +263,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       queue: e.TRIAD_TRANSPORT_QUEUE,
       retryAfterSeconds: e.TRIAD_TRANSPORT_RETRY_AFTER_SECONDS,
       hgWorkers: e.TRIAD_HG_WORKERS,
+      hgStreamClones: e.TRIAD_HG_STREAM_CLONES,
     },
     blobs: { dir: path.join(dataDir, 'blobs'), s3, redirectDownloads: e.TRIAD_S3_REDIRECT_DOWNLOADS },
     assetMaxBytes: e.TRIAD_ASSET_MAX_BYTES,

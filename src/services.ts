@@ -139,11 +139,12 @@ export function createServices(deps: AppDeps): Services {
   });
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
   const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
-  const { concurrency, queue, hgWorkers } = deps.config.transport;
+  const { concurrency, queue, hgWorkers, hgStreamClones } = deps.config.transport;
   const transports = new TransportServers({
     concurrency,
     queue,
     wsgiWorkers: hgWorkers,
+    wsgiEnv: { TRIAD_HG_STREAM_CLONES: hgStreamClones },
     nice: deps.config.backendNice,
   });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });

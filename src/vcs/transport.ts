@@ -128,6 +128,8 @@ export type TransportServerOptions = {
   queue: number;
   /** Processes per WSGI program (Mercurial's hgweb workers). */
   wsgiWorkers: number;
+  /** Settings given to every WSGI worker in its environment (hgwsgi.py: TRIAD_HG_STREAM_CLONES). */
+  wsgiEnv?: Record<string, string>;
   /** An idle WSGI worker is closed after this long. */
   wsgiIdleMs?: number;
   /** Niceness added to every backend process (priority.ts); 0 or absent: the server's own. */
@@ -152,11 +154,14 @@ export class TransportServers {
   pool(app: WsgiApp): WsgiPool {
     let p = this.pools.get(app.name);
     if (p === undefined) {
-      p = new WsgiPool(app, {
-        workers: this.opts.wsgiWorkers,
-        nice: this.nice,
-        ...(this.opts.wsgiIdleMs === undefined ? {} : { idleMs: this.opts.wsgiIdleMs }),
-      });
+      p = new WsgiPool(
+        { ...app, env: { ...app.env, ...this.opts.wsgiEnv } },
+        {
+          workers: this.opts.wsgiWorkers,
+          nice: this.nice,
+          ...(this.opts.wsgiIdleMs === undefined ? {} : { idleMs: this.opts.wsgiIdleMs }),
+        },
+      );
       this.pools.set(app.name, p);
     }
     return p;

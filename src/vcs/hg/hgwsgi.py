@@ -14,6 +14,11 @@ neither advertised nor accepted: a pusher could make the server fetch any URL. D
 os.environ holds its CGI variables (as it would for a CGI program), so hooks see them, and
 temporary files go to the request's TMPDIR. A pushed bundle is applied straight from the spooled
 body (`server.streamunbundle`): it is complete on disk before the worker sees the request.
+
+Stream clones (the store's files sent as they are, which the client keeps without rebuilding
+them) follow TRIAD_HG_STREAM_CLONES: `prefer` (the server advertises `stream-preferred`, so a
+plain `hg clone` streams), `allow` (only `hg clone --stream`), `off`. Mercurial itself never
+streams a repository that has secret changesets (a stream cannot leave them out); that is kept.
 """
 import collections, io, json, os, struct, sys, tempfile, traceback
 
@@ -38,6 +43,7 @@ bundle2.parthandlermapping[b'remote-changegroup'] = _refuse
 
 _base = uimod.ui.load()
 _environ = dict(os.environ)
+_stream = _environ.pop('TRIAD_HG_STREAM_CLONES', 'prefer')
 _apps = collections.OrderedDict()
 MAX_APPS = 8
 
@@ -56,6 +62,9 @@ def app_for(repo, push):
         # the body is a complete file Triad spooled already: unbundle reads it from there instead
         # of copying it to a temporary file of its own first
         u.setconfig(b'server', b'streamunbundle', b'true')
+        u.setconfig(b'server', b'uncompressed', b'false' if _stream == 'off' else b'true')
+        u.setconfig(b'server', b'preferuncompressed', b'true' if _stream == 'prefer' else b'false')
+        u.setconfig(b'server', b'uncompressedallowsecret', b'false')
         app = hgweb(os.fsencode(repo), baseui=u)
     _apps[key] = app
     while len(_apps) > MAX_APPS:
