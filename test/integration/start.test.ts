@@ -9,7 +9,7 @@ import { freePort } from '../../src/db/database.ts';
 import { migrations } from '../../src/db/migrations/index.ts';
 import { startServer, type Running } from '../../src/server.ts';
 import { Client, freshDatabase, uniq } from '../helpers/server.ts';
-import { exited, Processes, stop, waitReady } from '../helpers/process.ts';
+import { exited, Processes, stderrMatch, stop, waitReady } from '../helpers/process.ts';
 
 const procs = new Processes();
 const runnings = new Set<Running>();
@@ -102,7 +102,8 @@ describe('triad serve, failed start', () => {
 
     const again = serve(env);
     await waitReady(again, `http://127.0.0.1:${port}`);
-    expect(again.stderr()).toMatch(/first start\. Created the administrator "admin"/);
+    // (stderr is read asynchronously: the line may arrive after the server answered ready)
+    expect((await stderrMatch(again, /first start\. Created the administrator "admin"/))?.[0]).toBeDefined();
     expect(await stop(again)).toEqual({ code: 0, signal: null });
   }, 150_000);
 });
