@@ -80,6 +80,8 @@ const envSchema = z.object({
   TRIAD_DIFF_MAX_FILE_BYTES: size(1).default(1024 * 1024),
   TRIAD_DIFF_MAX_BYTES: size(1).default(4 * 1024 * 1024),
   TRIAD_RAW_SOCKET_HANDOFF: bool.default(true),
+  TRIAD_RAW_CACHE_BYTES: size(0).default(1024 * 1024 * 1024),
+  TRIAD_RAW_CACHE_DIR: optionalString,
   TRIAD_MAX_TOKENS_PER_USER: z.coerce.number().int().min(1).default(100),
   TRIAD_MAX_ORGS_PER_USER: z.coerce.number().int().min(0).default(50),
   TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
@@ -153,6 +155,8 @@ export type Config = {
   limits: { blobMaxBytes: number; diffMaxFileBytes: number; diffMaxBytes: number };
   /** Raw downloads (git, Mercurial) written to the connection by the reading process itself. */
   rawSocketHandOff: boolean;
+  /** Larger raw downloads kept as plain files for the next (`maxBytes` 0: off); see RawCache. */
+  rawCache: { dir: string; maxBytes: number };
   /** Tokens one user may hold (CI clone credentials not counted). */
   maxTokensPerUser: number;
   /** Organizations a user may own when creating another (site admins exempt). */
@@ -228,8 +232,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,
     stepTimeoutSeconds: e.TRIAD_STEP_TIMEOUT,
     stepLogMaxBytes: e.TRIAD_STEP_LOG_MAX_BYTES,
-    // steps never see the data directory, even when it lies under a mounted system directory
-    sandbox: sandboxOptions(e, [dataDir, path.resolve(e.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos'))]),
+    // steps never see the data directory (nor the raw cache, which holds private repositories'
+    // files), even when it lies under a mounted system directory
+    sandbox: sandboxOptions(e, [
+      dataDir,
+      path.resolve(e.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos')),
+      path.resolve(e.TRIAD_RAW_CACHE_DIR ?? path.join(dataDir, 'raw-cache')),
+    ]),
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
     maxConnections: e.TRIAD_MAX_CONNECTIONS,
@@ -247,6 +256,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       diffMaxBytes: e.TRIAD_DIFF_MAX_BYTES,
     },
     rawSocketHandOff: e.TRIAD_RAW_SOCKET_HANDOFF,
+    rawCache: {
+      dir: path.resolve(e.TRIAD_RAW_CACHE_DIR ?? path.join(dataDir, 'raw-cache')),
+      maxBytes: e.TRIAD_RAW_CACHE_BYTES,
+    },
     maxTokensPerUser: e.TRIAD_MAX_TOKENS_PER_USER,
     maxOrgsPerUser: e.TRIAD_MAX_ORGS_PER_USER,
     authFailures: {

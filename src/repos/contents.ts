@@ -7,6 +7,7 @@ import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
+import { openPlainFile, type OpenedFile } from '../vcs/stream.ts';
 import {
   BadPath,
   blobContent,
@@ -19,6 +20,7 @@ import {
   type RepoReader,
 } from '../vcs/reader.ts';
 import { type ReaderPool } from '../vcs/pool.ts';
+import type { RawCache } from './raw-cache.ts';
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 
@@ -57,12 +59,20 @@ export class ContentsService {
   private readonly limits: ContentLimits;
   /** Niceness added to the raw download processes (`TRIAD_BACKEND_NICE`). */
   private readonly nice: number;
+  /** Where larger raw downloads are kept for the next (`TRIAD_RAW_CACHE_BYTES`); none when off. */
+  private readonly cache: RawCache | undefined;
 
-  constructor(repos: ReposService, pool: ReaderPool, limits: ContentLimits = DEFAULT_LIMITS, nice = 0) {
+  constructor(
+    repos: ReposService,
+    pool: ReaderPool,
+    limits: ContentLimits = DEFAULT_LIMITS,
+    opts: { nice?: number; cache?: RawCache } = {},
+  ) {
     this.repos = repos;
     this.pool = pool;
     this.limits = limits;
-    this.nice = nice;
+    this.nice = opts.nice ?? 0;
+    this.cache = opts.cache;
   }
 
   private async location({ repo }: RepoTarget): Promise<{ vcs: VcsKind; path: string }> {
@@ -131,7 +141,8 @@ export class ContentsService {
    * when the reader could not, and whose first bytes decide whether the file is text. The file is
    * read once, and the repository's reader is not held while it is. With `socket` (the response's
    * connection, when it may be handed over), `handOff` is there when the kind's producer can
-   * write the file to it itself.
+   * write the file to it itself. A larger file kept by the cache comes from there (`cat` writes
+   * it); one that is not is kept once its download ended (`RawCache`).
    */
   async raw(target: RepoTarget, rawPath: unknown, rev: string, socket?: Socket) {
     const p = ContentsService.path(rawPath);
@@ -139,22 +150,28 @@ export class ContentsService {
     if (p === '') throw ApiError.notFound('file');
     const w = await this.location(target);
     const reader = this.pool.get(w.vcs, w.path);
-    const { commit, size, data } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
-    const file =
-      data !== undefined
-        ? {
-            size: data.length,
-            head: data,
-            body: Readable.from([data]) as AsyncIterable<Buffer>,
-            handOff: undefined,
-            closes: false,
-          }
-        : await driverFor(w.vcs).catFile(w.path, commit, p, {
-            size,
-            head: RAW_SNIFF_BYTES,
-            nice: this.nice,
-            socket,
-          });
+    const { commit, size, data, object } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
+    let file: OpenedFile;
+    if (data !== undefined) file = { size: data.length, head: data, body: Readable.from([data]) };
+    else {
+      const cache = object === undefined ? undefined : this.cache;
+      const kept = await cache?.get(w.path, object ?? '', size);
+      const opts = { head: RAW_SNIFF_BYTES, nice: this.nice, socket };
+      const fromStore = (o: typeof opts) => driverFor(w.vcs).catFile(w.path, commit, p, { ...o, size });
+      if (kept !== undefined) file = await openPlainFile(kept.file, { ...opts, size: kept.size });
+      else {
+        file = await fromStore(opts);
+        if (cache !== undefined && object !== undefined && cache.keeps(file.size))
+          file = whenSent(file, () =>
+            cache.put(
+              w.path,
+              object,
+              file.size,
+              async () => (await fromStore({ ...opts, socket: undefined })).body,
+            ),
+          );
+      }
+    }
     const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
     return {
       size: file.size,
@@ -179,6 +196,25 @@ export class ContentsService {
   }
 }
 
+/** `file`, calling `then` once its bytes were all sent (by the hand-off, or read through `body`). */
+function whenSent(file: OpenedFile, then: () => void): OpenedFile {
+  const it = file.body[Symbol.asyncIterator]();
+  const body: AsyncIterableIterator<Buffer> = {
+    [Symbol.asyncIterator]: () => body,
+    next: async () => {
+      const r = await it.next();
+      if (r.done === true) then();
+      return r;
+    },
+    return: async () => {
+      await it.return?.();
+      return { done: true, value: undefined };
+    },
+  };
+  const handOff = file.handOff;
+  return { ...file, body, ...(handOff === undefined ? {} : { handOff: () => handOff().then(then) }) };
+}
+
 /** Bytes of a file's start that decide whether the raw download is text (as git's heuristic). */
 const RAW_SNIFF_BYTES = 8000;
 
@@ -197,9 +233,12 @@ export function contentRoutes(
   repos: ReposService,
   pool: ReaderPool,
   limits: ContentLimits = DEFAULT_LIMITS,
-  opts: { socketHandOff: boolean; nice: number } = { socketHandOff: true, nice: 0 },
+  opts: { socketHandOff: boolean; nice: number; cache?: RawCache } = { socketHandOff: true, nice: 0 },
 ): ContentsService {
-  const svc = new ContentsService(repos, pool, limits, opts.nice);
+  const svc = new ContentsService(repos, pool, limits, {
+    nice: opts.nice,
+    ...(opts.cache ? { cache: opts.cache } : {}),
+  });
   const READ = { scope: 'repo:read' } as const;
   const tree = {
     repo: READ,

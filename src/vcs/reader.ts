@@ -59,8 +59,12 @@ export type LogPage = { entries: LogEntry[]; total: number };
  * reads throw `ReadNotFound` (unknown revision, missing path, wrong kind of path, empty
  * repository). `path` is normalised by `normalisePath` before it reaches a driver ('' = root).
  */
-/** What `RepoReader.file` answers: the commit, the size when known, the bytes of a small file. */
-export type RawFile = { commit: string; size: number | undefined; data?: Buffer };
+/**
+ * What `RepoReader.file` answers: the commit, the size when known, the bytes of a small file, and
+ * `object`, the id of the file's content in the repository's store (Git's blob, Mercurial's file
+ * node, Fossil's artifact): within a repository the same id always names the same bytes.
+ */
+export type RawFile = { commit: string; size: number | undefined; data?: Buffer; object?: string };
 
 export interface RepoReader {
   resolve(rev: string): Promise<string | undefined>;

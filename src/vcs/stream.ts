@@ -298,3 +298,36 @@ export function drained(socket: Socket): Promise<void> {
     socket.on('close', done);
   });
 }
+
+/**
+ * A plain file's bytes as an `OpenedFile` (a raw download kept by the cache, `RawCache`): the
+ * first `head` bytes read at once; `body` opens the file only when read. With `socket`, a hand-off
+ * in which `cat` writes the file to the connection; `cat` gives up on a non-blocking standard
+ * output, so it gets the connection as its own (made blocking: see `openFileClosing`) and the
+ * response closes the connection (`closes`).
+ */
+export async function openPlainFile(
+  file: string,
+  opts: { size: number; head: number; nice: number; socket?: Socket },
+): Promise<OpenedFile> {
+  const head = Buffer.alloc(Math.min(opts.head, opts.size));
+  const fh = await fs.open(file, 'r');
+  try {
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    if (bytesRead !== head.length) throw new Error(`${file}: shorter than ${opts.size} bytes`);
+  } finally {
+    await fh.close();
+  }
+  async function* body(): AsyncGenerator<Buffer> {
+    yield* createReadStream(file) as AsyncIterable<Buffer>;
+  }
+  const socket = opts.socket;
+  if (socket === undefined) return { size: opts.size, head, body: body() };
+  const handOff = async () => {
+    const [command, argv] = niced(opts.nice, 'cat', [file]);
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C' };
+    const cat = await spawnChild(command, argv, { env, stdio: ['ignore', { socket }, 'collect'] });
+    await producerExit(cat, 'cat', [file], socket, false);
+  };
+  return { size: opts.size, head, body: body(), handOff, closes: true };
+}

@@ -14,8 +14,12 @@ export const BIG_SHA = createHash('sha256').update(BIG).digest('hex');
 
 export type World = { s: TestServer; owner: TestUser; org: string };
 
+/**
+ * A server whose raw downloads are read from the store every time (the raw cache off): these
+ * tests are about the processes that read it; contents-raw-cache.test.ts tests the cache.
+ */
 export async function world(env: Record<string, string> = {}): Promise<World> {
-  const s = await startTestServer(env);
+  const s = await startTestServer({ TRIAD_RAW_CACHE_BYTES: '0', ...env });
   const owner = await s.newUser();
   return { s, owner, org: await s.newOrg(owner) };
 }

@@ -17,7 +17,8 @@ let s: TestServer;
 let owner: TestUser;
 let org: string;
 beforeAll(async () => {
-  s = await startTestServer();
+  // every download read from the store (the raw cache off; contents-raw-cache.test.ts tests it)
+  s = await startTestServer({ TRIAD_RAW_CACHE_BYTES: '0' });
   owner = await s.newUser();
   org = await s.newOrg(owner);
 });

@@ -185,23 +185,23 @@ export class FossilReader implements RepoReader {
       throw new ReadNotFound('file');
     }
     const max = Math.trunc(inline);
-    const r = await this.query<{ uuid: string | null; file: [number, string | null] | null }>(
+    const r = await this.query<{ uuid: string | null; file: [number, string | null, string] | null }>(
       `SELECT json_object('uuid', c.uuid,
         'file', (SELECT json_array(b.size,
-             CASE WHEN b.size BETWEEN 0 AND ${max} THEN hex(content(f.uuid)) END)
+             CASE WHEN b.size BETWEEN 0 AND ${max} THEN hex(content(f.uuid)) END, f.uuid)
            FROM files_of_checkin(c.uuid) f JOIN blob b ON b.uuid = f.uuid
            WHERE f.filename = ${sqlText(p)}))
        FROM (SELECT NULL) LEFT JOIN ${this.ci(rev)} c`,
     );
     if (r === undefined || r.uuid === null) throw new ReadNotFound('revision');
     if (r.file === null) throw new ReadNotFound('path');
-    const [size, hex] = r.file;
+    const [size, hex, object] = r.file;
     if (hex !== null) {
       const data = Buffer.from(hex, 'hex');
       return { commit: r.uuid, size: data.length, data };
     }
     // -1: a phantom (content not in this repository); `fossil cat` fails on it
-    return { commit: r.uuid, size: size < 0 ? undefined : size };
+    return { commit: r.uuid, size: size < 0 ? undefined : size, object };
   }
 
   private entry(row: Row): LogEntry {

@@ -280,7 +280,7 @@ export class GitReader implements RepoReader {
     const info = await this.one('info', `${id}:${p}`);
     if (info === undefined) throw new ReadNotFound('path');
     if (info.type !== 'blob') throw new ReadNotFound('file');
-    if (info.size > inline) return { commit: id, size: info.size };
+    if (info.size > inline) return { commit: id, size: info.size, object: info.id };
     const obj = await this.one('contents', info.id);
     if (obj?.data === undefined) throw new ReadNotFound('file');
     return { commit: id, size: obj.data.length, data: Buffer.from(obj.data) };

@@ -27,6 +27,8 @@ type Answer = {
   dirs?: string[];
   files?: [string, number][];
   size?: number;
+  /** `file`: the file node (the content's id in the store) */
+  node?: string;
   total?: number;
   entries?: Entry[];
   diff?: string;
@@ -115,7 +117,7 @@ export class HgReader implements RepoReader {
     if (p === '') throw new ReadNotFound('file');
     const { answer, rest } = await this.read('file', rev, p, String(Math.trunc(inline)));
     if (answer.id === undefined) throw new Error('hg triadread file: no id');
-    if (answer.size === undefined) return { commit: answer.id, size: undefined };
+    if (answer.size === undefined) return { commit: answer.id, size: undefined, object: answer.node };
     const data = Buffer.from(rest);
     if (data.length !== answer.size) throw new Error('hg triadread file: short data');
     return { commit: answer.id, size: data.length, data };

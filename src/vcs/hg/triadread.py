@@ -178,10 +178,10 @@ def _answer(ui, repo, op, rev, *args):
         # the stored revision's size from the revlog's index (the file's own size() may read it)
         store = getattr(flog, '_revlog', flog)
         if inline < 0 or store.rawsize(flog.rev(fnode)) > inline:
-            return _out(ui, {'id': _s(ctx.hex())})
+            return _out(ui, {'id': _s(ctx.hex()), 'node': _s(nodemod.hex(fnode))})
         data = _data(ctx, path, fnode)
         if len(data) > inline:  # a flag processor's data (not the stored revision's) may be larger
-            return _out(ui, {'id': _s(ctx.hex())})
+            return _out(ui, {'id': _s(ctx.hex()), 'node': _s(nodemod.hex(fnode))})
         return _out(ui, {'id': _s(ctx.hex()), 'size': len(data)}, data)
     if op == b'log':
         offset, limit = int(args[0]), int(args[1])

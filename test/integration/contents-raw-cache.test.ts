@@ -1,0 +1,126 @@
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import {
+  BIG,
+  BIG_SHA,
+  catsOnConnections,
+  download,
+  repoWithBigFile,
+  startAndPause,
+  until,
+  world,
+  type World,
+} from './contents-raw-handoff-fixture.ts';
+import { spawnedCount } from '../../src/vcs/spawner.ts';
+
+// The raw cache (TRIAD_RAW_CACHE_BYTES): a larger file downloaded once is kept as a plain file,
+// and later downloads are written from it by `cat`.
+
+/** The files the cache keeps (not one being written), by size. */
+async function keptSizes(dir: string): Promise<number[]> {
+  const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => /^[0-9a-f]{64}$/.test(n));
+  const sizes = await Promise.all(names.map(async (n) => (await fs.stat(path.join(dir, n))).size));
+  return sizes.sort((a, b) => a - b);
+}
+
+/** The command lines of the `cat` processes writing to this process's connections. */
+async function catCommands(): Promise<string[]> {
+  const pids = await catsOnConnections();
+  return Promise.all(
+    pids.map(async (p) => (await fs.readFile(`/proc/${p}/cmdline`, 'utf8')).split('\0').join(' ').trim()),
+  );
+}
+
+describe.each(['git', 'hg', 'fossil'] as const)('%s: raw downloads kept by the cache', (vcs) => {
+  let w: World;
+  let base: string;
+  let cache: string;
+  beforeAll(async () => {
+    w = await world({ TRIAD_RAW_CACHE_BYTES: '1g' });
+    cache = path.join(w.s.dataDir, 'raw-cache');
+    ({ base } = await repoWithBigFile(w, vcs));
+  }, 180_000);
+  afterAll(async () => {
+    await w.s.close();
+  });
+
+  test('when a 60 MB file was downloaded once, then the next download is written from the kept file by cat, byte for byte, and closes its connection', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await download(agent, `${w.s.url}${base}/raw/big.bin`);
+      expect([first.status, first.size, first.sha]).toEqual([200, BIG.length, BIG_SHA]);
+      expect(
+        await until(
+          () => keptSizes(cache),
+          (s) => s.length > 0,
+        ),
+      ).toEqual([BIG.length]);
+
+      const { req, res } = await startAndPause(`${w.s.url}${base}/raw/big.bin`);
+      expect([res.statusCode, res.headers['content-length'], res.headers.connection]).toEqual([
+        200,
+        String(BIG.length),
+        'close',
+      ]);
+      expect(await catCommands()).toEqual([expect.stringMatching(new RegExp(`^cat ${cache}/[0-9a-f]{64}$`))]);
+      req.destroy();
+      expect(await until(catCommands, (c) => c.length === 0)).toEqual([]);
+
+      const before = spawnedCount();
+      const again = await download(agent, `${w.s.url}${base}/raw/big.bin`);
+      expect(again).toEqual({
+        status: 200,
+        length: String(BIG.length),
+        type: 'application/octet-stream',
+        size: BIG.length,
+        sha: BIG_SHA,
+        reused: vcs !== 'fossil', // the first download (from the store) kept its connection: not Fossil's
+        connection: 'close',
+      });
+      expect(spawnedCount() - before).toBe(1); // cat, and nothing reading the repository's store
+      const head = await download(agent, `${w.s.url}${base}/raw/big.bin`, 'HEAD');
+      expect([head.status, head.length, head.size]).toEqual([200, String(BIG.length), 0]);
+      expect(await keptSizes(cache)).toEqual([BIG.length]);
+    } finally {
+      agent.destroy();
+    }
+  }, 180_000);
+});
+
+describe('git: raw downloads kept by the cache, not handed over', () => {
+  let w: World;
+  let base: string;
+  beforeAll(async () => {
+    w = await world({ TRIAD_RAW_CACHE_BYTES: '1g', TRIAD_RAW_SOCKET_HANDOFF: 'false' });
+    ({ base } = await repoWithBigFile(w, 'git'));
+  }, 180_000);
+  afterAll(async () => {
+    await w.s.close();
+  });
+
+  test('when the kept file is sent through the server, then it arrives whole on a connection kept alive', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const first = await download(agent, `${w.s.url}${base}/raw/big.bin`);
+      expect([first.status, first.sha]).toEqual([200, BIG_SHA]);
+      await until(
+        () => keptSizes(path.join(w.s.dataDir, 'raw-cache')),
+        (s) => s.length > 0,
+      );
+      const before = spawnedCount();
+      const again = await download(agent, `${w.s.url}${base}/raw/big.bin`);
+      expect([again.status, again.size, again.sha, again.connection, again.reused]).toEqual([
+        200,
+        BIG.length,
+        BIG_SHA,
+        'keep-alive',
+        true,
+      ]);
+      expect(spawnedCount() - before).toBe(0);
+    } finally {
+      agent.destroy();
+    }
+  }, 180_000);
+});

@@ -1,0 +1,84 @@
+import { afterAll, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { RawCache } from '../../src/repos/raw-cache.ts';
+
+const dirs: string[] = [];
+async function cacheDir(): Promise<string> {
+  const d = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-raw-cache-unit-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(async () => {
+  for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
+});
+
+const bytes = (n: number, fill: number) => Buffer.alloc(n, fill);
+const source = (b: Buffer) => () =>
+  Promise.resolve(Readable.from([b.subarray(0, b.length >> 1), b.subarray(b.length >> 1)]));
+
+/** Puts and waits until the write is over (kept or not). */
+async function put(
+  c: RawCache,
+  object: string,
+  b: Buffer,
+  size: number | undefined = b.length,
+): Promise<void> {
+  c.put('/repos/1.git', object, size, source(b));
+  await c.settled();
+}
+
+const kept = async (c: RawCache, object: string) => {
+  const hit = await c.get('/repos/1.git', object, undefined);
+  return hit === undefined ? undefined : (await fs.readFile(hit.file))[0];
+};
+
+describe('RawCache', () => {
+  test('when files are put beyond the cap, then the least recently used go first and a file above a quarter of the cap is never kept', async () => {
+    const c = new RawCache({ dir: await cacheDir(), maxBytes: 4000 });
+    for (const [i, o] of ['a', 'b', 'c', 'd'].entries()) await put(c, o, bytes(1000, i + 1));
+    expect(await kept(c, 'a')).toBe(1); // a is now the most recently used
+    await put(c, 'e', bytes(1000, 5));
+    expect(await Promise.all(['a', 'b', 'c', 'd', 'e'].map((o) => kept(c, o)))).toEqual([
+      1,
+      undefined,
+      3,
+      4,
+      5,
+    ]);
+    await put(c, 'big', bytes(1001, 9));
+    expect(await kept(c, 'big')).toBeUndefined();
+    expect(c.keeps(1000)).toBe(true);
+    expect(c.keeps(1001)).toBe(false);
+  });
+
+  test('when a file is asked for with another size than kept, or the bytes put are not the size announced, then it is not served', async () => {
+    const c = new RawCache({ dir: await cacheDir(), maxBytes: 4000 });
+    await put(c, 'a', bytes(10, 1));
+    expect(await c.get('/repos/1.git', 'a', 11)).toBeUndefined();
+    expect(await c.get('/repos/1.git', 'a', 10)).toBeUndefined(); // dropped
+    await put(c, 'b', bytes(10, 2), 12);
+    expect(await kept(c, 'b')).toBeUndefined();
+    await put(c, 'b', bytes(10, 2));
+    expect(await c.get('/repos/1.git', 'b', 10)).toEqual({ file: expect.any(String), size: 10 });
+    expect(await c.get('/repos/2.git', 'b', 10)).toBeUndefined(); // another repository's
+  });
+
+  test('when a new cache opens a directory, then it keeps what is there in the order of its use and removes unfinished writes', async () => {
+    const dir = await cacheDir();
+    const first = new RawCache({ dir, maxBytes: 4000 });
+    for (const [i, o] of ['a', 'b', 'c'].entries()) await put(first, o, bytes(1000, i + 1));
+    const old = new Date(Date.now() - 60_000);
+    for (const name of await fs.readdir(dir)) await fs.utimes(path.join(dir, name), old, old);
+    expect(await kept(first, 'a')).toBe(1); // used: its time is now
+    await fs.writeFile(path.join(dir, '.writing-abc'), 'half');
+
+    const second = new RawCache({ dir, maxBytes: 2500 }); // one must go: b or c, not a
+    expect(await kept(second, 'a')).toBe(1);
+    expect((await fs.readdir(dir)).filter((n) => n.startsWith('.'))).toEqual([]);
+    const left = await Promise.all(['b', 'c'].map((o) => kept(second, o)));
+    expect(left.filter((v) => v !== undefined)).toHaveLength(1);
+  });
+});
