@@ -17,7 +17,8 @@ import { pipeline } from 'node:stream/promises';
  * the background (one at a time; a file asked for while another is being written waits for its
  * next download). At most `maxBytes` are kept, the least recently used going first; a file above a
  * quarter of that is never kept. The index lives in this process (filled from the directory when
- * first used, oldest file first), so the directory must be this instance's own.
+ * first used, oldest file first), so the directory should be this instance's own; a file found
+ * gone or of another size when asked for is dropped and read from the store again.
  */
 export class RawCache {
   private readonly dir: string;
@@ -53,7 +54,9 @@ export class RawCache {
     const have = this.entries.get(name);
     if (have === undefined) return undefined;
     const file = path.join(this.dir, name);
-    if (size !== undefined && have !== size) {
+    // (the file may be gone or changed: another server sharing the directory, a cleaner)
+    const st = await fs.stat(file).catch(() => undefined);
+    if ((size !== undefined && have !== size) || st?.size !== have) {
       await this.drop(name);
       return undefined;
     }

@@ -66,6 +66,18 @@ describe('RawCache', () => {
     expect(await c.get('/repos/2.git', 'b', 10)).toBeUndefined(); // another repository's
   });
 
+  test('when a kept file is removed or changed from outside, then it is not served, and put again it is kept', async () => {
+    const c = new RawCache({ dir: await cacheDir(), maxBytes: 4000 });
+    await put(c, 'a', bytes(10, 1));
+    await put(c, 'b', bytes(10, 2));
+    await fs.rm((await c.get('/repos/1.git', 'a', 10))!.file);
+    await fs.appendFile((await c.get('/repos/1.git', 'b', 10))!.file, 'x');
+    expect(await c.get('/repos/1.git', 'a', 10)).toBeUndefined();
+    expect(await c.get('/repos/1.git', 'b', undefined)).toBeUndefined();
+    await put(c, 'a', bytes(10, 1));
+    expect(await kept(c, 'a')).toBe(1);
+  });
+
   test('when a new cache opens a directory, then it keeps what is there in the order of its use and removes unfinished writes', async () => {
     const dir = await cacheDir();
     const first = new RawCache({ dir, maxBytes: 4000 });
