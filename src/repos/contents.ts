@@ -151,27 +151,10 @@ export class ContentsService {
     const w = await this.location(target);
     const reader = this.pool.get(w.vcs, w.path);
     const { commit, size, data, object } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
-    let file: OpenedFile;
-    if (data !== undefined) file = { size: data.length, head: data, body: Readable.from([data]) };
-    else {
-      const cache = object === undefined ? undefined : this.cache;
-      const kept = await cache?.get(w.path, object ?? '', size);
-      const opts = { head: RAW_SNIFF_BYTES, nice: this.nice, socket };
-      const fromStore = (o: typeof opts) => driverFor(w.vcs).catFile(w.path, commit, p, { ...o, size });
-      if (kept !== undefined) file = await openPlainFile(kept.file, { ...opts, size: kept.size });
-      else {
-        file = await fromStore(opts);
-        if (cache !== undefined && object !== undefined && cache.keeps(file.size))
-          file = whenSent(file, () =>
-            cache.put(
-              w.path,
-              object,
-              file.size,
-              async () => (await fromStore({ ...opts, socket: undefined })).body,
-            ),
-          );
-      }
-    }
+    const file: OpenedFile =
+      data !== undefined
+        ? { size: data.length, head: data, body: Readable.from([data]) }
+        : await this.openLarger(w, commit, p, { size, object, socket });
     const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
     return {
       size: file.size,
@@ -180,6 +163,44 @@ export class ContentsService {
       handOff: file.handOff,
       closes: file.handOff !== undefined && file.closes === true,
     };
+  }
+
+  /**
+   * A larger file's bytes: from the cache when it keeps them (`cat` writes a large one to the
+   * connection), else from the store, and kept once they were all sent. A cache that fails is
+   * passed by: the store is read.
+   */
+  private async openLarger(
+    w: { vcs: VcsKind; path: string },
+    commit: string,
+    p: string,
+    f: { size: number | undefined; object: string | undefined; socket: Socket | undefined },
+  ): Promise<OpenedFile> {
+    const opts = { head: RAW_SNIFF_BYTES, nice: this.nice, socket: f.socket };
+    const fromStore = (o: typeof opts) => driverFor(w.vcs).catFile(w.path, commit, p, { ...o, size: f.size });
+    const { cache } = this;
+    const object = f.object;
+    if (cache === undefined || object === undefined) return fromStore(opts);
+    const kept = await cache.get(w.path, object, f.size);
+    if (kept !== undefined) {
+      const file = await openPlainFile(kept.file, {
+        ...opts,
+        size: kept.size,
+        // `cat` closes the connection: a smaller file is sent by the server, on a kept one
+        ...(kept.size < CAT_MIN_BYTES ? { socket: undefined } : {}),
+      }).catch(() => undefined); // (gone since it was looked up)
+      if (file !== undefined) return file;
+    }
+    const file = await fromStore(opts);
+    if (!cache.keeps(file.size)) return file;
+    return whenSent(file, () =>
+      cache.put(
+        w.path,
+        object,
+        file.size,
+        async () => (await fromStore({ ...opts, socket: undefined })).body,
+      ),
+    );
   }
 
   async log(target: RepoTarget, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
@@ -217,6 +238,9 @@ function whenSent(file: OpenedFile, then: () => void): OpenedFile {
 
 /** Bytes of a file's start that decide whether the raw download is text (as git's heuristic). */
 const RAW_SNIFF_BYTES = 8000;
+
+/** Raw files from the cache this large or larger are written to the connection by `cat`. */
+const CAT_MIN_BYTES = 4 * 1024 * 1024;
 
 /** Raw files up to this size are read by the pooled reader, whole (milliseconds of its time). */
 const RAW_INLINE_BYTES = 256 * 1024;

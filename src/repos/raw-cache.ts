@@ -1,5 +1,5 @@
 import { randomBytes, createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 
 /**
  * Raw downloads' bytes kept as plain files, so a file downloaded again is copied from the disk
- * (by `cat`, straight to the connection) instead of being read out of the repository's store again
+ * (a large one by `cat`, straight to the connection) instead of being read out of the store again
  * (Git and Fossil inflate it, Mercurial rebuilds it from deltas): a 60 MB file from Git takes
  * about half the time. An entry is named by the repository's storage path and the id of the file's
  * content in its store (`RawFile.object`), which always names the same bytes, so an entry never
@@ -15,10 +15,12 @@ import { pipeline } from 'node:stream/promises';
  *
  * A file is written to the cache after a download of it ended, by a second read of the store in
  * the background (one at a time; a file asked for while another is being written waits for its
- * next download). At most `maxBytes` are kept, the least recently used going first; a file above a
- * quarter of that is never kept. The index lives in this process (filled from the directory when
- * first used, oldest file first), so the directory should be this instance's own; a file found
- * gone or of another size when asked for is dropped and read from the store again.
+ * next download), flushed to the disk before it gets its name. At most `maxBytes` are kept, the
+ * least recently used going first; a file above a quarter of that is never kept, nor one that
+ * would leave less than a tenth of the file system free. A cache that fails is passed by. The
+ * index lives in this process (filled from the directory when first used, oldest file first), so
+ * the directory should be this instance's own; a file found gone or of another size when asked
+ * for is dropped and read from the store again.
  */
 export class RawCache {
   private readonly dir: string;
@@ -33,6 +35,12 @@ export class RawCache {
   constructor(opts: { dir: string; maxBytes: number }) {
     this.dir = opts.dir;
     this.maxBytes = opts.maxBytes;
+    // Made now, at start: the CI sandbox hides the directories that exist when it starts.
+    try {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    } catch {
+      // the cache stays empty: every download reads the store
+    }
   }
 
   /** Whether a file of `size` bytes would be kept. */
@@ -42,21 +50,32 @@ export class RawCache {
 
   /**
    * The kept file for a content id of a repository, as a path and its size (which must equal
-   * `size` when that is known), marked as used; undefined when there is none.
+   * `size` when that is known), marked as used; undefined when there is none, or when the cache
+   * cannot be read (a download then reads the store, as without the cache).
    */
   async get(
     repoPath: string,
     object: string,
     size: number | undefined,
   ): Promise<{ file: string; size: number } | undefined> {
+    try {
+      return await this.lookUp(entryName(repoPath, object), size);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async lookUp(
+    name: string,
+    size: number | undefined,
+  ): Promise<{ file: string; size: number } | undefined> {
     await this.load();
-    const name = entryName(repoPath, object);
     const have = this.entries.get(name);
     if (have === undefined) return undefined;
     const file = path.join(this.dir, name);
     // (the file may be gone or changed: another server sharing the directory, a cleaner)
-    const st = await fs.stat(file).catch(() => undefined);
-    if ((size !== undefined && have !== size) || st?.size !== have) {
+    const st = await fs.lstat(file).catch(() => undefined);
+    if ((size !== undefined && have !== size) || st?.isFile() !== true || st.size !== have) {
       await this.drop(name);
       return undefined;
     }
@@ -97,10 +116,22 @@ export class RawCache {
   ): Promise<void> {
     await this.load();
     if (this.entries.has(name)) return;
+    await fs.mkdir(this.dir, { recursive: true, mode: 0o700 }); // (removed since it was read)
+    const disk = await fs.statfs(this.dir);
+    // never the file system's last tenth (it holds the repositories and the database by default)
+    if ((disk.bavail - disk.blocks / 10) * disk.bsize < (size ?? this.maxBytes / 4)) return;
     const tmp = path.join(this.dir, `${TMP}${randomBytes(6).toString('hex')}`);
     try {
       await pipeline(Readable.from(await open()), createWriteStream(tmp, { flags: 'wx', mode: 0o600 }));
-      const written = (await fs.stat(tmp)).size;
+      const fh = await fs.open(tmp, 'r');
+      let written: number;
+      try {
+        // on the disk before it has its name: after a crash, an entry is whole or absent
+        await fh.sync();
+        written = (await fh.stat()).size;
+      } finally {
+        await fh.close();
+      }
       if ((size !== undefined && written !== size) || !this.keeps(written)) throw new Error('not kept');
       await this.makeRoom(written);
       await fs.rename(tmp, path.join(this.dir, name));
@@ -127,10 +158,16 @@ export class RawCache {
     await fs.rm(path.join(this.dir, name), { force: true });
   }
 
-  /** Reads the directory once: entries oldest first; files a write left half done are removed. */
+  /**
+   * Reads the directory once: entries oldest first; files a write left half done are removed. A
+   * directory that is not this user's, or that others may write to, is not used.
+   */
   private load(): Promise<void> {
     this.loaded ??= (async () => {
       await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
+      const own = await fs.lstat(this.dir);
+      if (!own.isDirectory() || own.uid !== process.getuid?.() || (own.mode & 0o022) !== 0)
+        throw new Error(`${this.dir}: not a directory of this user's that only it may write to`);
       const found: { name: string; size: number; at: number }[] = [];
       for (const name of await fs.readdir(this.dir)) {
         const file = path.join(this.dir, name);
@@ -139,7 +176,7 @@ export class RawCache {
           continue;
         }
         if (!ENTRY.test(name)) continue;
-        const st = await fs.stat(file).catch(() => undefined);
+        const st = await fs.lstat(file).catch(() => undefined);
         if (st?.isFile() === true) found.push({ name, size: st.size, at: st.mtimeMs });
       }
       found.sort((a, b) => a.at - b.at);

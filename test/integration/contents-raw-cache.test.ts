@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -13,6 +14,8 @@ import {
   world,
   type World,
 } from './contents-raw-handoff-fixture.ts';
+import { addCommit } from './contents-fixture.ts';
+import { tempDir } from '../helpers/vcs.ts';
 import { spawnedCount } from '../../src/vcs/spawner.ts';
 
 // The raw cache (TRIAD_RAW_CACHE_BYTES): a larger file downloaded once is kept as a plain file,
@@ -123,4 +126,95 @@ describe('git: raw downloads kept by the cache, not handed over', () => {
       agent.destroy();
     }
   }, 180_000);
+});
+
+describe('git: the raw cache passed by when it fails, and smaller kept files', () => {
+  const MID = randomBytes(1024 * 1024);
+  const MID_SHA = createHash('sha256').update(MID).digest('hex');
+  let w: World;
+  let base: string;
+  let cache: string;
+  beforeAll(async () => {
+    w = await world({ TRIAD_RAW_CACHE_BYTES: '1g' });
+    cache = path.join(w.s.dataDir, 'raw-cache');
+    let store: string;
+    ({ base, store } = await repoWithBigFile(w, 'git'));
+    await addCommit('git', store, { 'mid.bin': MID });
+  }, 180_000);
+  afterAll(async () => {
+    await w.s.close();
+  });
+
+  test('when a kept file of 1 MiB is downloaded, then the server sends it on the kept-alive connection, with no process', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect((await download(agent, `${w.s.url}${base}/raw/mid.bin`)).sha).toBe(MID_SHA);
+      expect(
+        await until(
+          () => keptSizes(cache),
+          (s) => s.length > 0,
+        ),
+      ).toEqual([MID.length]);
+      const before = spawnedCount();
+      const again = await download(agent, `${w.s.url}${base}/raw/mid.bin`);
+      expect([again.status, again.sha, again.connection, again.reused]).toEqual([
+        200,
+        MID_SHA,
+        'keep-alive',
+        true,
+      ]);
+      expect(spawnedCount() - before).toBe(0);
+    } finally {
+      agent.destroy();
+    }
+  }, 120_000);
+
+  test('when a kept file was removed from outside, then the next download reads the store and keeps it again', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect(
+        await until(
+          () => keptSizes(cache),
+          (s) => s.length > 0,
+        ),
+      ).toEqual([MID.length]);
+      for (const n of await fs.readdir(cache)) await fs.rm(path.join(cache, n));
+      const r = await download(agent, `${w.s.url}${base}/raw/mid.bin`);
+      expect([r.status, r.size, r.sha]).toEqual([200, MID.length, MID_SHA]);
+      expect(
+        await until(
+          () => keptSizes(cache),
+          (s) => s.length > 0,
+        ),
+      ).toEqual([MID.length]);
+    } finally {
+      agent.destroy();
+    }
+  }, 120_000);
+});
+
+describe('git: a raw cache directory that cannot be made', () => {
+  let w: World;
+  let base: string;
+  beforeAll(async () => {
+    const blocked = path.join(await tempDir(), 'a-file');
+    await fs.writeFile(blocked, 'not a directory\n');
+    w = await world({ TRIAD_RAW_CACHE_BYTES: '1g', TRIAD_RAW_CACHE_DIR: path.join(blocked, 'cache') });
+    ({ base } = await repoWithBigFile(w, 'git'));
+  }, 180_000);
+  afterAll(async () => {
+    await w.s.close();
+  });
+
+  test('when a large file is downloaded twice, then both downloads read the store and arrive whole', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const r = await download(agent, `${w.s.url}${base}/raw/big.bin`);
+        expect([r.status, r.size, r.sha, r.connection]).toEqual([200, BIG.length, BIG_SHA, 'keep-alive']);
+      }
+    } finally {
+      agent.destroy();
+    }
+  }, 120_000);
 });

@@ -78,6 +78,22 @@ describe('RawCache', () => {
     expect(await kept(c, 'a')).toBe(1);
   });
 
+  test('when the directory cannot be made or others may write to it, then nothing is kept or served and nothing throws', async () => {
+    const base = await cacheDir();
+    await fs.writeFile(path.join(base, 'file'), 'x');
+    const blocked = new RawCache({ dir: path.join(base, 'file', 'cache'), maxBytes: 4000 });
+    await put(blocked, 'a', bytes(10, 1));
+    await expect(blocked.get('/repos/1.git', 'a', 10)).resolves.toBeUndefined();
+
+    const open = path.join(base, 'open');
+    await fs.mkdir(open, { mode: 0o777 });
+    await fs.chmod(open, 0o777);
+    const shared = new RawCache({ dir: open, maxBytes: 4000 });
+    await put(shared, 'a', bytes(10, 1));
+    expect(await shared.get('/repos/1.git', 'a', 10)).toBeUndefined();
+    expect(await fs.readdir(open)).toEqual([]);
+  });
+
   test('when a new cache opens a directory, then it keeps what is there in the order of its use and removes unfinished writes', async () => {
     const dir = await cacheDir();
     const first = new RawCache({ dir, maxBytes: 4000 });
