@@ -14,7 +14,6 @@ import { orgRoutes } from './orgs/routes.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
 import { Spool } from './vcs/spool.ts';
-import { RawCache } from './repos/raw-cache.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
@@ -147,7 +146,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   contentRoutes(api, services.repos, services.readers, config.limits, {
     socketHandOff: config.rawSocketHandOff,
     nice: config.backendNice,
-    ...(config.rawCache.maxBytes > 0 ? { cache: new RawCache(config.rawCache) } : {}),
+    ...(services.rawCache === undefined ? {} : { cache: services.rawCache }),
   });
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);

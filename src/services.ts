@@ -10,6 +10,7 @@ import { ApiError } from './http/errors.ts';
 import type { Metrics } from './telemetry/metrics.ts';
 import { UsersService, type TargetDirectory } from './users/service.ts';
 import { OrgsService } from './orgs/service.ts';
+import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
@@ -47,6 +48,8 @@ export type Services = {
   /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
   transports: TransportServers;
   releases: ReleasesService;
+  /** Larger raw downloads kept for the next (TRIAD_RAW_CACHE_BYTES); none when off. */
+  rawCache: RawCache | undefined;
 };
 
 export type AppDeps = {
@@ -75,7 +78,14 @@ export function createServices(deps: AppDeps): Services {
     },
   });
   const orgs = new OrgsService({ em, users, maxOrgsPerUser: deps.config.maxOrgsPerUser });
-  const repos = new ReposService({ em, orgs, repoDir: deps.config.repoDir, baseUrl: deps.baseUrl });
+  const rawCache = deps.config.rawCache.maxBytes > 0 ? new RawCache(deps.config.rawCache) : undefined;
+  const repos = new ReposService({
+    em,
+    orgs,
+    repoDir: deps.config.repoDir,
+    baseUrl: deps.baseUrl,
+    ...(rawCache === undefined ? {} : { forget: (dir: string) => rawCache.forget(dir) }),
+  });
   const resolveTarget: TargetDirectory['resolve'] = async (level, target, userId) => {
     const [orgName, repoName, ...rest] = target.split('/');
     const wantRepo = level === 'repo';
@@ -237,6 +247,7 @@ export function createServices(deps: AppDeps): Services {
     ops,
     transports,
     releases,
+    rawCache,
   };
 }
 

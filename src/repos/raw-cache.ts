@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
  * (Git and Fossil inflate it, Mercurial rebuilds it from deltas): a 60 MB file from Git takes
  * about half the time. An entry is named by the repository's storage path and the id of the file's
  * content in its store (`RawFile.object`), which always names the same bytes, so an entry never
- * goes stale; entries of a deleted repository are evicted like any other.
+ * goes stale; a repository's entries are in a directory of its own, removed when it is deleted.
  *
  * A file is written to the cache after a download of it ended, by a second read of the store in
  * the background (one at a time; a file asked for while another is being written waits for its
@@ -104,6 +104,14 @@ export class RawCache {
       .finally(() => (this.writing = undefined));
   }
 
+  /** Removes every kept file of a repository (deleted: its files must not outlive it). */
+  async forget(repoPath: string): Promise<void> {
+    const key = repoKey(repoPath);
+    await this.settled(); // a write of its file under way would put it back
+    for (const name of [...this.entries.keys()]) if (name.startsWith(`${key}/`)) await this.drop(name);
+    await fs.rm(path.join(this.dir, key), { recursive: true, force: true });
+  }
+
   /** Resolves once the write under way, if any, has ended (kept or not). */
   async settled(): Promise<void> {
     await this.writing;
@@ -134,6 +142,7 @@ export class RawCache {
       }
       if ((size !== undefined && written !== size) || !this.keeps(written)) throw new Error('not kept');
       await this.makeRoom(written);
+      await fs.mkdir(path.join(this.dir, path.dirname(name)), { recursive: true, mode: 0o700 });
       await fs.rename(tmp, path.join(this.dir, name));
       this.entries.set(name, written);
       this.total += written;
@@ -169,15 +178,19 @@ export class RawCache {
       if (!own.isDirectory() || own.uid !== process.getuid?.() || (own.mode & 0o022) !== 0)
         throw new Error(`${this.dir}: not a directory of this user's that only it may write to`);
       const found: { name: string; size: number; at: number }[] = [];
-      for (const name of await fs.readdir(this.dir)) {
-        const file = path.join(this.dir, name);
-        if (name.startsWith(TMP)) {
-          await fs.rm(file, { force: true });
+      for (const top of await fs.readdir(this.dir)) {
+        if (top.startsWith(TMP)) {
+          await fs.rm(path.join(this.dir, top), { force: true });
           continue;
         }
-        if (!ENTRY.test(name)) continue;
-        const st = await fs.lstat(file).catch(() => undefined);
-        if (st?.isFile() === true) found.push({ name, size: st.size, at: st.mtimeMs });
+        if (!KEY.test(top)) continue;
+        const sub = path.join(this.dir, top);
+        if ((await fs.lstat(sub)).isDirectory() !== true) continue;
+        for (const name of await fs.readdir(sub)) {
+          const st = await fs.lstat(path.join(sub, name)).catch(() => undefined);
+          if (KEY.test(name) && st?.isFile() === true)
+            found.push({ name: `${top}/${name}`, size: st.size, at: st.mtimeMs });
+        }
       }
       found.sort((a, b) => a.at - b.at);
       for (const f of found) {
@@ -192,8 +205,14 @@ export class RawCache {
 }
 
 const TMP = '.writing-';
-const ENTRY = /^[0-9a-f]{64}$/;
+const KEY = /^[0-9a-f]{64}$/;
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** A repository's entries are in a directory of its own, named by its storage path. */
+const repoKey = (repoPath: string) => sha256(repoPath);
+
+/** `<repository key>/<content key>`, relative to the cache's directory. */
 function entryName(repoPath: string, object: string): string {
-  return createHash('sha256').update(`${repoPath}\0${object}`).digest('hex');
+  return `${repoKey(repoPath)}/${sha256(object)}`;
 }

@@ -17,17 +17,21 @@ export class ReposService {
   private readonly orgs: Pick<OrgsService, 'lock'>;
   private readonly root: string;
   private readonly baseUrl: () => string;
+  /** What else holds a repository's files by its storage path (the raw cache): cleared on delete. */
+  private readonly forget: ((dir: string) => Promise<void>) | undefined;
 
   constructor(deps: {
     em: () => EntityManager;
     orgs: Pick<OrgsService, 'lock'>;
     repoDir: string;
     baseUrl: () => string;
+    forget?: (dir: string) => Promise<void>;
   }) {
     this.em = deps.em;
     this.orgs = deps.orgs;
     this.root = deps.repoDir;
     this.baseUrl = deps.baseUrl;
+    this.forget = deps.forget;
   }
 
   json(r: RepoRow, orgName: string): RepoJson {
@@ -125,7 +129,7 @@ export class ReposService {
     return repo;
   }
 
-  /** Deletes every row of the repository (cascading) and then its storage. */
+  /** Deletes every row of the repository (cascading), then its storage and what is kept of its files. */
   async delete(id: number): Promise<void> {
     const repo = await this.get(id);
     const dir = this.path(repo);
@@ -133,5 +137,6 @@ export class ReposService {
       await db.deleteRepo(tx, id);
     });
     await removeRepository(dir);
+    await this.forget?.(dir);
   }
 }

@@ -23,7 +23,8 @@ import { spawnedCount } from '../../src/vcs/spawner.ts';
 
 /** The files the cache keeps (not one being written), by size. */
 async function keptSizes(dir: string): Promise<number[]> {
-  const names = (await fs.readdir(dir).catch(() => [] as string[])).filter((n) => /^[0-9a-f]{64}$/.test(n));
+  const all = await fs.readdir(dir, { recursive: true }).catch(() => [] as string[]);
+  const names = all.filter((n) => /^[0-9a-f]{64}\/[0-9a-f]{64}$/.test(n));
   const sizes = await Promise.all(names.map(async (n) => (await fs.stat(path.join(dir, n))).size));
   return sizes.sort((a, b) => a - b);
 }
@@ -67,7 +68,9 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw downloads kept by the c
         String(BIG.length),
         'close',
       ]);
-      expect(await catCommands()).toEqual([expect.stringMatching(new RegExp(`^cat ${cache}/[0-9a-f]{64}$`))]);
+      expect(await catCommands()).toEqual([
+        expect.stringMatching(new RegExp(`^cat ${cache}/[0-9a-f]{64}/[0-9a-f]{64}$`)),
+      ]);
       req.destroy();
       expect(await until(catCommands, (c) => c.length === 0)).toEqual([]);
 
@@ -178,7 +181,7 @@ describe('git: the raw cache passed by when it fails, and smaller kept files', (
           (s) => s.length > 0,
         ),
       ).toEqual([MID.length]);
-      for (const n of await fs.readdir(cache)) await fs.rm(path.join(cache, n));
+      for (const n of await fs.readdir(cache)) await fs.rm(path.join(cache, n), { recursive: true });
       const r = await download(agent, `${w.s.url}${base}/raw/mid.bin`);
       expect([r.status, r.size, r.sha]).toEqual([200, MID.length, MID_SHA]);
       expect(
@@ -190,6 +193,34 @@ describe('git: the raw cache passed by when it fails, and smaller kept files', (
     } finally {
       agent.destroy();
     }
+  }, 120_000);
+});
+
+describe('git: the raw cache and a deleted repository', () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world({ TRIAD_RAW_CACHE_BYTES: '1g' });
+  }, 60_000);
+  afterAll(async () => {
+    await w.s.close();
+  });
+
+  test('when a repository whose file is kept is deleted, then the kept file goes with it', async () => {
+    const cache = path.join(w.s.dataDir, 'raw-cache');
+    const { base } = await repoWithBigFile(w, 'git');
+    const r = await fetch(`${w.s.url}${base}/raw/big.bin`);
+    expect(r.status).toBe(200);
+    await r.arrayBuffer();
+    expect(
+      await until(
+        () => keptSizes(cache),
+        (s) => s.length > 0,
+      ),
+    ).toEqual([BIG.length]);
+    const del = await w.owner.client.delete(base);
+    expect(del.status).toBe(204);
+    expect(await keptSizes(cache)).toEqual([]);
+    expect(await fs.readdir(cache)).toEqual([]);
   }, 120_000);
 });
 

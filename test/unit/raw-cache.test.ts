@@ -94,12 +94,26 @@ describe('RawCache', () => {
     expect(await fs.readdir(open)).toEqual([]);
   });
 
+  test('when a repository is forgotten, then its files go and another repository keeps its own', async () => {
+    const dir = await cacheDir();
+    const c = new RawCache({ dir, maxBytes: 4000 });
+    await put(c, 'a', bytes(10, 1));
+    c.put('/repos/2.git', 'a', 10, source(bytes(10, 2)));
+    await c.settled();
+    expect(await fs.readdir(dir)).toHaveLength(2);
+    await c.forget('/repos/1.git');
+    expect(await c.get('/repos/1.git', 'a', 10)).toBeUndefined();
+    expect(await fs.readFile((await c.get('/repos/2.git', 'a', 10))!.file)).toEqual(bytes(10, 2));
+    expect(await fs.readdir(dir)).toHaveLength(1);
+  });
+
   test('when a new cache opens a directory, then it keeps what is there in the order of its use and removes unfinished writes', async () => {
     const dir = await cacheDir();
     const first = new RawCache({ dir, maxBytes: 4000 });
     for (const [i, o] of ['a', 'b', 'c'].entries()) await put(first, o, bytes(1000, i + 1));
     const old = new Date(Date.now() - 60_000);
-    for (const name of await fs.readdir(dir)) await fs.utimes(path.join(dir, name), old, old);
+    for (const name of await fs.readdir(dir, { recursive: true }))
+      await fs.utimes(path.join(dir, name), old, old);
     expect(await kept(first, 'a')).toBe(1); // used: its time is now
     await fs.writeFile(path.join(dir, '.writing-abc'), 'half');
 
