@@ -19,6 +19,8 @@ export default async function globalSetup(): Promise<void> {
   await migrate(`${base}/triad_template`, orm);
   await orm.close();
   process.env.TRIAD_TEST_PG = base;
+  // the directories tests make with `tempDir` (helpers/vcs.ts), removed by global-teardown.ts
+  process.env.TRIAD_TEST_TEMP_LIST = path.join(dir, 'temp-dirs');
   (globalThis as { __triadPg?: { stop: () => Promise<void>; dir: string } }).__triadPg = {
     stop: db.stop,
     dir,

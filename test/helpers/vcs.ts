@@ -41,8 +41,16 @@ export async function ok(cmd: string, args: string[], cwd: string): Promise<stri
   return r.stdout;
 }
 
+/**
+ * A new directory in the temporary directory. Its path is added to the run's list
+ * (`TRIAD_TEST_TEMP_LIST`, made by global-setup.ts), and global-teardown.ts removes every
+ * directory on it once the whole run is over (no test file's hooks can still need one).
+ */
 export async function tempDir(prefix = 'triad-vcs-'): Promise<string> {
-  return fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  const list = process.env.TRIAD_TEST_TEMP_LIST;
+  if (list !== undefined) await fs.appendFile(list, `${dir}\n`);
+  return dir;
 }
 
 /** `http://x:token@host/path` for clients that take credentials from the URL. */
