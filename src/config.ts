@@ -69,6 +69,8 @@ const envSchema = z.object({
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
   TRIAD_MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1000),
+  TRIAD_MAX_CONNECTIONS_PER_CLIENT: z.coerce.number().int().min(0).default(256),
+  TRIAD_FIRST_REQUEST_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(10),
   TRIAD_IDLE_GC_SECONDS: z.coerce.number().min(0).max(3600).default(10),
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   OTEL_SERVICE_NAME: z.string().default('triad'),
@@ -134,8 +136,12 @@ export type Config = {
   sandbox: SandboxOptions & { unsandboxed: boolean };
   bodyLimit: string;
   shutdownTimeoutMs: number;
-  /** Open HTTP connections at most; more are closed on arrival (`server.maxConnections`). */
-  maxConnections: number;
+  /**
+   * HTTP connections: open at most (`max`; then a small reserve for health probes, beyond it
+   * closed on arrival), per client address (`perClient`, 0 = no limit; trusted proxies exempt),
+   * and how long a new connection may take to send its first request (http/connections.ts).
+   */
+  connections: { max: number; perClient: number; firstRequestMs: number };
   /** Quiet time after requests before a grown V8 heap is collected and given back (0: never). */
   idleGcMs: number;
   /**
@@ -241,7 +247,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ]),
     bodyLimit: e.TRIAD_BODY_LIMIT,
     shutdownTimeoutMs: e.TRIAD_SHUTDOWN_TIMEOUT_SECONDS * 1000,
-    maxConnections: e.TRIAD_MAX_CONNECTIONS,
+    connections: {
+      max: e.TRIAD_MAX_CONNECTIONS,
+      perClient: e.TRIAD_MAX_CONNECTIONS_PER_CLIENT,
+      firstRequestMs: e.TRIAD_FIRST_REQUEST_TIMEOUT_SECONDS * 1000,
+    },
     idleGcMs: e.TRIAD_IDLE_GC_SECONDS * 1000,
     backendNice: e.TRIAD_BACKEND_NICE,
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
-import { trackConnections } from './http/connections.ts';
+import { serveConnections } from './http/connections.ts';
 import { createApp } from './app.ts';
 import { createServices, type Services } from './services.ts';
 import { closeDriverProcesses } from './vcs/index.ts';
@@ -89,18 +89,39 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
-  const server = http.createServer(app);
+  const server = http.createServer();
   server.keepAliveTimeout = 65_000;
   // A push upload may take as long as the transport allows (Node's default cuts it at 300 s).
   server.requestTimeout = Math.max(300_000, config.transport.timeoutMs + 60_000);
-  // Connections beyond the cap are closed as soon as they are accepted (counted as drops).
-  server.maxConnections = config.maxConnections;
-  const connections = trackConnections(server);
   const dropped = deps.metrics.counter(
     'triad_http_connections_dropped_total',
-    'Connections closed on arrival because TRIAD_MAX_CONNECTIONS were open',
+    'Connections closed on arrival because TRIAD_MAX_CONNECTIONS and the probe reserve were open',
     [],
   );
+  const perClientDropped = deps.metrics.counter(
+    'triad_http_client_connections_dropped_total',
+    'Connections closed on arrival because their client had TRIAD_MAX_CONNECTIONS_PER_CLIENT open',
+    [],
+  );
+  const idleClosed = deps.metrics.counter(
+    'triad_http_connections_first_request_timeouts_total',
+    'Connections closed because no request arrived within TRIAD_FIRST_REQUEST_TIMEOUT_SECONDS',
+    [],
+  );
+  // Per-client and global connection caps, a probe reserve above the cap, the first-request
+  // timeout (http/connections.ts); trusted proxies as express trusts them (TRIAD_TRUST_PROXY).
+  const trusted = app.get('trust proxy fn') as (address: string, hop: number) => boolean;
+  const connections = serveConnections(server, app, {
+    max: config.connections.max,
+    perClient: config.connections.perClient,
+    firstRequestMs: config.connections.firstRequestMs,
+    isProxy: (address) => trusted(address, 0),
+    onDrop: (reason) => {
+      if (reason === 'per_client') perClientDropped.inc();
+      else if (reason === 'first_request_timeout') idleClosed.inc();
+      else dropped.inc();
+    },
+  });
   server.on('drop', () => dropped.inc());
   // After a burst of requests, the heap V8 grew to is given back once the server is quiet.
   const idleGc = new IdleCollector({ idleMs: config.idleGcMs, log });

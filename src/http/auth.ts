@@ -253,7 +253,8 @@ const USER_OK_UNDER_CI = new Set(['/api/v1/ci/queue']);
  * Resolves `Authorization: Bearer <token>` into a principal. User tokens are refused under
  * `/api/v1/ci/` and agent tokens everywhere else (both 401). A malformed, unknown or expired
  * token is a 401 even on public routes, so a client never silently acts anonymously. With a
- * `throttle`, those 401s count against the client address, and a blocked address gets 429.
+ * `throttle`, those 401s count against the client address and the presented token (agent tokens
+ * under `/api/v1/ci/` apart from users' tokens), and guessing gets 429 (see `AuthThrottle`).
  */
 export function authenticate(
   dir: Directory,
@@ -270,7 +271,12 @@ export function authenticate(
         ? { kind: 'anonymous' }
         : throttle === undefined
           ? await resolve()
-          : await throttle.guard(req, resolve, (e) => e instanceof ApiError && e.status === 401);
+          : await throttle.guard(
+              req,
+              resolve,
+              (e) => e instanceof ApiError && e.status === 401,
+              lower.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(lower) ? 'agent' : 'user',
+            );
     res.locals.access = new Access(principal, dir);
     next();
   };

@@ -1,5 +1,5 @@
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { ApiError } from './errors.ts';
 
 export type AuthThrottleOptions = {
@@ -10,6 +10,17 @@ export type AuthThrottleOptions = {
 };
 
 /**
+ * Which credentials a failure counts against: agent tokens (the CI API under `/api/v1/ci/`) and
+ * users' tokens (the rest of the API, clone URLs) have separate counters per address, so users'
+ * failures never block an agent polling from the same address (the embedded agent, 127.0.0.1).
+ */
+export type ThrottleScope = 'user' | 'agent';
+
+/** How long a credential that authenticated stays known as valid, and how many are kept. */
+const KNOWN_GOOD_MS = 24 * 3600_000;
+const KNOWN_GOOD_MAX = 20_000;
+
+/**
  * The client address of a request: the socket peer, or, when express `trust proxy` is set
  * (`TRIAD_TRUST_PROXY`), the address the trusted proxies report in `X-Forwarded-For`.
  */
@@ -18,45 +29,157 @@ export function clientAddress(req: Request): string {
 }
 
 /**
+ * The secret an `Authorization` header presents: the Bearer token, the password of HTTP Basic
+ * (any user name), else the whole header (a malformed one still has an identity to count).
+ */
+export function presentedSecret(header: string): string {
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+  if (bearer !== undefined) return bearer;
+  const basic = /^Basic\s+(\S+)\s*$/i.exec(header)?.[1];
+  if (basic === undefined) return header;
+  const decoded = Buffer.from(basic, 'base64').toString('utf8');
+  const i = decoded.indexOf(':');
+  return i >= 0 ? decoded.slice(i + 1) : decoded;
+}
+
+/**
+ * Fixed-window counters in memory: a key's window starts at its first count. Every method is
+ * synchronous, so a request's check and count never interleave with another request's.
+ */
+class Windows {
+  private readonly map = new Map<string, { n: number; until: number }>();
+  private writes = 0;
+  private readonly ms: number;
+
+  constructor(ms: number) {
+    this.ms = ms;
+  }
+
+  /** The key's count in its current window and the milliseconds until that window ends. */
+  get(key: string): { n: number; msLeft: number } {
+    const now = Date.now();
+    const w = this.map.get(key);
+    if (w === undefined || w.until <= now) return { n: 0, msLeft: 0 };
+    return { n: w.n, msLeft: w.until - now };
+  }
+
+  add(key: string, by = 1): void {
+    const now = Date.now();
+    if ((this.writes += 1) % 1024 === 0) this.sweep(now);
+    const w = this.map.get(key);
+    if (w !== undefined && w.until > now) w.n = Math.max(0, w.n + by);
+    else if (by > 0) this.map.set(key, { n: by, until: now + this.ms });
+    else this.map.delete(key);
+  }
+
+  private sweep(now: number): void {
+    for (const [k, w] of this.map) if (w.until <= now) this.map.delete(k);
+  }
+}
+
+/**
  * Failed-authentication throttle, one per server process, shared by the API (Bearer tokens) and
- * the clone URLs (HTTP Basic): after `limit` failed authentications from one client address
- * within the window, every request from that address that presents credentials answers 429
- * `rate_limited` with `Retry-After` until the window ends, even with a valid token, so a
- * guesser cannot go on testing tokens. Requests without credentials and successful ones never
- * count. Counters live in memory (rate-limiter-flexible), so each replica counts on its own.
+ * the clone URLs (HTTP Basic). It slows down guessing without refusing valid credentials because
+ * of others' failures (docs/api.md, "Throttling failed authentications"):
+ *
+ * - a failure counts once per distinct credential against its client address (per scope), and
+ *   every time against that address and credential;
+ * - after `limit` distinct failed credentials within the window the address is *blocked* until
+ *   the window ends: a credential that already failed there answers 429 without a lookup, and one
+ *   credential the address has not presented before is looked up per `windowMs / limit` (429
+ *   otherwise), so a guesser goes on at the configured rate at most;
+ * - a credential that authenticated within the last 24 hours (in this process) is always looked
+ *   up and never throttled: a guesser cannot present one without knowing it, so valid tokens in
+ *   use (the embedded agent's, CI clients', users' behind a shared address) keep working;
+ * - the same credential failing `limit` times from one address answers 429 (a client in a retry
+ *   loop), without blocking the address for others;
+ * - agent tokens and users' tokens count separately (`ThrottleScope`).
+ *
+ * A new attempt with a fresh credential takes its address's count up before the lookup and gives
+ * it back on success, so concurrent guesses cannot overshoot the limit. Requests without
+ * credentials never count. Counters live in memory, so each replica counts on its own.
  */
 export class AuthThrottle {
-  private readonly failures: RateLimiterMemory | undefined;
   private readonly limit: number;
+  /** Distinct failed credentials per `scope|address`. */
+  private readonly addresses: Windows;
+  /** Failures per `scope|address|credential`. */
+  private readonly credentials: Windows;
+  /** Lookups of fresh credentials a blocked address made (one per `windowMs / limit`). */
+  private readonly fresh: Windows;
+  /** SHA-256 of credentials that authenticated, with when they did (oldest first). */
+  private readonly knownGood = new Map<string, number>();
 
   constructor(opts: AuthThrottleOptions) {
     this.limit = opts.limit;
-    this.failures =
-      opts.limit > 0
-        ? new RateLimiterMemory({
-            keyPrefix: 'auth-failures',
-            points: opts.limit,
-            duration: Math.max(0.001, opts.windowMs / 1000),
-          })
-        : undefined;
+    this.addresses = new Windows(opts.windowMs);
+    this.credentials = new Windows(opts.windowMs);
+    this.fresh = new Windows(Math.max(1, Math.floor(opts.windowMs / Math.max(1, opts.limit))));
   }
 
   /**
-   * Runs a credential check for the request's address: 429 (an `ApiError`) when the address is
-   * blocked, before anything is looked up; a failure `isFailure` recognises is counted and rethrown.
+   * Runs a credential check for the request (`Authorization` names the credential): 429 (an
+   * `ApiError`) when the rules above refuse it, before anything is looked up; a failure
+   * `isFailure` recognises is counted and rethrown.
    */
-  async guard<T>(req: Request, check: () => Promise<T>, isFailure: (e: unknown) => boolean): Promise<T> {
-    const limiter = this.failures;
-    if (limiter === undefined) return check();
-    const address = clientAddress(req);
-    const seen = await limiter.get(address);
-    if (seen !== null && seen.consumedPoints >= this.limit)
-      throw ApiError.rateLimited(seen.msBeforeNext / 1000);
+  async guard<T>(
+    req: Request,
+    check: () => Promise<T>,
+    isFailure: (e: unknown) => boolean,
+    scope: ThrottleScope = 'user',
+  ): Promise<T> {
+    if (this.limit <= 0) return check();
+    const hash = createHash('sha256')
+      .update(presentedSecret(req.headers.authorization ?? ''), 'utf8')
+      .digest('hex');
+    const address = `${scope}|${clientAddress(req)}`;
+    const credential = `${address}|${hash}`;
+    const reserved = this.admit(hash, address, credential);
     try {
-      return await check();
+      const result = await check();
+      if (reserved) this.addresses.add(address, -1);
+      this.knownGood.delete(hash);
+      this.knownGood.set(hash, Date.now());
+      if (this.knownGood.size > KNOWN_GOOD_MAX) {
+        const oldest = this.knownGood.keys().next().value;
+        if (oldest !== undefined) this.knownGood.delete(oldest);
+      }
+      return result;
     } catch (e) {
-      if (isFailure(e)) await limiter.penalty(address, 1);
+      if (isFailure(e)) {
+        this.knownGood.delete(hash);
+        const first = this.credentials.get(credential).n === 0;
+        this.credentials.add(credential);
+        // a fresh credential's failure was counted when it was admitted
+        if (first && !reserved) this.addresses.add(address);
+        // once blocked, the next fresh credential waits for the spacing, like every later one
+        if (this.addresses.get(address).n >= this.limit && this.fresh.get(address).n === 0)
+          this.fresh.add(address);
+      } else if (reserved) this.addresses.add(address, -1);
       throw e;
     }
+  }
+
+  /**
+   * Throws 429 when the credential may not be checked now; true when the address's count was
+   * taken up for it (a fresh credential of an address that is not blocked).
+   */
+  private admit(hash: string, address: string, credential: string): boolean {
+    const good = this.knownGood.get(hash);
+    if (good !== undefined && Date.now() - good < KNOWN_GOOD_MS) return false;
+    if (good !== undefined) this.knownGood.delete(hash);
+    const same = this.credentials.get(credential);
+    if (same.n >= this.limit) throw ApiError.rateLimited(same.msLeft / 1000);
+    const seen = this.addresses.get(address);
+    if (seen.n < this.limit) {
+      if (same.n > 0) return false; // counted already
+      this.addresses.add(address);
+      return true;
+    }
+    if (same.n > 0) throw ApiError.rateLimited(seen.msLeft / 1000);
+    const probes = this.fresh.get(address);
+    if (probes.n >= 1) throw ApiError.rateLimited(probes.msLeft / 1000);
+    this.fresh.add(address);
+    return false;
   }
 }

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { sh, tempDir, withCreds } from '../helpers/vcs.ts';
 
-// Repeated failed authentications from one client address answer 429 `rate_limited` with
-// Retry-After, on the API and on clone URLs (one shared counter per address). See docs/api.md.
+// Failed authentications are counted per client address and per presented credential; guessing
+// from an address answers 429 `rate_limited` with Retry-After, on the API and on clone URLs (one
+// shared counter), while valid credentials in use from that address, and agents, go on working.
+// See docs/api.md, "Throttling failed authentications".
 
 type Answer = { status: number; headers: http.IncomingHttpHeaders; body: any };
 
@@ -15,9 +17,10 @@ function from(
   localAddress: string,
   path: string,
   headers: Record<string, string> = {},
+  method = 'GET',
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${base}${path}`, { localAddress, headers, agent: false }, (res) => {
+    const req = http.request(`${base}${path}`, { method, localAddress, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -34,6 +37,7 @@ function from(
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const guess = () => uniq('triad_guess_');
 
 function expectLimited(r: Answer, windowSeconds: number): number {
   expect(r.status).toBe(429);
@@ -42,6 +46,15 @@ function expectLimited(r: Answer, windowSeconds: number): number {
   expect(after).toBeGreaterThanOrEqual(1);
   expect(after).toBeLessThanOrEqual(windowSeconds);
   return after;
+}
+
+/** `count` distinct bad tokens from `ip`, each answered 401. */
+async function guesses(s: TestServer, ip: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 1) {
+    const r = await from(s.url, ip, '/api/v1/user', bearer(guess()));
+    expect(r.status).toBe(401);
+    expect(r.body.error.code).toBe('unauthorized');
+  }
 }
 
 describe('with a limit of 3 failures in 2 s, addresses taken from the socket', () => {
@@ -62,66 +75,127 @@ describe('with a limit of 3 failures in 2 s, addresses taken from the socket', (
     await s.close();
   });
 
-  test('bad tokens from one address get 429 with Retry-After; other addresses and the window end are unaffected', async () => {
-    const bad = bearer('triad_not_a_real_token');
-    for (let i = 0; i < 3; i += 1) {
-      const r = await from(s.url, '127.0.0.2', '/api/v1/user', bad);
-      expect(r.status).toBe(401);
-      expect(r.body.error.code).toBe('unauthorized');
-    }
-    const limited = await from(s.url, '127.0.0.2', '/api/v1/user', bad);
+  test('guessing from one address gets 429 with Retry-After, while a valid token in use from that address still passes', async () => {
+    expect((await from(s.url, '127.0.0.2', '/api/v1/user', bearer(user.token))).status).toBe(200);
+    const first = guess();
+    expect((await from(s.url, '127.0.0.2', '/api/v1/user', bearer(first))).status).toBe(401);
+    await guesses(s, '127.0.0.2', 2);
+    const limited = await from(s.url, '127.0.0.2', '/api/v1/user', bearer(guess()));
     expectLimited(limited, 2);
     expect(limited.body).toEqual({ error: { code: 'rate_limited', message: expect.any(String) } });
     expect(limited.headers['x-content-type-options']).toBe('nosniff');
-    // While blocked, a valid token from that address is refused too (no more token testing) …
-    expectLimited(await from(s.url, '127.0.0.2', '/api/v1/user', bearer(user.token)), 2);
-    // … requests without credentials are not throttled …
+    // A token that failed there is refused at once too …
+    expectLimited(await from(s.url, '127.0.0.2', '/api/v1/user', bearer(first)), 2);
+    // … but the valid token is not refused for the guesser's failures, on the API and clone URLs …
+    const ok = await from(s.url, '127.0.0.2', '/api/v1/user', bearer(user.token));
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.username).toBe(user.username);
+    const refs = `/${org}/${repo}/info/refs?service=git-upload-pack`;
+    expect((await from(s.url, '127.0.0.2', refs, basic(user.token))).status).toBe(200);
+    // … requests without credentials are not throttled, and another address is unaffected.
     expect((await from(s.url, '127.0.0.2', `/api/v1/orgs/${org}`)).status).toBe(200);
-    // … and another address is unaffected.
-    const other = await from(s.url, '127.0.0.3', '/api/v1/user', bearer(user.token));
-    expect(other.status).toBe(200);
-    expect(other.body.data.username).toBe(user.username);
-    // After the window the address may authenticate again.
+    expect((await from(s.url, '127.0.0.3', '/api/v1/user', bearer(guess()))).status).toBe(401);
+    // After the window the address may try new tokens again.
     await sleep(2300);
-    expect((await from(s.url, '127.0.0.2', '/api/v1/user', bearer(user.token))).status).toBe(200);
+    expect((await from(s.url, '127.0.0.2', '/api/v1/user', bearer(guess()))).status).toBe(401);
   });
 
-  test('clone URLs share the counter: bad Basic credentials block the address on both', async () => {
+  test('clone URLs share the counter: bad Basic credentials block guessing on both', async () => {
     const refs = `/${org}/${repo}/info/refs?service=git-upload-pack`;
     for (let i = 0; i < 2; i += 1)
-      expect((await from(s.url, '127.0.0.4', refs, basic('wrong'))).status).toBe(401);
-    expect((await from(s.url, '127.0.0.4', '/api/v1/user', bearer('wrong'))).status).toBe(401);
-    const limited = await from(s.url, '127.0.0.4', refs, basic(user.token));
+      expect((await from(s.url, '127.0.0.4', refs, basic(guess()))).status).toBe(401);
+    expect((await from(s.url, '127.0.0.4', '/api/v1/user', bearer(guess()))).status).toBe(401);
+    const limited = await from(s.url, '127.0.0.4', refs, basic(guess()));
     expectLimited(limited, 2);
     expect(limited.body).toContain('too many failed authentications');
-    expectLimited(await from(s.url, '127.0.0.4', '/api/v1/user', bearer(user.token)), 2);
-    // The anonymous first request of a clone (before the client sends credentials) still passes.
+    expectLimited(await from(s.url, '127.0.0.4', '/api/v1/user', bearer(guess())), 2);
+    // The anonymous first request of a clone (before the client sends credentials) still passes,
+    // and so does the valid token.
     expect((await from(s.url, '127.0.0.4', refs)).status).toBe(200);
-    expect((await from(s.url, '127.0.0.5', refs, basic(user.token))).status).toBe(200);
+    expect((await from(s.url, '127.0.0.4', refs, basic(user.token))).status).toBe(200);
+  });
+
+  test('one bad token repeated gets 429 itself, without refusing other tokens from its address', async () => {
+    const stuck = guess();
+    for (let i = 0; i < 3; i += 1) {
+      expect((await from(s.url, '127.0.0.5', '/api/v1/user', bearer(stuck))).status).toBe(401);
+    }
+    expectLimited(await from(s.url, '127.0.0.5', '/api/v1/user', bearer(stuck)), 2);
+    // A token never used anywhere yet (so not known as valid) passes: the address is not guessing.
+    const fresh = await s.newUser();
+    expect((await from(s.url, '127.0.0.5', '/api/v1/user', bearer(fresh.token))).status).toBe(200);
+    expect((await from(s.url, '127.0.0.5', '/api/v1/user', bearer(guess()))).status).toBe(401);
   });
 
   test('successful authentications never count', async () => {
     for (let i = 0; i < 10; i += 1) {
       expect((await from(s.url, '127.0.0.6', '/api/v1/user', bearer(user.token))).status).toBe(200);
     }
-    for (let i = 0; i < 3; i += 1) {
-      expect((await from(s.url, '127.0.0.6', '/api/v1/user', bearer('wrong'))).status).toBe(401);
-    }
+    await guesses(s, '127.0.0.6', 3);
   });
 
   test('without TRIAD_TRUST_PROXY a forged X-Forwarded-For does not change the address', async () => {
     for (let i = 0; i < 3; i += 1) {
       const r = await from(s.url, '127.0.0.7', '/api/v1/user', {
-        ...bearer('wrong'),
+        ...bearer(guess()),
         'x-forwarded-for': `198.51.100.${i}`,
       });
       expect(r.status).toBe(401);
     }
     const r = await from(s.url, '127.0.0.7', '/api/v1/user', {
-      ...bearer(user.token),
+      ...bearer(guess()),
       'x-forwarded-for': '198.51.100.99',
     });
     expectLimited(r, 2);
+  });
+});
+
+describe('a blocked address (limit 5 in 6 s: one new token per 1.2 s)', () => {
+  let s: TestServer;
+
+  beforeAll(async () => {
+    s = await startTestServer({ TRIAD_AUTH_FAILURE_LIMIT: '5', TRIAD_AUTH_FAILURE_WINDOW_SECONDS: '6' });
+  });
+  afterAll(async () => {
+    await s.close();
+  });
+
+  test('has one new token looked up per window / limit: guessing stays slow, and a valid token the server has not seen yet passes on its turn', async () => {
+    await guesses(s, '127.0.0.8', 5);
+    expectLimited(await from(s.url, '127.0.0.8', '/api/v1/user', bearer(guess())), 6);
+    await sleep(1300);
+    expect((await from(s.url, '127.0.0.8', '/api/v1/user', bearer(guess()))).status).toBe(401);
+    const after = expectLimited(await from(s.url, '127.0.0.8', '/api/v1/user', bearer(guess())), 6);
+    expect(after).toBeLessThanOrEqual(2);
+    const user = await s.newUser();
+    await sleep(1300);
+    const ok = await from(s.url, '127.0.0.8', '/api/v1/user', bearer(user.token));
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.username).toBe(user.username);
+  });
+
+  test("agent tokens are never refused for users' failures from the same address, and agents' failures do not block users", async () => {
+    const created = await s.admin.post('/api/v1/admin/agents', { name: uniq('agent') });
+    expect(created.status).toBe(201);
+    const agentToken = created.body.data.token as string;
+    expect(agentToken.startsWith('triad_agent_')).toBe(true);
+    // A CI step on the agent's host sends bad tokens (API and clone URL) until it is throttled …
+    await guesses(s, '127.0.0.9', 5);
+    expectLimited(await from(s.url, '127.0.0.9', '/api/v1/user', bearer(guess())), 6);
+    // … and the agent's first poll from that address (its token never seen before) is served.
+    const poll = await from(s.url, '127.0.0.9', '/api/v1/ci/poll', bearer(agentToken), 'POST');
+    expect(poll.status).toBe(204);
+    // Bad agent tokens block agent-token guessing from an address, not users' tokens.
+    for (let i = 0; i < 5; i += 1) {
+      const r = await from(s.url, '127.0.0.10', '/api/v1/ci/poll', bearer(guess()), 'POST');
+      expect(r.status).toBe(401);
+    }
+    expectLimited(await from(s.url, '127.0.0.10', '/api/v1/ci/poll', bearer(guess()), 'POST'), 6);
+    const user = await s.newUser();
+    expect((await from(s.url, '127.0.0.10', '/api/v1/user', bearer(user.token))).status).toBe(200);
+    // The registered agent itself still polls from there (it authenticated before).
+    const again = await from(s.url, '127.0.0.10', '/api/v1/ci/poll', bearer(agentToken), 'POST');
+    expect(again.status).toBe(204);
   });
 });
 
@@ -144,11 +218,12 @@ describe('behind a trusted proxy (TRIAD_TRUST_PROXY=loopback)', () => {
   test('the address is the one the proxy reports in X-Forwarded-For', async () => {
     const client = (ip: string, token: string) => ({ ...bearer(token), 'x-forwarded-for': ip });
     for (let i = 0; i < 2; i += 1) {
-      expect((await from(s.url, '127.0.0.1', '/api/v1/user', client('203.0.113.7', 'wrong'))).status).toBe(
+      expect((await from(s.url, '127.0.0.1', '/api/v1/user', client('203.0.113.7', guess()))).status).toBe(
         401,
       );
     }
-    expectLimited(await from(s.url, '127.0.0.1', '/api/v1/user', client('203.0.113.7', user.token)), 30);
+    expectLimited(await from(s.url, '127.0.0.1', '/api/v1/user', client('203.0.113.7', guess())), 30);
+    expect((await from(s.url, '127.0.0.1', '/api/v1/user', client('203.0.113.8', guess()))).status).toBe(401);
     const other = await from(s.url, '127.0.0.1', '/api/v1/user', client('203.0.113.8', user.token));
     expect(other.status).toBe(200);
   });
@@ -164,7 +239,7 @@ describe('a stock client on a blocked address', () => {
     await s.close();
   });
 
-  test('git sees 429 after repeated bad tokens', async () => {
+  test('git sees 429 after repeated bad tokens, and still clones with a valid one', async () => {
     const user = await s.newUser();
     const org = await s.newOrg(user);
     const name = uniq('r');
@@ -178,13 +253,15 @@ describe('a stock client on a blocked address', () => {
     const dir = await tempDir();
     const url = `${s.url}/${org}/${name}`;
     for (let i = 0; i < 2; i += 1) {
-      const r = await sh('git', ['ls-remote', withCreds(url, 'wrong')], dir);
+      const r = await sh('git', ['ls-remote', withCreds(url, guess())], dir);
       expect(r.code).not.toBe(0);
       expect(r.stderr).toMatch(/Authentication failed|401/);
     }
-    const r = await sh('git', ['ls-remote', withCreds(url, user.token)], dir);
+    const r = await sh('git', ['ls-remote', withCreds(url, guess())], dir);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('429');
+    const ok = await sh('git', ['ls-remote', withCreds(url, user.token)], dir);
+    expect(ok.code).toBe(0);
     await fs.rm(dir, { recursive: true, force: true });
   });
 });
