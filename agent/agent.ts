@@ -6,6 +6,7 @@ import { backoff, retryable, ServerClient, sleep, withRetry } from './client.ts'
 import { LogLimiter } from './log-limit.ts';
 import { LogShipper } from './log-shipper.ts';
 import type { Executor, Job, JobStep } from './types.ts';
+import { formatDuration } from '../src/pipelines/pipeline-file.ts';
 
 export type AgentOptions = {
   server: string;
@@ -33,6 +34,8 @@ type Running = {
   job: Job;
   abort: AbortController;
   cancelled: boolean;
+  /** The pipeline ran past its time limit (`pipeline_timeout_seconds`) and was stopped. */
+  timedOut: boolean;
   /** Its final status is reported (only the workspace cleanup is left). */
   reported: boolean;
   done: Promise<void>;
@@ -218,7 +221,14 @@ export class Agent {
 
   private launch(job: Job): void {
     const abort = new AbortController();
-    const entry: Running = { job, abort, cancelled: false, reported: false, done: Promise.resolve() };
+    const entry: Running = {
+      job,
+      abort,
+      cancelled: false,
+      timedOut: false,
+      reported: false,
+      done: Promise.resolve(),
+    };
     this.running.set(job.pipeline_id, entry);
     this.m.running.set(this.running.size);
     entry.done = this.runJob(entry)
@@ -245,6 +255,18 @@ export class Agent {
     const steps = job.steps.filter((s) => s.status !== 'skipped');
     let failed = false;
     let errorMessage: string | undefined;
+    const limit = job.pipeline_timeout_seconds;
+    const deadline =
+      limit === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              if (r.cancelled || r.reported) return;
+              r.timedOut = true;
+              r.abort.abort();
+            },
+            Math.min(limit * 1000, 2 ** 31 - 1),
+          );
     try {
       try {
         await this.o.executor.prepare(job, r.abort.signal);
@@ -265,13 +287,19 @@ export class Agent {
         const ok = await this.runStep(r, step, log);
         if (!ok) failed = true;
       }
+      if (r.timedOut && !r.cancelled) {
+        failed = true;
+        errorMessage ??= `the pipeline ran past its time limit of ${formatDuration(limit ?? 0)}: stopped`;
+      }
       const status = r.cancelled
         ? 'cancelled'
-        : failed
-          ? errorMessage !== undefined
-            ? 'error'
-            : 'failure'
-          : 'success';
+        : r.timedOut
+          ? 'failure'
+          : failed
+            ? errorMessage !== undefined
+              ? 'error'
+              : 'failure'
+            : 'success';
       await this.report(() =>
         this.api.pipelineStatus(job.pipeline_id, {
           status,
@@ -285,6 +313,7 @@ export class Agent {
       r.reported = true;
       log.info({ status }, 'pipeline finished');
     } finally {
+      clearTimeout(deadline);
       await this.o.executor.cleanup(job).catch((err: unknown) => log.warn({ err }, 'cleanup failed'));
     }
   }
@@ -329,7 +358,10 @@ export class Agent {
         signal: stepAbort.signal,
       });
       exitCode = result.exitCode;
-      if (timedOut && !r.cancelled) {
+      if (r.timedOut && !r.cancelled) {
+        const limit = formatDuration(r.job.pipeline_timeout_seconds ?? 0);
+        out.write(Buffer.from(`\n[triad] the pipeline ran past its time limit of ${limit}: stopped\n`));
+      } else if (timedOut && !r.cancelled) {
         out.write(Buffer.from(`\n[triad] step timed out after ${timeout} s: stopped\n`));
       } else if (result.reason !== undefined) out.write(Buffer.from(`\n[triad] ${result.reason}\n`));
     } catch (err) {
@@ -343,7 +375,8 @@ export class Agent {
     }
     out.finish();
     await shipper.close();
-    const status = r.cancelled ? 'cancelled' : exitCode === 0 && !timedOut ? 'success' : 'failure';
+    const stopped = timedOut || r.timedOut;
+    const status = r.cancelled ? 'cancelled' : exitCode === 0 && !stopped ? 'success' : 'failure';
     this.m.steps.observe({ status }, (Date.now() - started) / 1000);
     const pipelineStatus = await this.report(() =>
       this.api.stepStatus(step.id, {

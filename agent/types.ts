@@ -29,6 +29,10 @@ export type Job = {
   ci_env: Record<string, string>;
   /** Most bytes one step log may hold on the server (the agent keeps the head and the tail). */
   log_max_bytes?: number;
+  /** The whole pipeline is stopped (status failure) after this many seconds from its claim. */
+  pipeline_timeout_seconds?: number;
+  /** Most bytes the workspace may take while a step runs (the local executor stops the step). */
+  disk_max_bytes?: number;
 };
 
 export type StepResult = {
@@ -69,7 +73,25 @@ export function stepScript(commands: readonly string[]): string {
   return ['set -e', ...commands].join('\n');
 }
 
-/** Clone commands for a job, shared by the executors (credentials in the URL or via -B for fossil). */
+/**
+ * A Mercurial extension for the clone's checkout: every commit's subrepository list reads as
+ * empty, so `hg update` writes the commit's own files and fetches nothing a `.hgsub` names (a
+ * local path of the host, or any URL).
+ */
+const HG_NO_SUBREPOS = [
+  'from mercurial import extensions, subrepoutil',
+  'def uisetup(ui):',
+  "    extensions.wrapfunction(subrepoutil, 'state', lambda orig, ctx, ui: {})",
+].join('\n');
+
+/**
+ * Clone commands for a job, shared by the executors: the repository at the commit in `dest`,
+ * fetched from the job's clone URL only. Nothing of the pushed tree steers them: the system's and
+ * the user's VCS configuration are ignored (no filters, hooks or extensions configured there),
+ * Git submodules are not fetched, Mercurial subrepositories are not followed (their directories
+ * stay empty), and no credential stays in the workspace (Git's remote URL is reset, Mercurial
+ * keeps no password, Fossil's saved credential is deleted).
+ */
 export function cloneScript(job: Job, dest: string): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const url = new URL(job.clone_url);
@@ -80,16 +102,20 @@ export function cloneScript(job: Job, dest: string): string {
   const u = q(url.toString());
   const rev = q(job.commit_node);
   const d = q(dest);
+  const env = 'export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https GIT_TERMINAL_PROMPT=0 HGRCPATH= HGPLAIN=1 &&';
   switch (job.vcs) {
     case 'git':
       // the credential is not left in .git/config, where step commands could read it
-      return `git clone -q --no-checkout ${u} ${d} && git -C ${d} remote set-url origin ${q(job.clone_url)} && git -C ${d} checkout -q ${rev}`;
-    case 'hg':
-      return `hg clone -q -U ${u} ${d} && hg -R ${d} update -q -r ${rev}`;
+      return `${env} git clone -q --no-checkout ${u} ${d} && git -C ${d} remote set-url origin ${q(job.clone_url)} && git -C ${d} checkout -q ${rev}`;
+    case 'hg': {
+      const ext = q(`${dest}/.hg/triad_nosubrepos.py`);
+      return `${env} hg clone -q -U ${u} ${d} && printf '%s\\n' ${q(HG_NO_SUBREPOS)} > ${ext} && hg -R ${d} --config extensions.triad_nosubrepos=${ext} --config subrepos.allowed=false update -q -r ${rev} && rm -f ${ext}`;
+    }
     case 'fossil': {
       const auth = job.clone_token === null ? '' : `-B ${q(`ci:${job.clone_token}`)} `;
       const file = q(`${dest}.fossil`);
-      return `fossil clone ${auth}${u} ${file} >/dev/null && mkdir -p ${d} && cd ${d} && fossil open -f ${file} ${rev} >/dev/null`;
+      const forget = q("DELETE FROM config WHERE name GLOB 'http-auth:*' OR name IN ('last-sync-pw')");
+      return `${env} fossil clone ${auth}${u} ${file} >/dev/null && fossil sql -R ${file} ${forget} >/dev/null && mkdir -p ${d} && cd ${d} && fossil open -f ${file} ${rev} >/dev/null`;
     }
   }
 }

@@ -3,95 +3,9 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { cloneScript, stepScript, type Executor, type Job, type StepResult, type StepRun } from '../types.ts';
-import { Sandbox, type SandboxOptions } from './sandbox.ts';
-
-const KILL_GRACE_MS = 2000;
-/** After the main process exits, how long its output pipes may stay open (a stray holder). */
-const CLOSE_GRACE_MS = 5000;
-
-type Spec = {
-  file: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  uid?: number | undefined;
-  gid?: number | undefined;
-  /** true: the child is bwrap (its PID namespace dies with it); false: a plain process group. */
-  sandboxed: boolean;
-};
-
-/**
- * Runs a process in its own process group and resolves with its exit code. Aborting kills it: a
- * sandbox at once (its PID namespace takes every step process with it), a plain process group
- * with SIGTERM then SIGKILL. When the main process ends, whatever it left running ends too.
- */
-function runProcess(spec: Spec, signal: AbortSignal, onOutput: (d: Buffer) => void): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(spec.file, spec.args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(spec.uid === undefined ? {} : { uid: spec.uid, gid: spec.gid }),
-    });
-    child.stdout.on('data', onOutput);
-    child.stderr.on('data', onOutput);
-    const signalGroup = (sig: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
-      try {
-        if (spec.sandboxed) process.kill(child.pid, 'SIGKILL');
-        else process.kill(-child.pid, sig);
-      } catch {
-        /* already gone */
-      }
-    };
-    let killTimer: NodeJS.Timeout | undefined;
-    const kill = () => {
-      signalGroup('SIGTERM');
-      killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
-    };
-    if (signal.aborted) kill();
-    signal.addEventListener('abort', kill, { once: true });
-    let exitCode: number | undefined;
-    let closeTimer: NodeJS.Timeout | undefined;
-    const finish = (code: number) => {
-      clearTimeout(killTimer);
-      clearTimeout(closeTimer);
-      signal.removeEventListener('abort', kill);
-      resolve(code);
-    };
-    child.on('error', (e) => {
-      clearTimeout(killTimer);
-      signal.removeEventListener('abort', kill);
-      reject(e);
-    });
-    child.on('exit', (code, sig) => {
-      exitCode = code ?? 128 + (sig === null ? 1 : (os.constants.signals[sig] ?? 1));
-      // background processes of the step end with it
-      if (!spec.sandboxed && child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          /* none left */
-        }
-      }
-      closeTimer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        finish(exitCode!);
-      }, CLOSE_GRACE_MS);
-    });
-    child.on('close', (code, sig) => {
-      finish(exitCode ?? code ?? 128 + (sig === null ? 1 : (os.constants.signals[sig] ?? 1)));
-    });
-  });
-}
-
-async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
-  await fs.lchown(dir, uid, gid);
-  const entries = await fs.readdir(dir, { recursive: true });
-  for (const e of entries) await fs.lchown(path.join(dir, e), uid, gid);
-}
+import { formatBytes, watchDisk } from './disk-watch.ts';
+import { runProcess } from './process.ts';
+import { Sandbox, WORKSPACE, type SandboxOptions, type SandboxNetwork } from './sandbox.ts';
 
 /** Removes a workspace even when a step left directories without write permission in it. */
 async function removeTree(dir: string): Promise<void> {
@@ -118,12 +32,14 @@ async function reachable(dir: string, id: { uid: number; gid: number }): Promise
 }
 
 /**
- * The shared fallback root for workspaces when the configured one is hidden from the sandbox
- * user (e.g. under /root): a root-owned directory in the temp directory, checked against a
- * directory planted there by someone else.
+ * The shared root for workspaces of an agent running as root: a root-owned directory that only
+ * root may write, checked against a directory planted there by someone else. It is in /var/tmp
+ * (on disk, unlike a /tmp that may be memory) and its path is what a step sees of the host in
+ * /proc/self/mountinfo, so it says nothing about the server's data directory.
  */
-async function fallbackRoot(): Promise<string> {
-  const dir = path.join(os.tmpdir(), 'triad-ci-work');
+async function sharedRoot(): Promise<string> {
+  const base = (await fs.stat('/var/tmp').catch(() => undefined))?.isDirectory() ? '/var/tmp' : os.tmpdir();
+  const dir = path.join(base, 'triad-ci-work');
   await fs.mkdir(dir, { mode: 0o711 }).catch((e: NodeJS.ErrnoException) => {
     if (e.code !== 'EEXIST') throw e;
   });
@@ -136,7 +52,10 @@ async function fallbackRoot(): Promise<string> {
 }
 
 export type LocalExecutorOptions = {
-  /** Where workspaces are created (default: the OS temp directory). */
+  /**
+   * Where workspaces are created. Default: for an agent running as root, `/var/tmp/triad-ci-work`;
+   * otherwise the OS temp directory. Steps see this path in their mount table.
+   */
   workDir?: string;
   sandbox?: Partial<SandboxOptions>;
   /**
@@ -144,36 +63,44 @@ export type LocalExecutorOptions = {
    * then read everything the agent can. Only for trusted repositories on a machine without bwrap.
    */
   unsandboxed?: boolean;
+  /** How often a running step's workspace is measured against the job's disk limit. */
+  diskCheckMs?: number;
 };
 
 /**
- * Runs each step on this host in a workspace holding a clone of the repository. By default every
- * step runs in a bubblewrap sandbox (see sandbox.ts) as an unprivileged user; the clone itself
- * runs before, outside the sandbox, and the workspace is then handed to the sandbox user.
+ * Runs each step on this host in a workspace holding a clone of the repository. By default the
+ * clone and every step run in a bubblewrap sandbox (see sandbox.ts) as an unprivileged user: the
+ * agent itself never reads what was pushed, so nothing in the pushed tree (symbolic links,
+ * subrepositories, hooks) can make a privileged process touch a path outside the workspace.
  */
 export class LocalExecutor implements Executor {
   readonly name = 'local';
   readonly sandbox: Sandbox | undefined;
-  private readonly configuredRoot: string;
+  private readonly configuredRoot: string | undefined;
+  private readonly diskCheckMs: number;
   private rootReady: Promise<string> | undefined;
   private readonly workspaces = new Map<number, string>();
 
   constructor(opts: LocalExecutorOptions = {}) {
-    this.configuredRoot = path.resolve(opts.workDir ?? os.tmpdir());
+    this.configuredRoot = opts.workDir === undefined ? undefined : path.resolve(opts.workDir);
     this.sandbox = opts.unsandboxed === true ? undefined : new Sandbox(opts.sandbox);
+    this.diskCheckMs = opts.diskCheckMs ?? 5000;
   }
 
   /**
    * Where workspaces go: the configured directory, unless the agent runs as root and the
    * sandbox user cannot reach it (bwrap, running as that user, must find the workspace); then
-   * a root-owned `triad-ci-work` directory in the temp directory.
+   * the shared root-owned directory.
    */
   root(): Promise<string> {
     this.rootReady ??= (async () => {
-      await fs.mkdir(this.configuredRoot, { recursive: true });
-      if (this.sandbox?.changesUser !== true) return this.configuredRoot;
-      if (await reachable(this.configuredRoot, await this.sandbox.identity())) return this.configuredRoot;
-      return fallbackRoot();
+      const changesUser = this.sandbox?.changesUser === true;
+      const configured = this.configuredRoot;
+      if (configured === undefined) return changesUser ? sharedRoot() : os.tmpdir();
+      await fs.mkdir(configured, { recursive: true });
+      if (!changesUser) return configured;
+      if (await reachable(configured, await this.sandbox!.identity())) return configured;
+      return sharedRoot();
     })();
     this.rootReady.catch(() => (this.rootReady = undefined));
     return this.rootReady;
@@ -186,38 +113,39 @@ export class LocalExecutor implements Executor {
     return env;
   }
 
-  /** A fresh, empty workspace (`src/` for the checkout, `home/` for $HOME) owned by the step user. */
+  /**
+   * A fresh, empty workspace (`home/` for $HOME; the clone makes `src/`) owned by the step user:
+   * the agent changes the owner of the two directories it just made, nothing else.
+   */
   private async newWorkspace(prefix: string): Promise<string> {
     const dir = await fs.mkdtemp(path.join(await this.root(), `triad-${process.pid}-${prefix}-`));
     await fs.mkdir(path.join(dir, 'home'));
+    if (this.sandbox?.changesUser === true) {
+      const id = await this.sandbox.identity();
+      for (const d of [dir, path.join(dir, 'home')]) await fs.lchown(d, id.uid, id.gid);
+    }
     return dir;
   }
 
-  private async handOver(dir: string): Promise<void> {
-    if (this.sandbox?.changesUser !== true) return;
-    const id = await this.sandbox.identity();
-    await chownTree(dir, id.uid, id.gid);
-  }
-
   /**
-   * Checks that steps can run isolated here by running one in a throw-away workspace; throws
-   * with the reason (bwrap missing, user namespaces refused, the sandbox user cannot be
-   * created...). Without a sandbox (opted out) there is nothing to check.
+   * Checks that steps can run isolated here by running one in a throw-away workspace, on the
+   * steps' network; throws with the reason (bwrap or slirp4netns missing, user namespaces
+   * refused, the sandbox user cannot be created...). Without a sandbox there is nothing to check.
    */
   async probe(): Promise<void> {
     if (this.sandbox === undefined) return;
     await this.sandbox.identity();
     const dir = await this.newWorkspace('probe');
     try {
-      await fs.mkdir(path.join(dir, 'src'));
-      await this.handOver(dir);
       let out = '';
       const code = await this.exec(
         dir,
         'echo sandbox > marker && cat marker && id -u',
         {},
+        this.sandbox.o.network,
         new AbortController().signal,
         (d) => (out += d.toString()),
+        WORKSPACE,
       );
       const uid = (await this.sandbox.identity()).uid;
       if (code !== 0 || out.trim() !== `sandbox\n${uid}`) {
@@ -232,15 +160,18 @@ export class LocalExecutor implements Executor {
     dir: string,
     script: string,
     env: Record<string, string>,
+    network: SandboxNetwork,
     signal: AbortSignal,
     onOutput: (d: Buffer) => void,
+    cwd = `${WORKSPACE}/src`,
   ): Promise<number> {
     if (this.sandbox === undefined) {
+      const hostCwd = path.join(dir, path.relative(WORKSPACE, cwd));
       return runProcess(
         {
           file: 'sh',
           args: ['-c', script],
-          cwd: path.join(dir, 'src'),
+          cwd: hostCwd,
           env: { ...this.baseEnv(), HOME: path.join(dir, 'home'), ...env },
           sandboxed: false,
         },
@@ -248,40 +179,74 @@ export class LocalExecutor implements Executor {
         onOutput,
       );
     }
-    const spec = await this.sandbox.spawnSpec(dir, script, env);
-    return runProcess({ ...spec, cwd: '/', sandboxed: true }, signal, onOutput);
+    const spec = await this.sandbox.spec(dir, script, env, network, { cwd });
+    return runProcess(spec, signal, onOutput);
   }
 
+  /**
+   * Clones the repository at the commit into the workspace's `src/`: in the sandbox, as the step
+   * user, on the host's network (the server may be on loopback), with the system's VCS
+   * configuration ignored and subrepositories not followed (see `cloneScript`).
+   */
   async prepare(job: Job, signal: AbortSignal): Promise<void> {
     if (this.sandbox !== undefined) await this.sandbox.identity();
     const dir = await this.newWorkspace(`p${job.pipeline_id}`);
     this.workspaces.set(job.pipeline_id, dir);
     let output = '';
-    const code = await runProcess(
-      {
-        file: 'sh',
-        args: ['-c', cloneScript(job, path.join(dir, 'src'))],
-        cwd: dir,
-        env: { ...this.baseEnv(), GIT_TERMINAL_PROMPT: '0', HGPLAIN: '1', USER: process.env.USER ?? 'triad' },
-        sandboxed: false,
-      },
+    const sandboxed = this.sandbox !== undefined;
+    const dest = sandboxed ? `${WORKSPACE}/src` : path.join(dir, 'src');
+    const code = await this.exec(
+      dir,
+      cloneScript(job, dest),
+      sandboxed ? {} : { USER: process.env.USER ?? 'triad' },
+      'host',
       signal,
       (d) => {
         if (output.length < 4000) output += d.toString();
       },
+      WORKSPACE,
     );
     if (code !== 0)
       throw new Error(
         `cloning ${job.org}/${job.repo} at ${job.commit_node} failed (exit ${code}): ${output.trim()}`,
       );
-    await this.handOver(dir);
   }
 
   async runStep(run: StepRun): Promise<StepResult> {
     const dir = this.workspaces.get(run.job.pipeline_id);
     if (dir === undefined) throw new Error('workspace not prepared');
-    const exitCode = await this.exec(dir, stepScript(run.step.commands), run.env, run.signal, run.onOutput);
-    return { exitCode };
+    const max = run.job.disk_max_bytes;
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    run.signal.addEventListener('abort', stop, { once: true });
+    if (run.signal.aborted) abort.abort();
+    let over: number | undefined;
+    const unwatch =
+      max === undefined
+        ? () => undefined
+        : watchDisk(
+            dir,
+            max,
+            (bytes) => {
+              over = bytes;
+              abort.abort();
+            },
+            this.diskCheckMs,
+          );
+    try {
+      const network = this.sandbox?.o.network ?? 'outbound';
+      const exitCode = await this.exec(dir, stepScript(run.step.commands), run.env, network, abort.signal, run.onOutput);
+      if (over !== undefined && max !== undefined && !run.signal.aborted) {
+        return {
+          exitCode,
+          reason: `the workspace took ${formatBytes(over)}, more than the limit of ${formatBytes(max)}: step stopped`,
+        };
+      }
+      return { exitCode };
+    } finally {
+      unwatch();
+      run.signal.removeEventListener('abort', stop);
+    }
   }
 
   async cleanup(job: Job): Promise<void> {

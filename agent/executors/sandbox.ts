@@ -1,20 +1,25 @@
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
+import type { ProcessSpec } from './process.ts';
+import { attachOutbound, sandboxPid, STEP_DNS, type CiNetwork, type NetworkTools } from './step-network.ts';
 
 /** The program's own files (sources, dependencies): never visible to steps. */
 const APP_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /**
  * The isolation of the `local` executor: every step runs under bubblewrap (`bwrap`) as an
- * unprivileged user, with its own PID, IPC, UTS and mount namespaces, a clean environment, only
- * its workspace writable, system directories read-only, a private /tmp, and process, memory and
- * file-size limits. The data directory, the server's files and every other path not listed here
- * are simply not mounted. The network is shared (steps fetch dependencies).
+ * unprivileged user, with its own user (no nested ones), PID, IPC, UTS, mount and network
+ * namespaces, exactly its own environment, only its workspace writable, system directories
+ * read-only, a private /tmp, and process, memory and file-size limits. The data directory, the
+ * server's files and every other path not listed here are simply not mounted. The network is
+ * the step's own: outbound to the internet only, or none (step-network.ts). The clone of the
+ * repository runs in the same sandbox, on the host's network (it must reach the server).
  */
 
 const bool = z
@@ -50,6 +55,8 @@ export const sandboxEnvShape = {
   TRIAD_AGENT_SANDBOX_MEMORY: size(64 * 1024 * 1024).default(4 * 1024 ** 3),
   TRIAD_AGENT_SANDBOX_FILE_SIZE: size(1024 * 1024).default(2 * 1024 ** 3),
   TRIAD_AGENT_LOCAL_UNSANDBOXED: bool.default(false),
+  /** What steps may connect to (the clone always uses the host's network to reach the server). */
+  TRIAD_CI_NETWORK: z.enum(['outbound', 'none']).default('outbound'),
 };
 const sandboxEnv = z.object(sandboxEnvShape);
 
@@ -64,6 +71,8 @@ export type SandboxOptions = {
   fileSizeBytes: number;
   /** Extra paths never visible to steps even when they lie under a mounted system directory. */
   hide: string[];
+  /** The steps' network (step-network.ts). */
+  network: CiNetwork;
 };
 
 export function sandboxOptions(
@@ -76,6 +85,7 @@ export function sandboxOptions(
     memoryBytes: e.TRIAD_AGENT_SANDBOX_MEMORY,
     fileSizeBytes: e.TRIAD_AGENT_SANDBOX_FILE_SIZE,
     unsandboxed: e.TRIAD_AGENT_LOCAL_UNSANDBOXED,
+    network: e.TRIAD_CI_NETWORK,
     hide,
   };
 }
@@ -101,7 +111,7 @@ function run(file: string, args: string[]): Promise<{ code: number; stdout: stri
 }
 
 async function findExecutable(name: string): Promise<string | undefined> {
-  for (const dir of (process.env.PATH ?? MIN_PATH).split(':')) {
+  for (const dir of new Set([...(process.env.PATH ?? '').split(':'), ...MIN_PATH.split(':')])) {
     if (dir === '') continue;
     const file = path.join(dir, name);
     try {
@@ -169,13 +179,18 @@ const ETC_SECRET_DIRS = ['/etc/ssl/private'];
 
 const under = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
 
+type Prepared = { id: Identity; bwrap: string; prlimit: string; fixed: string[]; net?: NetworkTools };
+
+/** Where a sandboxed command may connect: the step's setting, or the host's network (the clone only). */
+export type SandboxNetwork = CiNetwork | 'host';
+
 /**
- * Runs commands under bubblewrap. `ready()` resolves the user and checks that bwrap and
- * prlimit exist; `probe()` runs a real sandboxed command; `spawnSpec()` gives what to spawn.
+ * Runs commands under bubblewrap. `identity()` resolves the user and checks that bwrap, prlimit
+ * and (for outbound steps) slirp4netns exist; `spec()` gives what to run with `runProcess`.
  */
 export class Sandbox {
   readonly o: SandboxOptions;
-  private prepared: Promise<{ id: Identity; bwrap: string; prlimit: string; fixed: string[] }> | undefined;
+  private prepared: Promise<Prepared> | undefined;
 
   constructor(opts: Partial<SandboxOptions> = {}) {
     this.o = { ...DEFAULT_SANDBOX, ...opts };
@@ -187,7 +202,7 @@ export class Sandbox {
     return (await this.setup()).id;
   }
 
-  /** Whether the agent must hand workspaces over to another user (it runs as root). */
+  /** Whether steps run as another user than the agent's (it runs as root). */
   get changesUser(): boolean {
     return process.getuid?.() === 0;
   }
@@ -204,19 +219,23 @@ export class Sandbox {
       if (prlimit === undefined || !prlimit.startsWith('/usr/')) {
         throw new Error('prlimit (util-linux) was not found under /usr');
       }
+      const net = this.o.network === 'outbound' ? await networkTools(this.changesUser) : undefined;
       const id = this.changesUser
         ? await ensureUser(this.o.user)
         : { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0, name: os.userInfo().username };
-      return { id, bwrap, prlimit, fixed: await this.fixedArgs() };
+      return { id, bwrap, prlimit, fixed: await this.fixedArgs(), ...(net === undefined ? {} : { net }) };
     })();
     // a failed setup is tried again next time (a package may have been installed meanwhile)
     this.prepared.catch(() => (this.prepared = undefined));
     return this.prepared;
   }
 
-  /** The mounts and namespaces every step gets. */
+  /** The mounts and namespaces every sandboxed command gets. */
   private async fixedArgs(): Promise<string[]> {
     const a = [
+      '--unshare-user',
+      // no user namespace inside: `unshare -Ur` (uid 0 in a namespace of its own) is refused
+      '--disable-userns',
       '--unshare-pid',
       '--unshare-ipc',
       '--unshare-uts',
@@ -236,13 +255,6 @@ export class Sandbox {
     for (const key of await fs.readdir('/etc/ssh').catch(() => [] as string[])) {
       if (/^ssh_host_.*_key$/.test(key)) a.push('--ro-bind', '/dev/null', `/etc/ssh/${key}`);
     }
-    // name resolution may point into /run (systemd-resolved): mount just those files
-    for (const f of ['/etc/resolv.conf', '/etc/hosts']) {
-      if ((await kind(f)) !== 'link') continue;
-      const target = await fs.realpath(f).catch(() => undefined);
-      if (target !== undefined && !SYSTEM_DIRS.some((d) => under(target, d)))
-        a.push('--ro-bind', target, target);
-    }
     // the server's own files and data must not show through a mounted system directory
     for (const h of this.o.hide.map((p) => path.resolve(p))) {
       if (SYSTEM_DIRS.some((d) => under(h, d)) && (await kind(h)) === 'dir') a.push('--tmpfs', h);
@@ -253,19 +265,38 @@ export class Sandbox {
   }
 
   /**
-   * How to run `script` with `sh -c` in the sandbox, `workspace` mounted writable at
-   * /workspace and the commands starting in /workspace/src. bwrap runs as the sandbox user, so
-   * that user must be able to reach `workspace`.
+   * How to run `script` with `sh -c` in the sandbox: `workspace` mounted writable at /workspace,
+   * the commands starting in /workspace/src (or /workspace with `inWorkspace`), exactly `env` (on
+   * top of a minimal PATH, HOME, LANG, USER, TMPDIR) and the network `network`. bwrap itself
+   * runs as the sandbox user, with an empty environment: nothing of the step reaches a process
+   * outside the sandbox (its variables enter through `--setenv`, applied inside).
    */
-  async spawnSpec(
+  async spec(
     workspace: string,
     script: string,
     env: Record<string, string>,
-  ): Promise<{ file: string; args: string[]; env: Record<string, string>; uid?: number; gid?: number }> {
+    network: SandboxNetwork,
+    opts: { cwd?: string } = {},
+  ): Promise<ProcessSpec> {
     const s = await this.setup();
-    const args = [...s.fixed, '--bind', workspace, WORKSPACE];
-    args.push('--remount-ro', '/', '--chdir', `${WORKSPACE}/src`, '--');
+    const args = [...s.fixed];
+    if (network !== 'host') args.push('--unshare-net');
+    args.push(...(await resolverArgs(network === 'outbound' ? 5 : undefined)));
+    args.push('--bind', workspace, WORKSPACE, '--remount-ro', '/');
+    args.push('--chdir', opts.cwd ?? `${WORKSPACE}/src`, '--clearenv');
+    const vars: Record<string, string> = {
+      PATH: MIN_PATH,
+      HOME: `${WORKSPACE}/home`,
+      LANG: 'C.UTF-8',
+      USER: s.id.name,
+      LOGNAME: s.id.name,
+      TMPDIR: '/tmp',
+      ...env,
+    };
+    for (const [k, v] of Object.entries(vars)) args.push('--setenv', k, v);
+    if (network === 'outbound') args.push('--info-fd', '3', '--block-fd', '4');
     args.push(
+      '--',
       s.prlimit,
       `--nproc=${this.o.nproc}`,
       `--as=${this.o.memoryBytes}`,
@@ -276,21 +307,76 @@ export class Sandbox {
       '-c',
       script,
     );
-    // bwrap hands its own environment to the command: exactly the step's, nothing inherited
-    const clean = {
-      PATH: MIN_PATH,
-      HOME: `${WORKSPACE}/home`,
-      LANG: 'C.UTF-8',
-      USER: s.id.name,
-      LOGNAME: s.id.name,
-      TMPDIR: '/tmp',
-      ...env,
-    };
+    const net = s.net;
+    if (network === 'outbound' && net === undefined) throw new Error('outbound step network not set up');
     return {
       file: s.bwrap,
       args,
-      env: clean,
+      cwd: '/',
+      env: {},
+      sandboxed: true,
       ...(this.changesUser ? { uid: s.id.uid, gid: s.id.gid } : {}),
+      ...(network === 'outbound' && net !== undefined
+        ? { extraFds: 3, started: (child: ChildProcess) => connectOutbound(child, net) }
+        : {}),
     };
   }
+}
+
+/**
+ * Name resolution inside the sandbox. On the host's network the host's own files (following a
+ * /etc/resolv.conf that points into /run); on the outbound network slirp4netns' DNS forwarder,
+ * written through `dataFd`; without a network nothing more.
+ */
+async function resolverArgs(dataFd: number | undefined): Promise<string[]> {
+  const a: string[] = [];
+  for (const f of ['/etc/resolv.conf', '/etc/hosts']) {
+    const k = await kind(f);
+    let target = f;
+    if (k === 'link') {
+      const real = await fs.realpath(f).catch(() => undefined);
+      if (real === undefined) continue;
+      target = real;
+      if (dataFd === undefined || f !== '/etc/resolv.conf') {
+        if (!SYSTEM_DIRS.some((d) => under(real, d))) a.push('--ro-bind', real, real);
+        continue;
+      }
+    }
+    if (f === '/etc/resolv.conf' && dataFd !== undefined) a.push('--ro-bind-data', String(dataFd), target);
+  }
+  return a;
+}
+
+/** fd 3: bwrap's info (the sandbox's pid); fd 4: releases the sandbox; fd 5: its resolv.conf. */
+async function connectOutbound(child: ChildProcess, tools: NetworkTools): Promise<() => void> {
+  const stdio = child.stdio as unknown as [unknown, unknown, unknown, Readable, Writable, Writable];
+  const [info, block, data] = [stdio[3], stdio[4], stdio[5]];
+  for (const s of [block, data]) s.on('error', () => undefined);
+  data.end(`nameserver ${STEP_DNS}\noptions edns0\n`);
+  const pid = await sandboxPid(info);
+  const stop = await attachOutbound(pid, tools);
+  block.end('1');
+  return stop;
+}
+
+/** slirp4netns, nsenter and ip, for outbound steps (which need the agent to run as root). */
+async function networkTools(root: boolean): Promise<NetworkTools> {
+  const hint = 'or set TRIAD_CI_NETWORK=none (steps then have no network)';
+  if (!root) {
+    throw new Error(
+      `TRIAD_CI_NETWORK=outbound needs the agent to run as root (it sets each step's routes from outside the sandbox); run it as root, ${hint}`,
+    );
+  }
+  const slirp4netns = await findExecutable('slirp4netns');
+  if (slirp4netns === undefined) {
+    throw new Error(
+      `slirp4netns is not installed (steps reach the internet through it); on Debian or Ubuntu: apt-get install slirp4netns, ${hint}`,
+    );
+  }
+  const nsenter = await findExecutable('nsenter');
+  const ip = await findExecutable('ip');
+  if (nsenter === undefined || ip === undefined) {
+    throw new Error(`nsenter (util-linux) and ip (iproute2) are needed for outbound steps, ${hint}`);
+  }
+  return { slirp4netns, nsenter, ip };
 }

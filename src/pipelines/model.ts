@@ -37,3 +37,22 @@ export type Trigger = {
   tag: string;
   senderId: number | null;
 };
+
+/** The bounds of every pipeline (server settings a pipeline file cannot change). */
+export type PipelineLimits = {
+  /** The whole pipeline's run time from its claim (TRIAD_PIPELINE_TIMEOUT). */
+  timeoutSeconds: number;
+  /** Steps one pipeline file may declare (TRIAD_PIPELINE_MAX_STEPS). */
+  maxSteps: number;
+  /** Most bytes a workspace may take while a step runs (TRIAD_STEP_DISK_MAX). */
+  diskMaxBytes: number;
+  /** Largest pipeline file read (TRIAD_PIPELINE_FILE_MAX_BYTES); a larger one is an error. */
+  fileMaxBytes: number;
+};
+
+export const DEFAULT_PIPELINE_LIMITS: PipelineLimits = {
+  timeoutSeconds: 7200,
+  maxSteps: 50,
+  diskMaxBytes: 10 * 1024 ** 3,
+  fileMaxBytes: 256 * 1024,
+};

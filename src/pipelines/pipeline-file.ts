@@ -73,7 +73,7 @@ const file = z
     when: when.optional(),
     /** Only agents polling with exactly these labels claim the pipeline (see labels.ts). */
     labels: labelsSchema.optional(),
-    steps: z.array(step).min(1).max(100),
+    steps: z.array(step).min(1),
   })
   .strict()
   .superRefine((f, ctx) => {
@@ -98,7 +98,7 @@ export type ParseResult = { ok: true; file: PipelineFile } | { ok: false; error:
  * Parses `.pipeline.yml`. Errors name the line and the field, e.g.
  * `.pipeline.yml line 4 (steps[0].image): Invalid input: expected string, received undefined`.
  */
-export function parsePipelineFile(text: string): ParseResult {
+export function parsePipelineFile(text: string, limits: { maxSteps?: number } = {}): ParseResult {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const yamlError = doc.errors[0];
@@ -119,6 +119,15 @@ export function parsePipelineFile(text: string): ParseResult {
     return { ok: false, error: `${PIPELINE_FILE}: NUL characters are not allowed` };
   }
   const r = file.safeParse(value);
+  const maxSteps = limits.maxSteps ?? 50;
+  if (r.success && r.data.steps.length > maxSteps) {
+    const at = doc.getIn(['steps', maxSteps], true);
+    const line = isNode(at) && at.range ? lines.linePos(at.range[0]).line : 1;
+    return {
+      ok: false,
+      error: `${PIPELINE_FILE} line ${line} (steps): ${r.data.steps.length} steps, more than the limit of ${maxSteps}`,
+    };
+  }
   if (r.success) return { ok: true, file: r.data };
   const issue = r.error.issues[0]!;
   // The deepest YAML node that exists along the issue's path gives the line.

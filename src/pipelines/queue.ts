@@ -2,7 +2,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { UsersService } from '../users/service.ts';
 import type { Labels } from './labels.ts';
-import { CLONE_TOKEN_TTL_MS, type AgentCaller, type QueueFigures, type RepoInfo } from './model.ts';
+import {
+  CLONE_TOKEN_TTL_MS,
+  type AgentCaller,
+  type PipelineLimits,
+  type QueueFigures,
+  type RepoInfo,
+} from './model.ts';
 import type { QueueWaker } from './queue-waker.ts';
 import * as db from './repository.ts';
 import { jobJson, type JobJson } from './schemas.ts';
@@ -15,6 +21,7 @@ export type QueueDeps = {
   repoInfo: (repoId: number) => Promise<RepoInfo>;
   stepTimeoutSeconds: number;
   logMaxBytes: number;
+  limits: PipelineLimits;
   baseUrl: () => string;
   onClaimed: () => void;
 };
@@ -116,7 +123,7 @@ export class PipelineQueue {
   private async claim(agent: AgentCaller, labels: Labels): Promise<JobJson | undefined> {
     const em = this.d.em().fork();
     const claimed = await em.transactional(async (tx) => {
-      const p = await db.claimOldest(tx, {
+      const p = await db.claimNext(tx, {
         agentId: agent.agentId,
         instance: agent.instance ?? 'default',
         nonce: agent.nonce ?? null,
@@ -147,6 +154,7 @@ export class PipelineQueue {
       cloneToken: claimed.cloneToken,
       maxStepSeconds: this.d.stepTimeoutSeconds,
       logMaxBytes: this.d.logMaxBytes,
+      limits: this.d.limits,
     });
   }
 }

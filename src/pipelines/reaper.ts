@@ -5,6 +5,7 @@ import type { AgentsService } from '../agents/service.ts';
 import type { UsersService } from '../users/service.ts';
 import type { AgentCaller } from './model.ts';
 import * as agentDb from './agent-repository.ts';
+import { formatDuration } from './pipeline-file.ts';
 
 /** What the reaper asks the agents service: names and liveness of agent instances and processes. */
 export type AgentLiveness = Pick<AgentsService, 'names' | 'seenAmong' | 'goneBefore' | 'forgetOldProcesses'>;
@@ -17,8 +18,16 @@ export type ReaperDeps = {
   agents: AgentLiveness;
   users: Pick<UsersService, 'revokeCloneTokens'>;
   agentTimeoutMs: number;
+  /**
+   * The pipelines' time limit (TRIAD_PIPELINE_TIMEOUT): the agent stops a pipeline at it; one
+   * still running a minute later (an agent that did not) becomes `error`.
+   */
+  pipelineTimeoutSeconds?: number;
   onErrored: (n: number) => void;
 };
+
+/** How long after its time limit a pipeline still running is ended by the server. */
+export const PIPELINE_TIMEOUT_GRACE_MS = 60_000;
 
 /**
  * Running pipelines whose agent process is gone become `error` with a reason, so nothing stays
@@ -56,13 +65,26 @@ export class Reaper {
       .em()
       .fork()
       .transactional(async (tx) => {
-        const done = await this.markErrored(tx, await this.staleOrphans(tx, timeout));
+        const stale = await this.staleOrphans(tx, timeout);
+        const over = (await this.overtime(tx)).filter((o) => !stale.some((s) => s.id === o.id));
+        const done = await this.markErrored(tx, [...stale, ...over]);
         await this.d.agents.forgetOldProcesses(tx);
         return done;
       });
     if (ids.length > 0) this.d.onErrored(ids.length);
-    if (ids.length > 0) this.d.log.warn({ pipelines: ids }, 'pipelines errored: agent missed heartbeats');
+    if (ids.length > 0) this.d.log.warn({ pipelines: ids }, 'pipelines errored: agent gone, or past the time limit');
     return ids;
+  }
+
+  /** Running pipelines past their time limit and its grace. */
+  private async overtime(tx: Db): Promise<Orphan[]> {
+    const limit = this.d.pipelineTimeoutSeconds;
+    if (limit === undefined) return [];
+    const over = await agentDb.runningStartedBefore(tx, limit * 1000 + PIPELINE_TIMEOUT_GRACE_MS);
+    return over.map((p) => ({
+      id: p.id,
+      message: `the pipeline ran past its time limit of ${formatDuration(limit)} and its agent did not stop it`,
+    }));
   }
 
   /** Running pipelines whose agent instance has not been seen for `timeoutMs` (nor started within it). */

@@ -157,6 +157,8 @@ export async function unskipStep(tx: Db, pipelineId: number, number: number): Pr
 
 export type NewPipeline = {
   repoId: number;
+  /** The repository's organization (claims take turns between organizations). */
+  orgId: number;
   commit: string;
   branch: string;
   tag: string;
@@ -181,11 +183,12 @@ export async function insertPipeline(tx: Db, p: NewPipeline): Promise<number> {
   const number = await nextNumber(tx, 'pipelines', p.repoId);
   const row = await one<{ id: number }>(
     tx,
-    `insert into pipelines (repo_id, number, commit_node, branch, tag, event, events, status, trigger_by,
+    `insert into pipelines (repo_id, org_id, number, commit_node, branch, tag, event, events, status, trigger_by,
                             error_message, labels, finished_at)
-     values (?, ?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?::jsonb, ${p.status === 'pending' ? 'null' : 'now()'}) returning id`,
+     values (?, ?, ?, ?, ?, ?, ?, ?::text[], ?, ?, ?, ?::jsonb, ${p.status === 'pending' ? 'null' : 'now()'}) returning id`,
     [
       p.repoId,
+      p.orgId,
       number,
       p.commit,
       p.branch,
@@ -248,21 +251,36 @@ export async function cancel(tx: Db, id: number): Promise<void> {
 export type Claimed = { id: number; trigger_by: number | null; repo_id: number };
 
 /**
- * Claims the oldest pending pipeline whose labels are exactly the agent's for an agent process
- * (skipping rows others hold).
+ * Claims a pending pipeline whose labels are exactly the agent's for an agent process (skipping
+ * rows others hold), taking turns between organizations: the pipeline of the organization with
+ * the fewest running pipelines, then of the one whose last claim is oldest, then the oldest
+ * pipeline. So one organization's hundred queued pipelines do not hold back another's one.
  */
-export function claimOldest(
+export async function claimNext(
   tx: Db,
   agent: { agentId: number; instance: string; nonce: string | null; labels: Record<string, string> },
 ): Promise<Claimed | undefined> {
-  return first<Claimed>(
+  const claimed = await first<Claimed & { org_id: number }>(
     tx,
     `update pipelines set status = 'running', agent_id = ?, agent_instance = ?, agent_nonce = ?, started_at = now()
-      where id = (select id from pipelines where status = 'pending' and labels = ?::jsonb
-                   order by id for update skip locked limit 1)
-      returning id, trigger_by, repo_id`,
+      where id = (
+        with busy as (select org_id, count(*) as n from pipelines where status = 'running' group by org_id)
+        select p.id from pipelines p
+          left join busy b on b.org_id = p.org_id
+          left join ci_org_turns t on t.org_id = p.org_id
+         where p.status = 'pending' and p.labels = ?::jsonb
+         order by coalesce(b.n, 0), t.last_claimed_at nulls first, p.id
+         for update of p skip locked limit 1)
+      returning id, trigger_by, repo_id, org_id`,
     [agent.agentId, agent.instance, agent.nonce, JSON.stringify(agent.labels)],
   );
+  if (claimed === undefined) return undefined;
+  await tx.execute(
+    `insert into ci_org_turns (org_id, last_claimed_at) values (?, clock_timestamp())
+       on conflict (org_id) do update set last_claimed_at = excluded.last_claimed_at`,
+    [claimed.org_id],
+  );
+  return { id: claimed.id, trigger_by: claimed.trigger_by, repo_id: claimed.repo_id };
 }
 
 /** Puts a claimed pipeline back in the queue (when it is still running). */

@@ -5,7 +5,7 @@ import { timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { vcsEnum } from '../repos/schemas.ts';
 import { PIPELINE_EVENTS } from './pipeline-file.ts';
-import { PIPELINE_STATUSES, STEP_STATUSES, type RepoInfo } from './model.ts';
+import { PIPELINE_STATUSES, STEP_STATUSES, type PipelineLimits, type RepoInfo } from './model.ts';
 import type { PipelineRow, StepRow } from './repository.ts';
 
 // ----- requests (the user side and the agent protocol) ------------------------------------------
@@ -130,6 +130,14 @@ export const jobSchema = z
     ),
     ci_env: z.record(z.string(), z.string()),
     log_max_bytes: z.int().min(1).meta({ description: 'most bytes a step log keeps (head and tail)' }),
+    pipeline_timeout_seconds: z
+      .int()
+      .min(1)
+      .meta({ description: 'the whole pipeline is stopped this many seconds after its claim' }),
+    disk_max_bytes: z
+      .int()
+      .min(1)
+      .meta({ description: 'most bytes the workspace may take while a step runs' }),
   })
   .meta({ id: 'Job' });
 export type JobJson = z.infer<typeof jobSchema>;
@@ -206,6 +214,7 @@ export type JobContext = {
   /** The server's longest step (a step's own `timeout` may only be shorter). */
   maxStepSeconds: number;
   logMaxBytes: number;
+  limits: Pick<PipelineLimits, 'timeoutSeconds' | 'diskMaxBytes'>;
 };
 
 /** The job an agent gets for a claimed pipeline: steps, clone credential and CI environment. */
@@ -240,5 +249,7 @@ export function jobJson(p: PipelineRow, steps: readonly StepRow[], c: JobContext
       CI_REPO: `${c.repo.org}/${c.repo.name}`,
     },
     log_max_bytes: c.logMaxBytes,
+    pipeline_timeout_seconds: c.limits.timeoutSeconds,
+    disk_max_bytes: c.limits.diskMaxBytes,
   };
 }

@@ -8,7 +8,7 @@ import { offsetOf } from '../http/pagination.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { UsersService } from '../users/service.ts';
-import { LOG_READ_CAP, type RepoInfo, type Trigger } from './model.ts';
+import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type RepoInfo, type Trigger } from './model.ts';
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
@@ -34,6 +34,8 @@ export type PipelinesDeps = {
   baseUrl: () => string;
   /** The repository's file at a commit (undefined when absent). */
   readFiles: FileReader;
+  /** Bounds of every pipeline (defaults: DEFAULT_PIPELINE_LIMITS). */
+  limits?: PipelineLimits;
   repoInfo: (repoId: number) => Promise<RepoInfo>;
   users: Pick<UsersService, 'createCloneToken' | 'revokeCloneTokens' | 'usernames'>;
   agents: AgentLiveness;
@@ -76,13 +78,18 @@ export class PipelinesService {
     );
     this.finished = finished;
     const onFinished = (status: string, n = 1) => finished.inc({ status }, n);
-    this.triggers = new PipelineTrigger({ readFiles: deps.readFiles });
+    this.triggers = new PipelineTrigger({
+      readFiles: deps.readFiles,
+      repoInfo: deps.repoInfo,
+      ...(deps.limits === undefined ? {} : { limits: deps.limits }),
+    });
     this.reaper = new Reaper({
       em: deps.em,
       log: deps.log,
       agents: deps.agents,
       users: deps.users,
       agentTimeoutMs: deps.agentTimeoutMs,
+      pipelineTimeoutSeconds: (deps.limits ?? DEFAULT_PIPELINE_LIMITS).timeoutSeconds,
       onErrored: (n) => onFinished('error', n),
     });
     this.queue = new PipelineQueue({
@@ -93,6 +100,7 @@ export class PipelinesService {
       repoInfo: deps.repoInfo,
       stepTimeoutSeconds: deps.stepTimeoutSeconds,
       logMaxBytes: deps.logMaxBytes,
+      limits: deps.limits ?? DEFAULT_PIPELINE_LIMITS,
       baseUrl: deps.baseUrl,
       onClaimed: () => claimed.inc(),
     });

@@ -1,14 +1,26 @@
 import type { Db } from '../db/query.ts';
-import { PIPELINE_FILE, parsePipelineFile, whenMatches } from './pipeline-file.ts';
-import type { Trigger } from './model.ts';
+import type { CappedFile } from '../vcs/driver.ts';
+import { formatBytes } from '../../agent/executors/disk-watch.ts';
+import { PIPELINE_FILE, parsePipelineFile, whenMatches, type ParseResult } from './pipeline-file.ts';
+import { DEFAULT_PIPELINE_LIMITS, type PipelineLimits, type RepoInfo, type Trigger } from './model.ts';
 import * as db from './repository.ts';
 
-/** The repository's file at each of some commits, in one read: commit -> content (undefined: absent). */
+/**
+ * The repository's file at each of some commits, in one read: commit -> content (undefined:
+ * absent; `{ tooLarge }`: larger than `maxBytes`, not read).
+ */
 export type FileReader = (
   repoId: number,
   revs: readonly string[],
   path: string,
-) => Promise<Map<string, string | undefined>>;
+  maxBytes: number,
+) => Promise<Map<string, CappedFile | undefined>>;
+
+export type TriggerDeps = {
+  readFiles: FileReader;
+  repoInfo: (repoId: number) => Promise<Pick<RepoInfo, 'orgId'>>;
+  limits?: PipelineLimits;
+};
 
 /** A run to create: a commit with the events that name it. */
 export type Run = {
@@ -25,10 +37,27 @@ export type Run = {
  * (or joins the pending or running one of that commit), in the transaction of the push.
  */
 export class PipelineTrigger {
-  private readonly readFiles: FileReader;
+  private readonly d: TriggerDeps;
+  private readonly limits: PipelineLimits;
 
-  constructor(deps: { readFiles: FileReader }) {
-    this.readFiles = deps.readFiles;
+  constructor(deps: TriggerDeps) {
+    this.d = deps;
+    this.limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
+  }
+
+  private read(repoId: number, revs: readonly string[]): Promise<Map<string, CappedFile | undefined>> {
+    return this.d.readFiles(repoId, revs, PIPELINE_FILE, this.limits.fileMaxBytes);
+  }
+
+  /** The pipeline file parsed within the limits: too large, or too many steps, is an error. */
+  private parse(file: CappedFile): ParseResult {
+    if (typeof file !== 'string') {
+      return {
+        ok: false,
+        error: `${PIPELINE_FILE} is ${formatBytes(file.tooLarge)}, more than the limit of ${formatBytes(this.limits.fileMaxBytes)}: it was not read`,
+      };
+    }
+    return parsePipelineFile(file, { maxSteps: this.limits.maxSteps });
   }
 
   /**
@@ -49,8 +78,9 @@ export class PipelineTrigger {
     }
     if (byCommit.size === 0) return [];
     // the pipeline file of every commit at once (a push of many tags reads it in one run)
-    const files = await this.readFiles(repoId, [...byCommit.keys()], PIPELINE_FILE);
+    const files = await this.read(repoId, [...byCommit.keys()]);
     const created: number[] = [];
+    let orgId: number | undefined;
     for (const t of byCommit.values()) {
       const text = files.get(t.commit);
       const existing = await db.activeForCommit(tx, repoId, t.commit);
@@ -65,7 +95,8 @@ export class PipelineTrigger {
         }
         continue;
       }
-      const id = await this.createFrom(tx, { repoId, ...t }, text);
+      orgId ??= (await this.d.repoInfo(repoId)).orgId;
+      const id = await this.createFrom(tx, { repoId, ...t }, orgId, text);
       if (id !== undefined) created.push(id);
     }
     return created;
@@ -79,11 +110,11 @@ export class PipelineTrigger {
   private async reevaluateSteps(
     tx: Db,
     pipelineId: number,
-    text: string | undefined,
+    text: CappedFile | undefined,
     events: string[],
     branch: string,
   ): Promise<void> {
-    const parsed = text === undefined ? undefined : parsePipelineFile(text);
+    const parsed = text === undefined ? undefined : this.parse(text);
     if (parsed?.ok !== true) return;
     for (const [i, s] of parsed.file.steps.entries()) {
       if (s.when === undefined || !whenMatches(s.when, events, branch)) continue;
@@ -97,20 +128,28 @@ export class PipelineTrigger {
    * the file does not parse. Returns its id (undefined: no pipeline).
    */
   async create(tx: Db, run: Run): Promise<number | undefined> {
-    const files = await this.readFiles(run.repoId, [run.commit], PIPELINE_FILE);
-    return this.createFrom(tx, run, files.get(run.commit));
+    const files = await this.read(run.repoId, [run.commit]);
+    const text = files.get(run.commit);
+    if (text === undefined) return undefined;
+    return this.createFrom(tx, run, (await this.d.repoInfo(run.repoId)).orgId, text);
   }
 
   /** `create` with the commit's pipeline file already read (`text`, undefined: none). */
-  private async createFrom(tx: Db, run: Run, text: string | undefined): Promise<number | undefined> {
+  private async createFrom(
+    tx: Db,
+    run: Run,
+    orgId: number,
+    text: CappedFile | undefined,
+  ): Promise<number | undefined> {
     if (text === undefined) return undefined;
-    const parsed = parsePipelineFile(text);
+    const parsed = this.parse(text);
     if (parsed.ok && !whenMatches(parsed.file.when, run.events, run.branch)) return undefined;
     const steps = parsed.ok ? parsed.file.steps : [];
     const runnable = steps.filter((s) => whenMatches(s.when, run.events, run.branch));
     const status = !parsed.ok ? 'error' : runnable.length === 0 ? 'success' : 'pending';
     const id = await db.insertPipeline(tx, {
       repoId: run.repoId,
+      orgId,
       commit: run.commit,
       branch: run.branch,
       tag: run.tag,

@@ -23,11 +23,11 @@ export async function output(
 }
 
 /** `filesAt` for a kind that reads one revision at a time. */
-export async function eachAt(
+export async function eachAt<T>(
   revs: readonly string[],
-  read: (rev: string) => Promise<string | undefined>,
-): Promise<Map<string, string | undefined>> {
-  const out = new Map<string, string | undefined>();
+  read: (rev: string) => Promise<T | undefined>,
+): Promise<Map<string, T | undefined>> {
+  const out = new Map<string, T | undefined>();
   for (const rev of new Set(revs)) out.set(rev, await read(rev));
   return out;
 }

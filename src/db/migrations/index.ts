@@ -8,6 +8,7 @@ import { Migration0008Webhooks } from './0008-webhooks.ts';
 import { Migration0009Pulls } from './0009-pulls.ts';
 import { Migration0010Releases } from './0010-releases.ts';
 import { Migration0011AgentPools } from './0011-agent-pools.ts';
+import { Migration0012PipelineTurns } from './0012-pipeline-turns.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   { name: '0009-pulls', class: Migration0009Pulls },
   { name: '0010-releases', class: Migration0010Releases },
   { name: '0011-agent-pools', class: Migration0011AgentPools },
+  { name: '0012-pipeline-turns', class: Migration0012PipelineTurns },
 ];

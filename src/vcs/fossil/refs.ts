@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { FOSSIL } from '../constants.ts';
-import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
+import type { CappedFile, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, eachAt, output, tagMoves } from '../refs.ts';
 
 // `fossil sql` prints rows in SQLite's quote mode; every selected field is hex() so that
@@ -135,7 +135,19 @@ export const moves: VcsDriver['moves'] = async (file, before, after, opts) => {
   return [...branches, ...tags];
 };
 
-export const filesAt: VcsDriver['filesAt'] = (file, revs, name) =>
-  eachAt(revs, (rev) =>
-    output(FOSSIL.bin, ['cat', '-R', file, '-r', rev, name], FOSSIL.env).catch(() => undefined),
-  );
+/** The file at each revision: its size from `fossil ls -v`, its content only within the cap. */
+export const filesAt: VcsDriver['filesAt'] = (file, revs, name, maxBytes) =>
+  eachAt(revs, async (rev): Promise<CappedFile | undefined> => {
+    const listing = await output(FOSSIL.bin, ['ls', '-R', file, '-r', rev, '-v', name], FOSSIL.env).catch(
+      () => '',
+    );
+    // `DATE TIME SIZE NAME` per file under `name` (a file, or a directory of that name)
+    const row = listing
+      .split('\n')
+      .map((l) => /^\S+ \S+\s+(\d+)  (.*)$/.exec(l))
+      .find((m) => m?.[2] === name);
+    if (row == null) return undefined;
+    const size = Number(row[1]);
+    if (size > maxBytes) return { tooLarge: size };
+    return output(FOSSIL.bin, ['cat', '-R', file, '-r', rev, name], FOSSIL.env).catch(() => undefined);
+  });

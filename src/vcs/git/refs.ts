@@ -2,7 +2,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { GIT } from '../constants.ts';
-import type { CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
+import type { CappedFile, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
 import { runCommand } from '../run.ts';
 
@@ -58,16 +58,33 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
 };
 
 /**
- * The file at each revision from one `git cat-file --batch`: per request line `REV:FILE`, a
- * header `OID TYPE SIZE` and the content, or `REV:FILE missing` (no such revision or file).
+ * The file at each revision: the sizes from one `git cat-file --batch-check` (per request line
+ * `REV:FILE`, `OID TYPE SIZE` or `REV:FILE missing`), then the contents within the cap from one
+ * `git cat-file --batch` (a header as above, then the content).
  */
 export async function filesAt(
   dir: string,
   revs: readonly string[],
   file: string,
-): Promise<Map<string, string | undefined>> {
-  const out = new Map<string, string | undefined>();
-  const unique = [...new Set(revs)];
+  maxBytes: number,
+): Promise<Map<string, CappedFile | undefined>> {
+  const out = new Map<string, CappedFile | undefined>();
+  const sizes = await runCommand(GIT.bin, ['-C', dir, 'cat-file', '--batch-check'], {
+    env: GIT.env,
+    input: [...new Set(revs)].map((rev) => `${rev}:${file}\n`).join(''),
+    timeoutMs: 60_000,
+  }).then(
+    (r) => r.stdout.toString('utf8').split('\n'),
+    () => [] as string[],
+  );
+  const unique: string[] = [];
+  for (const [i, rev] of [...new Set(revs)].entries()) {
+    const head = /^[0-9a-f]+ blob (\d+)$/.exec(sizes[i] ?? '');
+    if (head === null) continue;
+    if (Number(head[1]) > maxBytes) out.set(rev, { tooLarge: Number(head[1]) });
+    else unique.push(rev);
+  }
+  for (const rev of revs) if (!out.has(rev) && !unique.includes(rev)) out.set(rev, undefined);
   if (unique.length === 0) return out;
   const input = unique.map((rev) => `${rev}:${file}\n`).join('');
   const buf = await runCommand(GIT.bin, ['-C', dir, 'cat-file', '--batch'], {

@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { HG } from '../constants.ts';
-import type { BranchMove, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
+import type { BranchMove, CappedFile, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { commitRecords, eachAt, FIELD, RECORD, tagMoves } from '../refs.ts';
 import { CommandServers } from './cmdserver.ts';
 
@@ -160,7 +160,15 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
   return [...out, ...tags];
 };
 
-/** The file at each revision, through the bookkeeping command server (a few ms each). */
-export const filesAt: VcsDriver['filesAt'] = (dir, revs, file) =>
+/**
+ * The file at each revision, through the bookkeeping command server (a few ms each): its size
+ * first, its content only when the size is within the cap.
+ */
+export const filesAt: VcsDriver['filesAt'] = (dir, revs, file, maxBytes) =>
   // `path:` makes the file relative to the repository root, not the working directory
-  eachAt(revs, (rev) => hg(dir, 'cat', '-r', rev, `path:${file}`).catch(() => undefined));
+  eachAt(revs, async (rev): Promise<CappedFile | undefined> => {
+    const size = Number(await hg(dir, 'files', '-r', rev, '-T', '{size}\n', `path:${file}`).catch(() => ''));
+    if (!Number.isSafeInteger(size) || size < 0) return undefined;
+    if (size > maxBytes) return { tooLarge: size };
+    return hg(dir, 'cat', '-r', rev, `path:${file}`).catch(() => undefined);
+  });
