@@ -87,6 +87,8 @@ describe('loadConfig', () => {
     expect(c.otlpEndpoint).toBeUndefined();
     expect(c.logLevel).toBe('info');
     expect(c.logRequests).toBe(true);
+    expect(c.connections).toEqual({ max: 1000, perClient: 256, firstRequestMs: 10_000 });
+    expect(c.authFailures).toEqual({ limit: 10, windowMs: 60_000 });
   });
 
   test('when variables are set, then they are parsed into the typed config', () => {
