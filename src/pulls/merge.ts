@@ -1,8 +1,9 @@
 import { ApiError } from '../http/errors.ts';
 import type { Actor, RepoTarget } from '../http/auth.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
+import { HG } from '../vcs/constants.ts';
 import { RefNotFound, type MergeOutcome } from '../vcs/ops.ts';
-import type { PullReads } from './reads.ts';
+import type { PullReads, PullRepo } from './reads.ts';
 import * as db from './repository.ts';
 import type { MergePullBody, PullJson } from './schemas.ts';
 import { emitPull, type Merging, type PullsDeps } from './service.ts';
@@ -14,12 +15,33 @@ const LOCK_WAIT_MS = 60_000;
 
 type Outcome = MergeOutcome | { kind: 'not_open' };
 
+/** What the caller may do besides merging, as the route found it (the merge itself needs `pulls:write`). */
+export type MergeRights = {
+  /** The token could push here (`repo:write`, org member, its level reaching the repository). */
+  push: boolean;
+};
+
+/**
+ * Why `delete_source` leaves `ref` in place, or undefined when it may be deleted. The default
+ * line is never deleted: the default branch (git, Fossil), and for Mercurial the mainline
+ * bookmark `@` and a bookmark named like the default named branch (it would stand for that
+ * branch). Protected refs (DESIGN.md section 11) belong here too once they exist: a rule that does
+ * not allow deletion keeps the source the same way.
+ */
+export function keptSource(repo: Pick<PullRepo, 'vcs' | 'defaultBranch'>, ref: string): string | undefined {
+  if (ref === repo.defaultBranch) return 'the default branch';
+  if (repo.vcs === 'hg' && ref === HG.mainBookmark) return 'the mainline bookmark';
+  return undefined;
+}
+
 /**
  * Merging a pull request. The merge runs as the mutation of `RepoChanges.change`, so the target's
  * `push` event, its CI pipelines and the readers' invalidation happen exactly as for a client
  * push; the pull request is marked `merged` (with `pull_request.merged`) in that same transaction
  * by `PullSync`, which this class tells which pull request the target move belongs to.
- * `delete_source` deletes (Fossil: closes) the source ref in the same change.
+ * `delete_source` deletes (Fossil: closes) the source ref in the same change; it needs the right
+ * to push (refused with 403 before anything changes) and never deletes the default line (the
+ * merge goes ahead and the source stays, see `keptSource`).
  */
 export class PullMerges {
   private readonly d: PullsDeps;
@@ -32,9 +54,21 @@ export class PullMerges {
     this.merging = merging;
   }
 
-  async merge(t: RepoTarget, actor: Actor, number: number, body: MergePullBody): Promise<PullJson> {
+  async merge(
+    t: RepoTarget,
+    actor: Actor,
+    rights: MergeRights,
+    number: number,
+    body: MergePullBody,
+  ): Promise<PullJson> {
     const repo = await this.reads.repo(t.repo.id);
     const row = await this.reads.find(this.d.em(), repo.id, number, false);
+    // Everything the caller may not do is refused here, before the change starts. Protected refs
+    // (DESIGN.md section 11: the merging user must be allowed to push to the target) go here too.
+    if (body.delete_source && !rights.push) {
+      throw ApiError.forbidden('delete_source deletes a ref as a push would: it needs repo:write');
+    }
+    const deleteSource = body.delete_source && keptSource(repo, row.source_ref) === undefined;
     if (row.status !== 'open') throw ApiError.mergeRefused('not_open', `the pull request is ${row.status}`);
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
@@ -67,7 +101,7 @@ export class PullMerges {
           if (out.kind !== 'merged') return out;
           mine = { pullId: row.id, actorId: actor.id, head, base };
           this.merging.set(repo.id, mine);
-          if (body.delete_source) await ops.deleteRef(repo.path, row.source_ref, head);
+          if (deleteSource) await ops.deleteRef(repo.path, row.source_ref, head);
           return out;
         },
         { signal: new AbortController().signal, deadline: Date.now() + LOCK_WAIT_MS },

@@ -1,4 +1,6 @@
 import { reply, respond, type Api } from '../http/api.ts';
+import type { Access, RepoTarget } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
 import { pathInt } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
 import {
@@ -16,6 +18,17 @@ const READ_403 = 'a private repository and the token lacks pulls:read or does no
 const WRITE_403 = 'the token lacks pulls:write or does not reach the repository';
 const MEMBER_403 = `${WRITE_403}, or the caller is not a member of the organization`;
 const NUMBER = { number: pathInt };
+
+/** Could this caller push to the repository (`repo:write`, org member, a token reaching it)? */
+async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
+  return access.authorize(target, { scope: 'repo:write', role: 'member' }).then(
+    () => true,
+    (e: unknown) => {
+      if (e instanceof ApiError && e.status < 500) return false;
+      throw e;
+    },
+  );
+}
 
 export function pullRoutes(api: Api, pulls: PullsService): void {
   const base = '/pulls';
@@ -103,19 +116,27 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     tag: 'pulls',
     auth: 'token',
     summary:
-      'Merge a pull request (pulls:write, org member): style merge (default; fast-forward when possible), ff-only or squash',
+      'Merge a pull request (pulls:write, org member): style merge (default; fast-forward when possible), ff-only or squash; `delete_source` also needs repo:write and never deletes the default branch',
     operationId: 'mergePull',
     body: mergePullBody,
     optionalBody: true,
     returns: respond.data(pullSchema, 'the merged pull request (`merge_commit` is the target head)'),
     errors: {
-      403: MEMBER_403,
+      403: `${MEMBER_403}; or \`delete_source\` and the token lacks repo:write (nothing is merged)`,
       404: 'no such repository or pull request, or its source or target ref no longer exists',
       409: '`merge_conflict` (with `conflicted_files`; nothing changed), `head_moved`, `target_moved`, `not_fast_forward`, `not_open`, or nothing to merge (`conflict`)',
       503: 'the repository is busy: its push lock was not free within 60 s (`service_unavailable`)',
     },
     handler: async ({ access, target, params, body }) =>
-      reply.ok(await merges.merge(target, access.actor(), params.number, body)),
+      reply.ok(
+        await merges.merge(
+          target,
+          access.actor(),
+          { push: await canPush(access, target) },
+          params.number,
+          body,
+        ),
+      ),
   });
   api.repoRoute({
     method: 'post',

@@ -16,7 +16,8 @@ const LOCK_WAIT_MS = 30_000;
 /**
  * Release records: list, read by id and by tag, create (creating the tag when asked), update,
  * delete with the asset objects. A tag is looked up and created under the repository's push lock
- * through `RepoChanges.change`, so a created tag gets its `tag` event and CI like a pushed one.
+ * through `RepoChanges.change`, so a created tag gets its `tag` event and CI like a pushed one;
+ * a draft's tag is created when the draft is published, never before.
  */
 export class ReleaseRecords {
   private readonly d: ReleasesDeps;
@@ -46,9 +47,17 @@ export class ReleaseRecords {
     return this.one(t, r);
   }
 
+  /**
+   * A published release needs its tag: it is created now when `target_commitish` is given. A
+   * draft's tag is only checked (it exists, or `target_commitish` names a commit) and created
+   * when the draft is published, so nothing of a draft reaches clients of the repository.
+   */
   async create(t: RepoTarget, actor: Actor, body: CreateReleaseBody): Promise<ReleaseJson> {
     if ((await db.byTag(this.d.em(), t.repo.id, body.tag_name)) !== undefined) throw taken(body.tag_name);
-    const commit = await this.tag(t, actor, body.tag_name, body.target_commitish);
+    const draft = body.draft ?? false;
+    const commit = draft
+      ? await this.planTag(t, body.tag_name, body.target_commitish)
+      : await this.tag(t, actor, body.tag_name, body.target_commitish);
     const row = await db
       .insert(this.d.em(), {
         repo_id: t.repo.id,
@@ -56,7 +65,7 @@ export class ReleaseRecords {
         target_commitish: body.target_commitish ?? commit,
         name: body.name ?? '',
         body: body.body ?? '',
-        draft: body.draft ?? false,
+        draft,
         prerelease: body.prerelease ?? false,
         author_id: actor.id,
       })
@@ -67,26 +76,36 @@ export class ReleaseRecords {
     return this.one(t, row);
   }
 
+  /**
+   * Changes the given fields. The tag is resolved again when it changes, when a draft is
+   * published (its tag is created then, at the draft's `target_commitish` unless the request gives
+   * another) and when a draft gets a new `target_commitish`; only a release that is published
+   * after the change creates a tag. A published release's new tag needs its own
+   * `target_commitish` unless it exists; a draft keeps the one it has.
+   */
   async update(t: RepoTarget, actor: Actor, id: number, body: UpdateReleaseBody): Promise<ReleaseJson> {
     const current = await visibleRelease(this.d.em(), t, id, { drafts: true });
-    const retag = body.tag_name !== undefined && body.tag_name !== current.tag_name;
-    let commitish: string | undefined;
-    if (retag && body.tag_name !== undefined) {
-      const other = await db.byTag(this.d.em(), t.repo.id, body.tag_name);
-      if (other !== undefined) throw taken(body.tag_name);
-      const commit = await this.tag(t, actor, body.tag_name, body.target_commitish);
-      commitish = body.target_commitish ?? commit;
+    const tagName = body.tag_name ?? current.tag_name;
+    const retag = tagName !== current.tag_name;
+    if (retag && (await db.byTag(this.d.em(), t.repo.id, tagName)) !== undefined) throw taken(tagName);
+    const draft = body.draft ?? current.draft;
+    const given = body.target_commitish ?? (current.draft ? current.target_commitish : undefined);
+    let target: string | undefined;
+    if (retag || (current.draft && !draft) || (draft && body.target_commitish !== undefined)) {
+      const commit = draft ? await this.planTag(t, tagName, given) : await this.tag(t, actor, tagName, given);
+      target = given ?? commit;
     }
     const row = await db
       .update(this.d.em(), current.id, {
-        ...(retag ? { tag_name: body.tag_name, target_commitish: commitish } : {}),
+        ...(retag ? { tag_name: tagName } : {}),
+        target_commitish: target,
         name: body.name,
         body: body.body,
         draft: body.draft,
         prerelease: body.prerelease,
       })
       .catch((e: unknown) => {
-        throw isUniqueViolation(e) ? taken(body.tag_name ?? '') : e;
+        throw isUniqueViolation(e) ? taken(tagName) : e;
       });
     return this.one(t, row);
   }
@@ -150,10 +169,25 @@ export class ReleaseRecords {
       case 'tag_exists':
         return outcome.commit;
       case 'unknown':
-        throw unprocessable(`tag_name: no tag ${name} exists; give target_commitish to create it`);
+        throw unknownTag(name);
       case 'not_found':
-        throw unprocessable(`target_commitish: ${commitish ?? ''} names no commit, branch or bookmark`);
+        throw namesNothing(commitish ?? '');
     }
+  }
+
+  /**
+   * What `tag` would tag, changing nothing (no push lock): the commit tag `name` names, else the
+   * one `commitish` names (the same 422s). The VCS judges the tag name only when it creates it.
+   */
+  private async planTag(t: RepoTarget, name: string, commitish: string | undefined): Promise<string> {
+    const repo = await this.d.repos.get(t.repo.id);
+    const dir = this.d.repos.path(repo);
+    const existing = (await driverFor(repo.vcs).snapshot(dir)).tags.get(name);
+    if (existing !== undefined) return existing;
+    if (commitish === undefined) throw unknownTag(name);
+    const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, commitish);
+    if (commit === undefined) throw namesNothing(commitish);
+    return commit;
   }
 }
 
@@ -173,6 +207,14 @@ function busy(e: unknown): boolean {
 
 function taken(tag: string): ApiError {
   return ApiError.conflict(`a release for tag ${tag} exists already`);
+}
+
+function unknownTag(name: string): ApiError {
+  return unprocessable(`tag_name: no tag ${name} exists; give target_commitish to create it`);
+}
+
+function namesNothing(commitish: string): ApiError {
+  return unprocessable(`target_commitish: ${commitish} names no commit, branch or bookmark`);
 }
 
 function unprocessable(message: string): ApiError {

@@ -90,11 +90,11 @@ export function insert(
 export function update(
   db: Db,
   id: number,
-  f: Partial<Pick<ReleaseRow, 'tag_name' | 'name' | 'body' | 'draft' | 'prerelease'>>,
+  f: Partial<Pick<ReleaseRow, 'tag_name' | 'target_commitish' | 'name' | 'body' | 'draft' | 'prerelease'>>,
 ): Promise<ReleaseRow> {
   const sets: string[] = [];
   const params: unknown[] = [];
-  for (const k of ['tag_name', 'name', 'body', 'prerelease'] as const) {
+  for (const k of ['tag_name', 'target_commitish', 'name', 'body', 'prerelease'] as const) {
     if (f[k] !== undefined) {
       sets.push(`${k} = ?`);
       params.push(f[k]);

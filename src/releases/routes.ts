@@ -2,7 +2,8 @@ import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
-import type { Access, RepoTarget } from '../http/auth.ts';
+import type { Access, RepoNeeds, RepoTarget } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
 import { multipartUpload } from '../http/multipart.ts';
 import { pathInt, pathText } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
@@ -26,9 +27,23 @@ const ID = { id: pathInt };
 const ASSET = { id: pathInt, asset_id: pathInt };
 const STORE_503 = 'the blob store failed or cannot be reached (`storage_unavailable`)';
 
-/** Org members see drafts; everyone else gets 404 for them, also in lists. */
+/**
+ * Who sees drafts: an org member whose token reaches the repository (a personal token, an org
+ * token of its organization, a repository token of it) and may read releases (`releases:read`,
+ * the scope of every release read). Everyone else gets 404 for a draft, also in lists.
+ */
+const DRAFTS: RepoNeeds = { scope: 'releases:read', role: 'member' };
+
 async function viewer(access: Access, t: RepoTarget): Promise<Viewer> {
-  return { drafts: access.userId !== undefined && (await access.roleIn(t.org.id)) !== undefined };
+  if (access.userId === undefined) return { drafts: false };
+  const drafts = await access.authorize(t, DRAFTS).then(
+    () => true,
+    (e: unknown) => {
+      if (e instanceof ApiError && e.status < 500) return false;
+      throw e;
+    },
+  );
+  return { drafts };
 }
 
 export function releaseRoutes(api: Api, releases: ReleasesService): void {
@@ -41,7 +56,8 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     repo: READ,
     tag: 'releases',
     auth: 'public',
-    summary: 'Releases, newest first (drafts only for org members)',
+    summary:
+      'Releases, newest first (drafts only for org members whose token has releases:read and reaches the repository)',
     operationId: 'listReleases',
     query: listReleasesQuery,
     returns: respond.list(releaseSchema, 'releases with their assets'),
@@ -61,7 +77,7 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     returns: respond.data(releaseSchema, 'the release'),
     errors: {
       403: READ_403,
-      404: 'no such repository or release (or a draft and the caller is no org member)',
+      404: 'no such repository or release (or a draft the caller may not see)',
     },
     handler: async ({ access, target, params }) =>
       reply.ok(await records.byTag(target, params.tag, await viewer(access, target))),
@@ -78,7 +94,7 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     returns: respond.data(releaseSchema, 'the release'),
     errors: {
       403: READ_403,
-      404: 'no such repository or release (or a draft and the caller is no org member)',
+      404: 'no such repository or release (or a draft the caller may not see)',
     },
     handler: async ({ access, target, params }) =>
       reply.ok(await records.get(target, params.id, await viewer(access, target))),
@@ -90,7 +106,7 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     tag: 'releases',
     auth: 'token',
     summary:
-      'Create a release (releases:write, org member); with `target_commitish` a missing tag is created there (a `tag` event, CI)',
+      'Create a release (releases:write, org member); with `target_commitish` a missing tag is created there (a `tag` event, CI), for a draft only when it is published',
     operationId: 'createRelease',
     body: createReleaseBody,
     returns: respond.created(releaseSchema, 'the release', (r, p) =>
@@ -112,14 +128,15 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     params: ID,
     tag: 'releases',
     auth: 'token',
-    summary: 'Update a release (releases:write, org member); only the fields given change',
+    summary:
+      'Update a release (releases:write, org member); only the fields given change; publishing a draft (`draft: false`) creates its tag',
     operationId: 'updateRelease',
     body: updateReleaseBody,
     returns: respond.data(releaseSchema, 'the updated release'),
     errors: {
       403: WRITE_403,
       409: 'the new tag has a release already',
-      422: 'the new `tag_name` names no tag and no `target_commitish` was given, or it names nothing',
+      422: 'the new `tag_name` (or, when a draft is published, its tag) names no tag and there is no `target_commitish`, it names nothing, or the VCS refuses the tag name',
       503: 'the repository stayed busy (push lock)',
     },
     handler: async ({ access, target, params, body }) =>

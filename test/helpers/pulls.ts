@@ -132,6 +132,28 @@ export class PrRepo {
     }
   }
 
+  /**
+   * The branches (git, open Fossil branches) or bookmarks (Mercurial) the server has, as the stock
+   * client lists them from it.
+   */
+  async heads(): Promise<string[]> {
+    const d = this.w.dir;
+    const url = withCreds(this.w.url, this.w.token);
+    const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
+    switch (this.kind) {
+      case 'git':
+        return lines(await ok('git', ['ls-remote', '--heads', url], d)).map((l) =>
+          l.split('\t')[1]!.replace(/^refs\/heads\//, ''),
+        );
+      case 'hg':
+        // the server's bookmarks themselves (a pull never deletes a local bookmark)
+        return lines(await ok('hg', ['debugpushkey', url, 'bookmarks'], d)).map((l) => l.split('\t')[0]!);
+      case 'fossil':
+        await this.pull();
+        return lines(await ok('fossil', ['branch', 'list'], d)).map((l) => l.replace(/^[\s*]+/, '').trim());
+    }
+  }
+
   /** The parents of a commit as the stock client sees them after `pull` (merge links included). */
   async parents(rev: string): Promise<number> {
     await this.pull();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { PrRepo, settled } from '../helpers/pulls.ts';
 import { TWO_STEPS } from '../helpers/ci.ts';
@@ -160,6 +160,69 @@ describe('pull request API', () => {
       sender: { id: author.id },
       repository: { org },
     });
+  });
+
+  test('when a token cannot push or does not reach the repository, then what it may not do is refused before anything changes', async () => {
+    // a second repository of the org, and an org the member owns
+    const otherRepo = uniq('other');
+    expect(
+      (await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: otherRepo, vcs: 'git' })).status,
+    ).toBe(201);
+    const otherOrg = await s.newOrg(member);
+    const mint = async (body: Record<string, unknown>): Promise<Client> => {
+      const r = await member.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
+      expect(r.status).toBe(201);
+      return s.anon.as(r.body.data.token);
+    };
+    const all = ['repo:write', 'pulls:write'];
+    const pullsOnly = await mint({ scopes: ['pulls:write', 'repo:read'] });
+    const elsewhere = [
+      await mint({ scopes: all, level: 'repo', target: `${org}/${otherRepo}` }),
+      await mint({ scopes: all, level: 'org', target: otherOrg }),
+    ];
+    const here = await mint({ scopes: all, level: 'repo', target: `${org}/${repo.name}` });
+
+    await repo.commitOn('guarded', { 'guarded.txt': 'guarded\n' }, 'guarded');
+    const pr = (await author.client.post(pulls(), { title: 'guarded', source_ref: 'guarded' })).body.data;
+    const before = await settled(owner.client, `${pulls()}/${pr.number}`);
+    const events = (await outboxEvents(s, repo.id)).length;
+    const merge = `${pulls()}/${pr.number}/merge`;
+    // tokens of another repository or organization do not merge here, with or without delete_source
+    for (const c of elsewhere) {
+      for (const body of [{}, { delete_source: true }]) {
+        const r = await c.post(merge, body);
+        expect(r.status).toBe(403);
+        expect(r.body.error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('target') });
+      }
+    }
+    // pulls:write without repo:write: delete_source is refused as a whole, nothing is merged
+    const refused = await pullsOnly.post(merge, { delete_source: true });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({
+      code: 'forbidden',
+      message: expect.stringContaining('repo:write'),
+    });
+    expect(await settled(owner.client, `${pulls()}/${pr.number}`)).toMatchObject({
+      status: 'open',
+      head_commit: before.head_commit,
+      base_commit: before.base_commit,
+    });
+    expect(await outboxEvents(s, repo.id)).toHaveLength(events);
+    expect(await repo.heads()).toContain('guarded');
+
+    // the merge itself needs pulls:write only (the v1 contract), and keeps the source
+    const merged = await pullsOnly.post(merge, {});
+    expect(merged.status).toBe(200);
+    expect(merged.body.data).toMatchObject({ status: 'merged', merged_by: { id: member.id } });
+    expect(await repo.heads()).toContain('guarded');
+
+    // a repository token of this repository with repo:write deletes the source
+    await repo.commitOn('gone', { 'gone.txt': 'gone\n' }, 'gone');
+    const next = (await author.client.post(pulls(), { title: 'gone', source_ref: 'gone' })).body.data;
+    const deleted = await here.post(`${pulls()}/${next.number}/merge`, { delete_source: true });
+    expect(deleted.status).toBe(200);
+    expect(await repo.heads()).not.toContain('gone');
+    expect(await repo.heads()).toContain('main');
   });
 
   test('when the repository is private, then outsiders and anonymous callers get 404', async () => {

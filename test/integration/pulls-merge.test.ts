@@ -187,6 +187,29 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s pull requests', (kind) =
     expect(gone.body.error.message).toContain('squashme');
   });
 
+  test('when the source is the default line and delete_source is asked, then the merge lands and the default line stays', async () => {
+    await repo.commitOn('stable', { 'stable.txt': 'stable\n' }, 'a stable line');
+    await repo.commitOn(MAINLINE[kind], { 'fix.txt': 'fix\n' }, 'a fix on the mainline');
+    const r = await owner.client.post(`${repo.api}/pulls`, {
+      title: 'back-port the fix',
+      source_ref: MAINLINE[kind],
+      target_ref: 'stable',
+    });
+    expect(r.status).toBe(201);
+    const read = await settled(owner.client, `${repo.api}/pulls/${r.body.data.number}`);
+    expect(read).toMatchObject({ mergeable_state: 'clean', commits_ahead: 1 });
+    const m = await owner.client.post(`${repo.api}/pulls/${read.number}/merge`, { delete_source: true });
+    expect(m.status).toBe(200);
+    expect(m.body.data).toMatchObject({ status: 'merged' });
+    expect(await repo.fileAt(owner.client, 'stable', 'fix.txt')).toBe('fix\n');
+    // the default line is never deleted (Fossil: never closed): the stock client still lists it,
+    // at the head it had
+    expect(await repo.heads()).toEqual(expect.arrayContaining([MAINLINE[kind], 'stable']));
+    const main = await owner.client.get(`${repo.api}/changeset/${encodeURIComponent(MAINLINE[kind])}`);
+    expect(main.status).toBe(200);
+    expect(main.body.data.id).toBe(read.head_commit);
+  });
+
   test('when a client merges the source into the target and pushes, then the PR is marked merged by the pusher', async () => {
     await repo.commitOn('manual', { 'manual.txt': 'manual\n' }, 'manual change');
     const pr = await open(repo, 'manual');

@@ -9,7 +9,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { postMultipart } from '../helpers/multipart.ts';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 
 const MAX = 1024 * 1024;
@@ -151,6 +151,63 @@ describe('releases', () => {
     expect(pub.status).toBe(200);
     expect(pub.body.data.published_at).not.toBeNull();
     expect((await s.anon.get(`${base}/${draft.id}`)).status).toBe(200);
+  });
+
+  test("when a member's token does not reach the repository or cannot read releases, then drafts stay hidden", async () => {
+    // another repository of the org, and an org the member owns
+    const otherRepo = uniq('other');
+    expect(
+      (await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: otherRepo, vcs: 'git' })).status,
+    ).toBe(201);
+    const otherOrg = await s.newOrg(member);
+    const mint = async (body: Record<string, unknown>): Promise<Client> => {
+      const r = await member.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
+      expect(r.status).toBe(201);
+      return s.anon.as(r.body.data.token);
+    };
+    const all = ['repo:write', 'releases:write', 'pulls:write', 'ci:write'];
+    const hidden = [
+      await mint({ scopes: all, level: 'repo', target: `${org}/${otherRepo}` }),
+      await mint({ scopes: all, level: 'org', target: otherOrg }),
+      await mint({ scopes: ['ci:read'] }),
+      await mint({ scopes: ['repo:read', 'pulls:read'] }),
+    ];
+    const shown = [
+      await mint({ scopes: ['releases:read'], level: 'repo', target: `${org}/${repo}` }),
+      await mint({ scopes: ['releases:read'], level: 'org', target: org }),
+    ];
+    const draft = await release('v9.0', { draft: true, target_commitish: 'main' });
+    const published = (await s.anon.get(`${base}/tags/v1.0`)).body.data;
+    const up = await upload(draft.id, [
+      { field: 'attachment', filename: 'draft.bin', data: Buffer.from('draft bytes') },
+    ]);
+    expect(up.status).toBe(201);
+    const asset = up.body.data.id as number;
+    for (const c of hidden) {
+      // the published releases read as for anyone; the draft does not exist for these tokens
+      expect((await c.get(`${base}/${published.id}`)).status).toBe(200);
+      for (const p of [
+        `${draft.id}`,
+        'tags/v9.0',
+        `${draft.id}/assets`,
+        `${draft.id}/assets/${asset}/download`,
+      ]) {
+        const r = await c.get(`${base}/${p}`);
+        expect(r.status).toBe(404);
+        expect(r.body.error.code).toBe('not_found');
+      }
+      const list = await c.get(`${base}?per_page=100`);
+      expect(list.body.data.map((x: any) => x.id)).not.toContain(draft.id);
+      expect(list.body.data.map((x: any) => x.id)).toContain(published.id);
+    }
+    for (const c of shown) {
+      expect((await c.get(`${base}/${draft.id}`)).body.data).toMatchObject({ id: draft.id, draft: true });
+      expect((await c.get(`${base}/tags/v9.0`)).status).toBe(200);
+      expect((await c.get(`${base}/${draft.id}/assets`)).body.data).toHaveLength(1);
+      expect((await c.get(`${base}/${draft.id}/assets/${asset}/download`)).text).toBe('draft bytes');
+      expect((await c.get(`${base}?per_page=100`)).body.data.map((x: any) => x.id)).toContain(draft.id);
+    }
+    expect((await owner.client.delete(`${base}/${draft.id}`)).status).toBe(204);
   });
 
   test('when a release is updated, then only the given fields change', async () => {

@@ -57,6 +57,8 @@ async function pushTag(w: WorkingCopy, tag: string): Promise<void> {
 }
 
 const DEFAULT: Record<VcsKind, string> = { git: 'main', hg: 'default', fossil: 'trunk' };
+/** A tag name each VCS refuses. */
+const BAD_TAG: Record<VcsKind, string> = { git: 'bad..name', hg: 'bad:name', fossil: 'bad name' };
 
 describe.each(['git', 'hg', 'fossil'] as const)('releases on %s', (kind) => {
   let repo: { name: string; id: number; clone: string };
@@ -77,6 +79,24 @@ describe.each(['git', 'hg', 'fossil'] as const)('releases on %s', (kind) => {
     head = await w.head();
     base = `/api/v1/repos/${org}/${name}/releases`;
   });
+
+  /** The tags the server has, as the stock client sees them. */
+  async function clientTags(): Promise<string[]> {
+    const url = withCreds(repo.clone, owner.token);
+    const lines = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
+    switch (kind) {
+      case 'git':
+        return lines(await ok('git', ['ls-remote', '--tags', url], w.dir)).map((l) =>
+          l.split('\t')[1]!.replace(/^refs\/tags\//, ''),
+        );
+      case 'hg':
+        await ok('hg', ['pull', '-q', url], w.dir);
+        return lines(await ok('hg', ['tags', '-T', '{tag}\n'], w.dir));
+      case 'fossil':
+        await ok('fossil', ['pull', '-B', `x:${owner.token}`, repo.clone], w.dir);
+        return lines(await ok('fossil', ['tag', 'list'], w.dir)).map((l) => l.trim());
+    }
+  }
 
   test('when the tag was pushed with the client, then a release for it points at its commit', async () => {
     await pushTag(w, 'v0.1');
@@ -131,6 +151,68 @@ describe.each(['git', 'hg', 'fossil'] as const)('releases on %s', (kind) => {
     expect((await owner.client.get(`${base}/tags/at-commit`)).body.data.id).toBe(r.body.data.id);
     const unknown = await owner.client.post(base, { tag_name: 'nowhere', target_commitish: 'no-such-line' });
     expect(unknown.status).toBe(422);
+  });
+
+  test('when a draft names a new tag with target_commitish, then the tag is created only when the draft is published', async () => {
+    const api = `/api/v1/repos/${org}/${repo.name}`;
+    const lineNow = async () => (await owner.client.get(`${api}/changeset/${DEFAULT[kind]}`)).body.data.id;
+    const tagEvents = async () =>
+      (await outboxEvents(s, repo.id)).filter((e) => e.event_type === 'tag' && e.payload.ref === 'v2.0');
+    const before = await lineNow();
+    const r = await owner.client.post(base, {
+      tag_name: 'v2.0',
+      target_commitish: DEFAULT[kind],
+      name: 'Two',
+      draft: true,
+    });
+    expect(r.status).toBe(201);
+    expect(r.body.data).toMatchObject({ draft: true, published_at: null, target_commitish: DEFAULT[kind] });
+    // nothing of the draft reaches the repository: no tag (Mercurial: no .hgtags commit), no event
+    expect(await clientTags()).not.toContain('v2.0');
+    expect(await lineNow()).toBe(before);
+    expect(await tagEvents()).toEqual([]);
+    expect((await s.anon.get(`${api}/archive/v2.0.zip`)).status).toBe(404);
+    // a draft's target is still checked when it is made
+    const bad = await owner.client.post(base, {
+      tag_name: 'v2.1',
+      target_commitish: 'no-such-line',
+      draft: true,
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.code).toBe('unprocessable');
+
+    // published: the tag is made then, at the head of the line, through the change path
+    const p = await owner.client.patch(`${base}/${r.body.data.id}`, { draft: false });
+    expect(p.status).toBe(200);
+    expect(p.body.data).toMatchObject({ draft: false, tag_name: 'v2.0', target_commitish: DEFAULT[kind] });
+    expect(p.body.data.published_at).not.toBeNull();
+    const events = await tagEvents();
+    expect(events).toHaveLength(1);
+    expect(events[0]!.sender_id).toBe(owner.id);
+    expect(events[0]!.payload).toMatchObject({ ref_type: 'tag', created: true, target: before });
+    expect(await clientTags()).toContain('v2.0');
+    expect((await s.anon.get(`${api}/archive/v2.0.zip`)).status).toBe(200);
+    // publishing again changes nothing
+    expect((await owner.client.patch(`${base}/${r.body.data.id}`, { draft: false })).status).toBe(200);
+    expect(await tagEvents()).toHaveLength(1);
+
+    // a tag name the VCS refuses is known when the tag is made: publishing is 422, it stays a draft
+    const name = BAD_TAG[kind];
+    const refused = await owner.client.post(base, {
+      tag_name: name,
+      target_commitish: DEFAULT[kind],
+      draft: true,
+    });
+    expect(refused.status).toBe(201);
+    const publish = await owner.client.patch(`${base}/${refused.body.data.id}`, { draft: false });
+    expect(publish.status).toBe(422);
+    expect(publish.body.error.code).toBe('unprocessable');
+    expect((await owner.client.get(`${base}/${refused.body.data.id}`)).body.data).toMatchObject({
+      draft: true,
+      published_at: null,
+    });
+    expect(await clientTags()).not.toContain(name);
+    expect((await owner.client.delete(`${base}/${refused.body.data.id}`)).status).toBe(204);
   });
 
   test.each(['tar.gz', 'zip'] as const)(
