@@ -13,7 +13,6 @@ import { userRoutes } from './users/routes.ts';
 import { orgRoutes } from './orgs/routes.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
-import { Spool } from './vcs/spool.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
@@ -176,7 +175,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     baseUrl: deps.baseUrl,
     throttle,
     changes: services.changes,
-    spool: new Spool(config.transport.spoolDir),
+    spool: services.spool,
     limits: { ...config.transport, servers: services.transports },
   });
   app.all('/:org/:repo', hosting);

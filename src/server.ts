@@ -71,6 +71,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await services?.webhookDispatcher.stop().catch(() => undefined);
     services?.releases.stop();
     services?.ops.close();
+    await services?.spool.close().catch(() => undefined);
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
     await tracing?.shutdown().catch(() => undefined);
@@ -144,6 +145,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     }
     // pushes a killed process could not record get their events before traffic is taken
     await inContext(orm, () => services.changes.reconcilePending());
+    // spool directories of dead processes go, this process's own is made (a spool that cannot be
+    // made fails the transfers, as it would later, not the API)
+    await services.spool
+      .open()
+      .catch((err: unknown) => log.warn({ err }, 'the transport spool directory could not be made'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
@@ -200,6 +206,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       services.transports.close();
       // (the readers, command servers and workers just closed end on their closed input)
       await closeDriverProcesses(Math.min(5_000, Math.max(500, left())));
+      // no transfer runs any more: this process's spool directory goes
+      await services.spool
+        .close()
+        .catch((err: unknown) => log.warn({ err }, 'shutdown: the spool directory could not be removed'));
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);

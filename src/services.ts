@@ -15,6 +15,7 @@ import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
 import { ReaderPool } from './vcs/pool.ts';
+import { Spool } from './vcs/spool.ts';
 import { TransportServers } from './vcs/transport.ts';
 import { AgentsService } from './agents/service.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -47,6 +48,8 @@ export type Services = {
   ops: VcsOpsSet;
   /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
   transports: TransportServers;
+  /** The transfers' per-process spool directory: made at start, removed at shutdown. */
+  spool: Spool;
   releases: ReleasesService;
   /** Larger raw downloads kept for the next (TRIAD_RAW_CACHE_BYTES); none when off. */
   rawCache: RawCache | undefined;
@@ -156,6 +159,7 @@ export function createServices(deps: AppDeps): Services {
     wsgiWorkers: hgWorkers,
     wsgiEnv: { TRIAD_HG_STREAM_CLONES: hgStreamClones },
     nice: deps.config.backendNice,
+    timeoutMs: deps.config.transport.timeoutMs,
   });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
@@ -216,7 +220,8 @@ export function createServices(deps: AppDeps): Services {
     ops,
     assetMaxBytes: deps.config.assetMaxBytes,
     redirectDownloads: deps.config.blobs.redirectDownloads,
-    backendNice: deps.config.backendNice,
+    archives: transports,
+    retryAfterSeconds: deps.config.transport.retryAfterSeconds,
   });
   const pulls: PullsService = new PullsService({
     em,
@@ -246,6 +251,7 @@ export function createServices(deps: AppDeps): Services {
     pulls,
     ops,
     transports,
+    spool: new Spool(deps.config.transport.spoolDir),
     releases,
     rawCache,
   };

@@ -6,6 +6,7 @@ import { ApiError } from '../http/errors.ts';
 import type { IncomingUpload } from '../http/multipart.ts';
 import { parseRange } from '../http/range.ts';
 import { BlobNotFound, StorageUnavailable, attachment } from '../storage/index.ts';
+import { GateFull } from '../vcs/gate.ts';
 import { driverFor, type ArchiveFormat } from '../vcs/index.ts';
 import { repoUrl, visibleRelease, type ReleasesDeps, type Shared, type Viewer } from './common.ts';
 import { assetPrefix } from './records.ts';
@@ -222,23 +223,36 @@ export class ReleaseAssets {
     return removed;
   }
 
-  /** A source archive of `rev` (a commit, branch, bookmark or tag): headers and the streamed bytes. */
+  /**
+   * A source archive of `rev` (a commit, branch, bookmark or tag): headers and the streamed bytes,
+   * once a slot of the transports' cap is free (503 with `Retry-After` when its queue is full);
+   * `signal`: the client left.
+   */
   async archive(
     t: RepoTarget,
     rev: string,
     format: ArchiveFormat,
+    signal: AbortSignal,
   ): Promise<{ headers: Record<string, string>; body: AsyncIterable<Buffer> }> {
     const repo = await this.d.repos.get(t.repo.id);
     const dir = this.d.repos.path(repo);
     const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, rev);
     if (commit === undefined) throw ApiError.notFound('revision');
     const prefix = `${t.repo.name}-${rev}`.replace(/[^A-Za-z0-9._+-]+/g, '-');
+    const body = await this.d.archives
+      .archive(driverFor(repo.vcs), { dir, commit, format, prefix }, signal)
+      .catch((e: unknown) => {
+        if (!(e instanceof GateFull) && !signal.aborted) throw e;
+        const message = 'too many archive, clone and push requests at once; try again later';
+        const retry = { 'Retry-After': String(this.d.retryAfterSeconds) };
+        throw new ApiError(503, 'service_unavailable', message, retry);
+      });
     return {
       headers: {
         'Content-Type': format === 'zip' ? 'application/zip' : 'application/gzip',
         'Content-Disposition': attachment(`${prefix}.${format}`),
       },
-      body: driverFor(repo.vcs).archive(dir, commit, format, prefix, this.d.backendNice),
+      body,
     };
   }
 

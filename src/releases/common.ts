@@ -8,6 +8,7 @@ import type { ReposService } from '../repos/service.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { UsersService } from '../users/service.ts';
 import type { VcsOpsSet } from '../vcs/index.ts';
+import type { TransportServers } from '../vcs/transport.ts';
 import * as db from './repository.ts';
 import type { ReleaseJson } from './schemas.ts';
 
@@ -26,8 +27,10 @@ export type ReleasesDeps = {
   assetMaxBytes: number;
   /** Downloads answer 302 to a presigned URL when the store can make one. */
   redirectDownloads: boolean;
-  /** Niceness added to the source archive processes (`TRIAD_BACKEND_NICE`). */
-  backendNice: number;
+  /** Source archives run under the clone URLs' concurrency cap and queue (`TransportServers.archive`). */
+  archives: Pick<TransportServers, 'archive'>;
+  /** `Retry-After` of the 503 a source archive gets when that queue is full. */
+  retryAfterSeconds: number;
 };
 
 /** Who reads: org members also see drafts. */

@@ -259,9 +259,14 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
       errors: {
         403: 'a private repository and the token lacks repo:read',
         404: 'no such repository or revision',
+        503: 'too many archives, clones and pushes at once (`service_unavailable`, with `Retry-After`)',
       },
-      handler: async ({ target, params }) => {
-        const a = await assets.archive(target, params.rev, format);
+      handler: async ({ target, params, res }) => {
+        const gone = new AbortController();
+        res.on('close', () => {
+          if (!res.writableFinished) gone.abort();
+        });
+        const a = await assets.archive(target, params.rev, format, gone.signal);
         return reply.stream(a.headers, a.body);
       },
     });

@@ -101,7 +101,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
       clearTimeout(timer);
       const sendLimit = AbortSignal.timeout(limits.timeoutMs);
       await pipeline(createReadStream(output), res, { signal: sendLimit }).catch(() => res.destroy());
-      logFailure(result, log);
+      logFailure(result, log, res.statusCode);
     } else answer(res, result, ac.signal, log);
   } catch (e) {
     if (e instanceof GateFull) {
@@ -126,7 +126,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
 
 /** Ends the response after a backend run; failures are logged, never sent (no paths, no tracebacks). */
 function answer(res: ServerResponse, result: CgiResult, signal: AbortSignal, log: Logger): void {
-  logFailure(result, log);
+  logFailure(result, log, res.statusCode);
   const reqId = String(res.getHeader('x-request-id') ?? '');
   switch (result.outcome) {
     case 'ok':
@@ -142,7 +142,16 @@ function answer(res: ServerResponse, result: CgiResult, signal: AbortSignal, log
   }
 }
 
-function logFailure(result: CgiResult, log: Logger): void {
+/**
+ * A backend that failed is an error; one that ended abnormally (stopped) a warning; a client error
+ * the backend answered itself (a 4xx: a wire command without its arguments, a refused push) is
+ * the client's: debug.
+ */
+function logFailure(result: CgiResult, log: Logger, status: number): void {
+  if (result.outcome === 'ok' && status >= 400 && status < 500) {
+    log.debug({ status, stderr: result.stderr }, 'repository backend refused the request');
+    return;
+  }
   if (result.outcome === 'ok' && result.code === 0) return;
   const fields = { outcome: result.outcome, code: result.code, stderr: result.stderr };
   if (result.outcome === 'failed') log.error(fields, 'repository backend failed');

@@ -154,7 +154,9 @@ export interface VcsDriver {
   /**
    * The files of commit `commit` (a full id, resolved by the caller) as a gzipped tarball or a
    * zip whose entries lie below `prefix/`, streamed as the VCS writes it. No lock (a read). Runs
-   * `nice` niceness steps below the server, like `catFile`.
+   * `nice` niceness steps below the server, like `catFile`. The process starts when the stream is
+   * first read; `signal` aborting stops it (the stream then fails). Callers go through
+   * `TransportServers.archive`, which puts it under the transports' concurrency cap.
    */
   archive(
     dir: string,
@@ -162,6 +164,7 @@ export interface VcsDriver {
     format: ArchiveFormat,
     prefix: string,
     nice: number,
+    signal?: AbortSignal,
   ): AsyncIterable<Buffer>;
 
   /**

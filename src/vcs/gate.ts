@@ -56,3 +56,53 @@ export class Gate {
     };
   }
 }
+
+/**
+ * `source` read while holding a place in a gate: `leave` is called once, when the stream ends or
+ * fails, when its reader abandons it (`return` or `throw`, also before the first read, when a
+ * generator's own `finally` would never run), or when `signal` aborts (the caller stops the
+ * source's work with the same signal).
+ */
+export function holdWhileRead<T>(
+  source: AsyncIterable<T>,
+  leave: () => void,
+  signal: AbortSignal,
+): AsyncIterableIterator<T> {
+  const it = source[Symbol.asyncIterator]();
+  const end = () => {
+    signal.removeEventListener('abort', end);
+    leave();
+  };
+  if (signal.aborted) end();
+  else signal.addEventListener('abort', end, { once: true });
+  const held: AsyncIterableIterator<T> = {
+    [Symbol.asyncIterator]: () => held,
+    next: async () => {
+      try {
+        const r = await it.next();
+        if (r.done === true) end();
+        return r;
+      } catch (e) {
+        end();
+        throw e;
+      }
+    },
+    return: async (value?: unknown) => {
+      try {
+        await it.return?.(value);
+      } finally {
+        end();
+      }
+      return { done: true, value: undefined };
+    },
+    throw: async (e?: unknown) => {
+      try {
+        await it.return?.();
+      } finally {
+        end();
+      }
+      throw e;
+    },
+  };
+  return held;
+}

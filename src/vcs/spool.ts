@@ -15,8 +15,9 @@ const SCRIPTS = 'scripts';
 
 /**
  * Where request bodies and backend temporary files go. Each process works in its own directory
- * `triad-spool-<host>-<pid>-*` under the root; directories left by dead processes of the same host
- * (a server killed with SIGKILL) are removed when the first workspace is made.
+ * `triad-spool-<host>-<pid>-*` under the root, made when the server starts (`open`), which also
+ * removes the directories left by dead processes of the same host (a server killed with SIGKILL),
+ * and removed when it stops (`close`).
  *
  * The process directory is never empty (it holds `scripts/` from the start): Mercurial removes a
  * temporary directory of its own and then its parents as far up as they are empty (a stream
@@ -29,6 +30,23 @@ export class Spool {
 
   constructor(root: string) {
     this.root = root;
+  }
+
+  /** At start: removes dead processes' directories and makes this process's own. */
+  async open(): Promise<void> {
+    await this.processDir();
+  }
+
+  /**
+   * At a clean stop, once no transfer runs any more: removes this process's directory with what
+   * is left in it (CGI scripts; the directories of requests cut short by the stop). A later
+   * workspace makes it again.
+   */
+  async close(): Promise<void> {
+    const own = this.own;
+    this.own = undefined;
+    const dir = await own?.catch(() => undefined);
+    if (dir !== undefined) await fs.rm(dir, { recursive: true, force: true });
   }
 
   private processDir(): Promise<string> {

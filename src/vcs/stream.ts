@@ -14,15 +14,16 @@ export type ArchiveFormat = 'tar.gz' | 'zip';
  * Streams the standard output of a command as it is produced (archives: git archive, hg archive;
  * a file's bytes: git cat-file, hg cat, fossil cat), chunk by chunk as the consumer asks, so the
  * pipe's backpressure bounds memory. The command runs in its own process group: a consumer that
- * stops early (a client gone) kills it; a non-zero exit ends the stream with `VcsCommandFailed`.
- * It runs `nice` niceness steps below the server (priority.ts).
+ * stops early (a client gone) kills it, and so does `signal` aborting (the stream then ends with
+ * `VcsCommandFailed`); a non-zero exit ends the stream with `VcsCommandFailed`. It runs `nice`
+ * niceness steps below the server (priority.ts).
  */
 export async function* commandStream(
   cmd: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   nice: number,
-  opts: { socket?: Socket; spawned?: (child: Child) => void } = {},
+  opts: { socket?: Socket; spawned?: (child: Child) => void; signal?: AbortSignal } = {},
 ): AsyncGenerator<Buffer> {
   // With `socket`: the process also gets a pipe on its standard input and the socket as its fd 3
   // (see `commandToSocket` for why not lower), for a producer told by `spawned`'s caller to write
@@ -34,6 +35,12 @@ export async function* commandStream(
     stdio: socket === undefined ? ['ignore', 'pipe', 'collect'] : ['pipe', 'pipe', 'collect', { socket }],
   });
   opts.spawned?.(child);
+  const { signal } = opts;
+  const stop = () => {
+    if (!child.ended) child.kill();
+  };
+  if (signal?.aborted === true) stop();
+  else signal?.addEventListener('abort', stop, { once: true });
   let done = false;
   try {
     for await (const chunk of child.stdout as AsyncIterable<Buffer>) yield chunk;
@@ -41,6 +48,7 @@ export async function* commandStream(
     done = true;
     if (code !== 0) throw new VcsCommandFailed(`${cmd} ${args[0] ?? ''} failed`, code, child.stderr);
   } finally {
+    signal?.removeEventListener('abort', stop);
     if (!done && !child.ended) child.kill();
     child.stdout?.destroy();
     // Not handed over after all: this process reads the connection again once the command is gone
@@ -52,18 +60,20 @@ export async function* commandStream(
 /**
  * For a command that can only write its archive to a file (Fossil builds it in memory and opens
  * the output path itself, which a socket cannot be): runs it with a temporary file, then streams
- * that file and removes it.
+ * that file and removes it. `signal` stops the command (`commandStream`).
  */
 export async function* fileOutputStream(
   cmd: string,
   args: (out: string) => readonly string[],
   env: NodeJS.ProcessEnv,
   nice: number,
+  signal?: AbortSignal,
 ): AsyncGenerator<Buffer> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-archive-'));
   try {
     const out = path.join(dir, 'archive');
-    for await (const chunk of commandStream(cmd, args(out), env, nice)) void chunk; // prints nothing
+    const opts = signal === undefined ? {} : { signal };
+    for await (const chunk of commandStream(cmd, args(out), env, nice, opts)) void chunk; // prints nothing
     yield* createReadStream(out) as AsyncIterable<Buffer>;
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

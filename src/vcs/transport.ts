@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { runCgi, type CgiRequest, type CgiResult } from './cgi.ts';
 import type { VcsDriver } from './driver.ts';
-import { Gate } from './gate.ts';
+import { Gate, GateFull, holdWhileRead } from './gate.ts';
+import type { ArchiveFormat } from './stream.ts';
 import { WsgiPool, type WsgiApp } from './wsgi.ts';
 
 /**
@@ -134,11 +135,14 @@ export type TransportServerOptions = {
   wsgiIdleMs?: number;
   /** Niceness added to every backend process (priority.ts); 0 or absent: the server's own. */
   nice?: number;
+  /** Longest a source archive may wait for its slot and run (`archive`); none when absent. */
+  timeoutMs?: number;
 };
 
 /**
  * What serves the clone URLs of one server: the concurrency cap and queue every transport run
- * passes (`limiter`), and the pools of long-lived WSGI workers. Closed at shutdown.
+ * passes (`limiter`), and the pools of long-lived WSGI workers. Closed at shutdown. Source
+ * archives, the other bulk reads anyone may start, pass the same cap (`archive`).
  */
 export class TransportServers {
   readonly limiter: Gate;
@@ -165,6 +169,31 @@ export class TransportServers {
       this.pools.set(app.name, p);
     }
     return p;
+  }
+
+  /**
+   * A source archive (`VcsDriver.archive`) under the cap, as a clone's backend run: it waits for a
+   * slot in the same queue (`GateFull` when the queue is full, or when no slot came within
+   * `timeoutMs`) and holds it until the stream ends or fails, its reader abandons it, or `signal`
+   * aborts (the client left) or `timeoutMs` passes, which also stop the process. Runs at the
+   * backends' niceness. Rejects with the signal's reason when the client left while waiting.
+   */
+  async archive(
+    driver: VcsDriver,
+    a: { dir: string; commit: string; format: ArchiveFormat; prefix: string },
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<Buffer>> {
+    const limit = this.opts.timeoutMs;
+    const run = limit === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(limit)]);
+    let leave: () => void;
+    try {
+      leave = await this.limiter.enter(run);
+    } catch (e) {
+      if (!signal.aborted && run.aborted) throw new GateFull('no slot free within the transfer timeout');
+      throw e;
+    }
+    const body = driver.archive(a.dir, a.commit, a.format, a.prefix, this.nice, run);
+    return holdWhileRead(body, leave, run);
   }
 
   /** Process ids of the live WSGI workers (tests). */

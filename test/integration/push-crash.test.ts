@@ -262,3 +262,68 @@ describe('a server killed with SIGKILL during a push', () => {
     }
   }, 120_000);
 });
+
+/** Stops the server with SIGTERM (a clean stop) and waits for it to exit. */
+async function stopServer(): Promise<number | null> {
+  const child = server!;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const code = await exited;
+  server = undefined;
+  return code;
+}
+
+describe('leftovers of interrupted pushes and of stopped servers', () => {
+  test('when a git push is killed with the server while its pre-receive hook runs, then its quarantine (objects/tmp_objdir-incoming-*) is removed by the next push, which goes through', async () => {
+    const repo = await newRepo('git');
+    const w = await WorkingCopy.clone('git', repo.clone, 'crash-admin');
+    await w.commit('big.bin', 2 * 1024 * 1024, 'never accepted');
+    const flag = path.join(await tempDir(), 'in-hook');
+    await writeFile(repo.dir, 'hooks/pre-receive', `#!/bin/sh\ntouch ${flag}\nsleep 60\n`);
+    await fs.chmod(path.join(repo.dir, 'hooks/pre-receive'), 0o755);
+    const quarantines = async () =>
+      (await fs.readdir(path.join(repo.dir, 'objects'))).filter((n) => n.includes('incoming-'));
+
+    await pushAndKillServer(w, () => exists(flag));
+    expect(await waitNoProcesses(`SCRIPT_NAME=/${org}/`)).toEqual([]);
+    await fs.rm(path.join(repo.dir, 'hooks/pre-receive'));
+    // the received objects stayed in git's quarantine, unaccepted
+    const left = await quarantines();
+    expect(left).toEqual([expect.stringMatching(/^tmp_objdir-incoming-/)]);
+    expect((await filesUnder(path.join(repo.dir, 'objects', left[0]!))).length).toBeGreaterThan(0);
+
+    await start();
+    await w.commit('next.txt', 'next\n', 'next');
+    expect((await w.push()).code).toBe(0);
+    expect(await quarantines()).toEqual([]);
+    const recorded = await events(repo.id);
+    expect(recorded.map((e) => e.payload.commits.map((c: { subject: string }) => c.subject))).toEqual([
+      ['next', 'never accepted'],
+    ]);
+  }, 120_000);
+
+  test('when the server stops cleanly (SIGTERM), then its spool directory is gone; when one is killed, the next start removes its directory before any transfer', async () => {
+    const repo = await newRepo('fossil');
+    // a clone and a push leave the process's spool directory with its CGI scripts
+    const w = await WorkingCopy.clone('fossil', repo.clone, 'crash-admin');
+    await w.commit('a.txt', 'a\n', 'a');
+    expect((await w.push()).code).toBe(0);
+    const own = await fs.readdir(spool);
+    expect(own).toHaveLength(1);
+    expect((await filesUnder(path.join(spool, own[0]!))).length).toBeGreaterThan(0);
+
+    expect(await stopServer()).toBe(0);
+    expect(await fs.readdir(spool)).toEqual([]);
+
+    await start();
+    const made = await fs.readdir(spool);
+    expect(made).toHaveLength(1);
+    await killServer();
+    expect(await fs.readdir(spool)).toEqual(made);
+    await start();
+    // no transfer yet: the killed process's directory went at the start, a new one is there
+    const now = await fs.readdir(spool);
+    expect(now).toHaveLength(1);
+    expect(now).not.toEqual(made);
+  }, 120_000);
+});

@@ -43,12 +43,13 @@ export const fossilDriver: VcsDriver = {
     const args = ['cat', '-R', dir, '-r', commit, '--', file];
     return openFileClosing(FOSSIL.bin, args, FOSSIL.env, nice, { size, head, what: 'fossil cat', socket });
   },
-  archive: (file, commit, format, prefix, nice) =>
+  archive: (file, commit, format, prefix, nice, signal) =>
     fileOutputStream(
       FOSSIL.bin,
       (out) => [format === 'zip' ? 'zip' : 'tarball', commit, out, '-R', file, '--name', prefix],
       FOSSIL.env,
       nice,
+      signal,
     ),
   createOps: (opts) => new FossilOps(opts),
 };

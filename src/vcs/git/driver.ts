@@ -47,12 +47,13 @@ export const gitDriver: VcsDriver = {
     };
     return { ...opened, handOff };
   },
-  archive: (dir, commit, format, prefix, nice) =>
+  archive: (dir, commit, format, prefix, nice, signal) =>
     commandStream(
       GIT.bin,
       ['-C', dir, 'archive', `--format=${format}`, `--prefix=${prefix}/`, commit],
       GIT.env,
       nice,
+      signal === undefined ? {} : { signal },
     ),
   createOps: (opts) => new GitOps(opts),
 };

@@ -24,6 +24,13 @@ async function lockFiles(dir: string): Promise<string[]> {
 }
 
 /**
+ * The quarantine directory of a receive-pack's unaccepted objects: `tmp_objdir-incoming-XXXXXX`
+ * (git 2.35 and later; other `tmp_objdir-*` prefixes belong to other commands, which may run
+ * without the push lock), `incoming-XXXXXX` before.
+ */
+const QUARANTINE = /^(tmp_objdir-)?incoming-/;
+
+/**
  * What a receive-pack (or the gc it runs) killed mid-way leaves behind: the quarantine
  * directories of unaccepted objects, temporary pack files, and lock files on refs, packed-refs,
  * HEAD, shallow and the pack indexes. A stale ref lock would make every later push to that branch
@@ -32,7 +39,7 @@ async function lockFiles(dir: string): Promise<string[]> {
 export async function recover(dir: string): Promise<string[]> {
   const objects = path.join(dir, 'objects');
   const found: string[] = [];
-  for (const n of await entries(objects)) if (n.startsWith('incoming-')) found.push(path.join(objects, n));
+  for (const n of await entries(objects)) if (QUARANTINE.test(n)) found.push(path.join(objects, n));
   for (const sub of ['pack', 'info']) {
     for (const n of await entries(path.join(objects, sub))) {
       if (n.startsWith('tmp_') || n.startsWith('.tmp-') || n.endsWith('.lock'))

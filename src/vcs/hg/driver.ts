@@ -92,7 +92,7 @@ export const hgDriver: VcsDriver = {
     return { size: opened.size, head: opened.head, body, handOff };
   },
   // `-` writes the archive to standard output; no `.hg_archival.txt` metadata file
-  archive: (dir, commit, format, prefix, nice) =>
+  archive: (dir, commit, format, prefix, nice, signal) =>
     commandStream(
       HG.bin,
       [
@@ -112,6 +112,7 @@ export const hgDriver: VcsDriver = {
       ],
       HG.env,
       nice,
+      signal === undefined ? {} : { signal },
     ),
   createOps: (opts) => new HgOps(opts),
 };

@@ -8,6 +8,11 @@ a type byte, a 4-byte length and data: `H` (JSON: status and headers) once, `B` 
 number of times, then `E` (empty when the request was answered, else the error text). File
 descriptor 1 itself points at stderr, so nothing Mercurial prints can garble the frames.
 
+A wire command sent without the arguments it requires (`cmd=lookup` without `key`), or, for a
+read, with arguments Mercurial cannot decode or nodes it does not know, is answered `400` in plain
+text, and the reason goes to stderr on one line (Mercurial itself would raise out of the
+application, a traceback and a server error): stock clients never send such requests.
+
 Writes are allowed only for requests Triad authorised as pushes. The bundle2
 "remote-changegroup" part (the server downloads a changegroup from a URL the pusher names) is
 neither advertised nor accepted: a pusher could make the server fetch any URL. During a request,
@@ -30,7 +35,7 @@ os.dup2(_null, 0)
 
 from mercurial import demandimport
 demandimport.enable()
-from mercurial import bundle2, error
+from mercurial import bundle2, error, wireprotoserver, wireprotov1server
 from mercurial import ui as uimod
 from mercurial.hgweb import hgweb
 
@@ -40,6 +45,45 @@ def _refuse(op, inpart):
     raise error.Abort(b'remote-changegroup is not accepted by this server')
 _refuse.params = _params
 bundle2.parthandlermapping[b'remote-changegroup'] = _refuse
+
+
+
+class BadWireRequest(Exception):
+    """A wire command's arguments are missing or cannot be used: the client's error (400)."""
+
+    def __init__(self, message, detail):
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+def _text(value):
+    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
+
+
+_getargs = wireprotoserver.httpv1protocolhandler.getargs
+def _checked_getargs(self, args):
+    try:
+        return _getargs(self, args)
+    except KeyError as e:
+        cmd = _text(self._req.qsparams.get(b'cmd', b''))
+        name = _text(e.args[0]) if e.args else '?'
+        raise BadWireRequest('missing argument %r of wire command %r' % (name, cmd), repr(e))
+wireprotoserver.httpv1protocolhandler.getargs = _checked_getargs
+
+_dispatch = wireprotov1server.dispatch
+def _checked_dispatch(repo, proto, command):
+    # A read command that fails on what it was sent (a missing argument of a batched command, a
+    # value that is not hex, a node of the wrong length or unknown here) is the client's error;
+    # a push's failures stay server errors.
+    try:
+        return _dispatch(repo, proto, command)
+    except (KeyError, ValueError) as e:
+        if wireprotov1server.commands[command].permission != b'pull':
+            raise
+        cmd = _text(command)
+        raise BadWireRequest('invalid arguments of wire command %r' % cmd, '%s: %r' % (cmd, e))
+wireprotov1server.dispatch = _checked_dispatch
 
 _base = uimod.ui.load()
 _environ = dict(os.environ)
@@ -118,6 +162,13 @@ def serve(req):
                 write(chunk)
             if not state['sent']:
                 write(b'')
+        except BadWireRequest as e:
+            if state['sent']:
+                raise
+            sys.stderr.write('bad wire-protocol request: %s\n' % e.detail)
+            sys.stderr.flush()
+            start_response('400 Bad Request', [('Content-Type', 'text/plain; charset=utf-8')])
+            write(('%s\n' % e.message).encode('utf-8', 'replace'))
         finally:
             getattr(result, 'close', lambda: None)()
     finally:
