@@ -102,7 +102,8 @@ export function cloneScript(job: Job, dest: string): string {
   const u = q(url.toString());
   const rev = q(job.commit_node);
   const d = q(dest);
-  const env = 'export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https GIT_TERMINAL_PROMPT=0 HGRCPATH= HGPLAIN=1 &&';
+  const env =
+    'export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https GIT_TERMINAL_PROMPT=0 HGRCPATH= HGPLAIN=1 &&';
   switch (job.vcs) {
     case 'git':
       // the credential is not left in .git/config, where step commands could read it

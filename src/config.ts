@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
 import { parseDuration } from './pipelines/pipeline-file.ts';
+import type { PipelineLimits } from './pipelines/model.ts';
 import type { S3Settings } from './storage/index.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
@@ -65,6 +66,11 @@ const envSchema = z.object({
   TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
   TRIAD_STEP_TIMEOUT: stepTimeout.default(3600),
   TRIAD_STEP_LOG_MAX_BYTES: size(4096).default(16 * 1024 * 1024),
+  TRIAD_PIPELINE_TIMEOUT: stepTimeout.default(7200),
+  TRIAD_PIPELINE_MAX_STEPS: z.coerce.number().int().min(1).max(1000).default(50),
+  TRIAD_STEP_DISK_MAX: size(1024 * 1024).default(10 * 1024 ** 3),
+  TRIAD_PIPELINE_FILE_MAX_BYTES: size(1024).default(256 * 1024),
+  TRIAD_AGENT_WORK_DIR: optionalString,
   ...sandboxEnvShape,
   TRIAD_BODY_LIMIT: z.string().default('1mb'),
   TRIAD_SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().default(25),
@@ -132,6 +138,10 @@ export type Config = {
   stepTimeoutSeconds: number;
   /** Most bytes one step log keeps (head and tail; the middle is cut). */
   stepLogMaxBytes: number;
+  /** Bounds of every pipeline: run time, steps, workspace size, pipeline file size. */
+  pipelineLimits: PipelineLimits;
+  /** Where the embedded agent makes workspaces (undefined: the executor's default). */
+  agentWorkDir: string | undefined;
   /** The embedded agent's sandbox (limits, user) and whether it runs unsandboxed (opt-out). */
   sandbox: SandboxOptions & { unsandboxed: boolean };
   bodyLimit: string;
@@ -238,6 +248,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,
     stepTimeoutSeconds: e.TRIAD_STEP_TIMEOUT,
     stepLogMaxBytes: e.TRIAD_STEP_LOG_MAX_BYTES,
+    pipelineLimits: {
+      timeoutSeconds: e.TRIAD_PIPELINE_TIMEOUT,
+      maxSteps: e.TRIAD_PIPELINE_MAX_STEPS,
+      diskMaxBytes: e.TRIAD_STEP_DISK_MAX,
+      fileMaxBytes: e.TRIAD_PIPELINE_FILE_MAX_BYTES,
+    },
+    agentWorkDir: e.TRIAD_AGENT_WORK_DIR === undefined ? undefined : path.resolve(e.TRIAD_AGENT_WORK_DIR),
     // steps never see the data directory (nor the raw cache, which holds private repositories'
     // files), even when it lies under a mounted system directory
     sandbox: sandboxOptions(e, [

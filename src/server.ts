@@ -259,7 +259,12 @@ async function prepareEmbeddedAgent(
   log: Logger,
 ): Promise<EmbeddedAgentSetup | undefined> {
   const { unsandboxed, ...sandbox } = config.sandbox;
-  const executor = new LocalExecutor({ workDir: path.join(config.dataDir, 'work'), sandbox, unsandboxed });
+  // workspaces are not under the data directory: a step sees their path in its mount table
+  const executor = new LocalExecutor({
+    ...(config.agentWorkDir === undefined ? {} : { workDir: config.agentWorkDir }),
+    sandbox,
+    unsandboxed,
+  });
   try {
     await executor.probe();
   } catch (err) {

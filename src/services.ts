@@ -131,9 +131,10 @@ export function createServices(deps: AppDeps): Services {
     stepTimeoutSeconds: deps.config.stepTimeoutSeconds,
     logMaxBytes: deps.config.stepLogMaxBytes,
     baseUrl: deps.baseUrl,
-    readFiles: async (repoId, revs, file) => {
+    limits: deps.config.pipelineLimits,
+    readFiles: async (repoId, revs, file, maxBytes) => {
       const repo = await repos.get(repoId);
-      return driverFor(repo.vcs).filesAt(repos.path(repo), revs, file);
+      return driverFor(repo.vcs).filesAt(repos.path(repo), revs, file, maxBytes);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);

@@ -94,12 +94,12 @@ export class LocalExecutor implements Executor {
    */
   root(): Promise<string> {
     this.rootReady ??= (async () => {
-      const changesUser = this.sandbox?.changesUser === true;
+      const sandbox = this.sandbox?.changesUser === true ? this.sandbox : undefined;
       const configured = this.configuredRoot;
-      if (configured === undefined) return changesUser ? sharedRoot() : os.tmpdir();
+      if (configured === undefined) return sandbox !== undefined ? sharedRoot() : os.tmpdir();
       await fs.mkdir(configured, { recursive: true });
-      if (!changesUser) return configured;
-      if (await reachable(configured, await this.sandbox!.identity())) return configured;
+      if (sandbox === undefined) return configured;
+      if (await reachable(configured, await sandbox.identity())) return configured;
       return sharedRoot();
     })();
     this.rootReady.catch(() => (this.rootReady = undefined));
@@ -235,7 +235,14 @@ export class LocalExecutor implements Executor {
           );
     try {
       const network = this.sandbox?.o.network ?? 'outbound';
-      const exitCode = await this.exec(dir, stepScript(run.step.commands), run.env, network, abort.signal, run.onOutput);
+      const exitCode = await this.exec(
+        dir,
+        stepScript(run.step.commands),
+        run.env,
+        network,
+        abort.signal,
+        run.onOutput,
+      );
       if (over !== undefined && max !== undefined && !run.signal.aborted) {
         return {
           exitCode,

@@ -32,7 +32,11 @@ const exitCodeOf = (code: number | null, sig: NodeJS.Signals | null) =>
  * sandbox at once (its PID namespace takes every step process with it), a plain process group
  * with SIGTERM then SIGKILL. When the main process ends, whatever it left running ends too.
  */
-export function runProcess(spec: ProcessSpec, signal: AbortSignal, onOutput: (d: Buffer) => void): Promise<number> {
+export function runProcess(
+  spec: ProcessSpec,
+  signal: AbortSignal,
+  onOutput: (d: Buffer) => void,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const extra = Array.from({ length: spec.extraFds ?? 0 }, () => 'pipe' as const);
     const child = spawn(spec.file, spec.args, {
@@ -62,7 +66,7 @@ export function runProcess(spec: ProcessSpec, signal: AbortSignal, onOutput: (d:
     signal.addEventListener('abort', kill, { once: true });
     let exitCode: number | undefined;
     let closeTimer: NodeJS.Timeout | undefined;
-    let failure: unknown;
+    let failure: Error | undefined;
     let after: (() => void) | undefined;
     let settled = false;
     const finish = (code: number) => {
@@ -72,7 +76,7 @@ export function runProcess(spec: ProcessSpec, signal: AbortSignal, onOutput: (d:
       clearTimeout(closeTimer);
       signal.removeEventListener('abort', kill);
       after?.();
-      if (failure !== undefined) reject(failure instanceof Error ? failure : new Error(String(failure)));
+      if (failure !== undefined) reject(failure);
       else resolve(code);
     };
     child.on('error', (e) => {
@@ -86,7 +90,7 @@ export function runProcess(spec: ProcessSpec, signal: AbortSignal, onOutput: (d:
           else after = fn;
         },
         (e: unknown) => {
-          failure ??= e;
+          failure ??= e instanceof Error ? e : new Error(String(e));
           signalGroup('SIGKILL');
         },
       );

@@ -137,7 +137,9 @@ export async function attachOutbound(pid: number, tools: NetworkTools): Promise<
     const first = await Promise.race([ready.then(() => 'ready' as const), gone, timeout]);
     clearTimeout(timer);
     if (first !== 'ready') {
-      throw new Error(`slirp4netns ${first === 'timeout' ? 'did not start in time' : `exited (${first})`}: ${stderr()}`);
+      throw new Error(
+        `slirp4netns ${first === 'timeout' ? 'did not start in time' : `exited (${first})`}: ${stderr()}`,
+      );
     }
     const routes = spawn(tools.nsenter, [`--net=${netns}`, tools.ip, '-batch', '-'], {
       stdio: ['pipe', 'ignore', 'pipe'],

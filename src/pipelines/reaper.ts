@@ -20,14 +20,19 @@ export type ReaperDeps = {
   agentTimeoutMs: number;
   /**
    * The pipelines' time limit (TRIAD_PIPELINE_TIMEOUT): the agent stops a pipeline at it; one
-   * still running a minute later (an agent that did not) becomes `error`.
+   * still running after a grace (an agent that did not) becomes `error`.
    */
   pipelineTimeoutSeconds?: number;
   onErrored: (n: number) => void;
 };
 
-/** How long after its time limit a pipeline still running is ended by the server. */
-export const PIPELINE_TIMEOUT_GRACE_MS = 60_000;
+/**
+ * How long after its time limit a pipeline still running is ended by the server: a minute, or
+ * a tenth of the limit when that is shorter (at least a second).
+ */
+export function overtimeGraceMs(limitSeconds: number): number {
+  return Math.min(60_000, Math.max(1000, limitSeconds * 100));
+}
 
 /**
  * Running pipelines whose agent process is gone become `error` with a reason, so nothing stays
@@ -72,7 +77,8 @@ export class Reaper {
         return done;
       });
     if (ids.length > 0) this.d.onErrored(ids.length);
-    if (ids.length > 0) this.d.log.warn({ pipelines: ids }, 'pipelines errored: agent gone, or past the time limit');
+    if (ids.length > 0)
+      this.d.log.warn({ pipelines: ids }, 'pipelines errored: agent gone, or past the time limit');
     return ids;
   }
 
@@ -80,7 +86,7 @@ export class Reaper {
   private async overtime(tx: Db): Promise<Orphan[]> {
     const limit = this.d.pipelineTimeoutSeconds;
     if (limit === undefined) return [];
-    const over = await agentDb.runningStartedBefore(tx, limit * 1000 + PIPELINE_TIMEOUT_GRACE_MS);
+    const over = await agentDb.runningStartedBefore(tx, limit * 1000 + overtimeGraceMs(limit));
     return over.map((p) => ({
       id: p.id,
       message: `the pipeline ran past its time limit of ${formatDuration(limit)} and its agent did not stop it`,

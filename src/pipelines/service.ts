@@ -8,7 +8,13 @@ import { offsetOf } from '../http/pagination.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { UsersService } from '../users/service.ts';
-import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type RepoInfo, type Trigger } from './model.ts';
+import {
+  DEFAULT_PIPELINE_LIMITS,
+  LOG_READ_CAP,
+  type PipelineLimits,
+  type RepoInfo,
+  type Trigger,
+} from './model.ts';
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';

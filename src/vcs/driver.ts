@@ -84,6 +84,9 @@ export type MoveOptions = {
   maxCommits: number;
 };
 
+/** A file read with a size cap: its text, or only its size when it is above the cap. */
+export type CappedFile = string | { tooLarge: number };
+
 export interface VcsDriver {
   readonly kind: VcsKind;
   readonly constants: VcsConstants;
@@ -129,9 +132,15 @@ export interface VcsDriver {
   /**
    * One file's content at each of several revisions (the pipeline file at the commits a push
    * moved refs to), read in one run where the VCS allows: revision -> content, undefined when the
-   * revision or the file does not exist.
+   * revision or the file does not exist, `{ tooLarge: size }` when the file is larger than
+   * `maxBytes` (its content is then not read at all).
    */
-  filesAt(dir: string, revs: readonly string[], file: string): Promise<Map<string, string | undefined>>;
+  filesAt(
+    dir: string,
+    revs: readonly string[],
+    file: string,
+    maxBytes: number,
+  ): Promise<Map<string, CappedFile | undefined>>;
 
   /**
    * A file's bytes at a commit (a full id the reader resolved; the file known to exist, `size`

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from '@jest/globals';
 import { freePort } from '../../src/db/database.ts';
 import { CURRENT_SCOPES } from '../../src/http/auth.ts';
+import type { VcsKind } from '../../src/vcs/index.ts';
 import { Client, uniq, type TestUser } from './server.ts';
 import { ok, tempDir, withCreds, writeFile } from './vcs.ts';
 
@@ -105,6 +106,64 @@ export async function pushRepo(
     await fs.rm(work, { recursive: true, force: true });
   }
   return { org, name, id: r.body.data.id };
+}
+
+export type Pushed = { org: string; name: string; id: number; cloneUrl: string; head: string };
+
+/**
+ * A repository of kind `vcs` in `org` (a new org of `owner` when absent), with one commit made by
+ * the stock client from what `build` writes into the working copy, pushed by `owner`.
+ * `hgPushConfig` is passed to `hg push` (e.g. an extension).
+ */
+export async function pushWith(
+  owner: TestUser,
+  opts: { vcs: VcsKind; private?: boolean; org?: string; hgPushConfig?: string[] },
+  build: (work: string) => Promise<void>,
+): Promise<Pushed> {
+  const org = opts.org ?? uniq('org');
+  if (opts.org === undefined)
+    expect((await owner.client.post('/api/v1/orgs', { name: org })).status).toBe(201);
+  const name = uniq('repo');
+  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, {
+    name,
+    vcs: opts.vcs,
+    private: opts.private ?? false,
+  });
+  expect(r.status).toBe(201);
+  const url: string = r.body.data.clone_url;
+  const parent = await tempDir();
+  const work = path.join(parent, 'w');
+  let head = '';
+  switch (opts.vcs) {
+    case 'git':
+      await ok('git', ['init', '-q', '-b', 'main', work], parent);
+      await build(work);
+      await ok('git', ['add', '-A'], work);
+      await ok('git', ['commit', '-q', '-m', 'files'], work);
+      await ok('git', ['push', '-q', withCreds(url, owner.token), 'main'], work);
+      head = (await ok('git', ['rev-parse', 'HEAD'], work)).trim();
+      break;
+    case 'hg':
+      await ok('hg', ['init', work], parent);
+      await build(work);
+      await ok('hg', ['commit', '-q', '-A', '-m', 'files'], work);
+      await ok('hg', [...(opts.hgPushConfig ?? []), 'push', '-q', withCreds(url, owner.token)], work);
+      head = (await ok('hg', ['log', '-r', '.', '-T', '{node}'], work)).trim();
+      break;
+    case 'fossil': {
+      const file = path.join(parent, 'repo.fossil');
+      await ok('fossil', ['clone', '-B', `x:${owner.token}`, url, file], parent);
+      await ok('fossil', ['open', '-f', '--workdir', work, file], parent);
+      await ok('fossil', ['settings', 'autosync', 'off'], work);
+      await build(work);
+      await ok('fossil', ['addremove', '--dotfiles'], work);
+      await ok('fossil', ['commit', '--user', 'ada', '--no-warnings', '-m', 'files'], work);
+      await ok('fossil', ['push', '-B', `x:${owner.token}`, url], work);
+      head = /^checkout:\s+([0-9a-f]+)/m.exec(await ok('fossil', ['info'], work))?.[1] ?? '';
+      break;
+    }
+  }
+  return { org, name, id: r.body.data.id, cloneUrl: url, head };
 }
 
 /** A pipeline file whose steps run `commands` (each written as a YAML double-quoted string). */

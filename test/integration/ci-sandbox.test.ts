@@ -171,7 +171,13 @@ describe('a server killed while a pipeline runs', () => {
     await fs.chmod(data, 0o755); // workspaces under the data directory (the sandbox user can reach it)
     const db = await freshDatabase();
     databases.push(db.split('/').pop()!);
-    const env = { TRIAD_DATA_DIR: data, DATABASE_URL: db, TRIAD_EMBEDDED_AGENT: 'local' };
+    const work = path.join(data, 'work');
+    const env = {
+      TRIAD_DATA_DIR: data,
+      DATABASE_URL: db,
+      TRIAD_EMBEDDED_AGENT: 'local',
+      TRIAD_AGENT_WORK_DIR: work,
+    };
     const adminToken = randomToken('adm_');
     const marker = `${Date.now() % 100000}.${process.pid}`;
     const first = await serve(env, adminToken);
@@ -191,7 +197,6 @@ describe('a server killed while a pipeline runs', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(await stepRunning()).toBe(true);
-    const work = path.join(data, 'work');
     const workspaces = async () =>
       (await fs.readdir(work).catch(() => [] as string[])).filter((n) =>
         n.startsWith(`triad-${first.child.pid}-`),

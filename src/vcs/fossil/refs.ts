@@ -144,7 +144,7 @@ export const filesAt: VcsDriver['filesAt'] = (file, revs, name, maxBytes) =>
     // `DATE TIME SIZE NAME` per file under `name` (a file, or a directory of that name)
     const row = listing
       .split('\n')
-      .map((l) => /^\S+ \S+\s+(\d+)  (.*)$/.exec(l))
+      .map((l) => /^\S+ \S+\s+(\d+) {2}(.*)$/.exec(l))
       .find((m) => m?.[2] === name);
     if (row == null) return undefined;
     const size = Number(row[1]);
