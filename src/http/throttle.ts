@@ -95,8 +95,10 @@ class Windows {
  *   loop), without blocking the address for others;
  * - agent tokens and users' tokens count separately (`ThrottleScope`).
  *
- * A new attempt with a fresh credential takes its address's count up before the lookup and gives
- * it back on success, so concurrent guesses cannot overshoot the limit. Requests without
+ * At most `limit` lookups of fresh credentials run at once per address (minus the failures it
+ * already has); more wait for one of them to end, so a burst of concurrent guesses cannot
+ * overshoot the limit and a burst of valid new credentials (twenty agents starting together,
+ * concurrent CI clones) is looked up a few at a time instead of refused. Requests without
  * credentials never count. Counters live in memory, so each replica counts on its own.
  */
 export class AuthThrottle {
@@ -109,6 +111,8 @@ export class AuthThrottle {
   private readonly fresh: Windows;
   /** SHA-256 of credentials that authenticated, with when they did (oldest first). */
   private readonly knownGood = new Map<string, number>();
+  /** Lookups of fresh credentials running per `scope|address`, and who waits for one to end. */
+  private readonly running = new Map<string, { n: number; waiting: (() => void)[] }>();
 
   constructor(opts: AuthThrottleOptions) {
     this.limit = opts.limit;
@@ -134,10 +138,9 @@ export class AuthThrottle {
       .digest('hex');
     const address = `${scope}|${clientAddress(req)}`;
     const credential = `${address}|${hash}`;
-    const reserved = this.admit(hash, address, credential);
+    const slot = await this.admit(hash, address, credential);
     try {
       const result = await check();
-      if (reserved) this.addresses.add(address, -1);
       this.knownGood.delete(hash);
       this.knownGood.set(hash, Date.now());
       if (this.knownGood.size > KNOWN_GOOD_MAX) {
@@ -150,36 +153,54 @@ export class AuthThrottle {
         this.knownGood.delete(hash);
         const first = this.credentials.get(credential).n === 0;
         this.credentials.add(credential);
-        // a fresh credential's failure was counted when it was admitted
-        if (first && !reserved) this.addresses.add(address);
+        if (first) this.addresses.add(address);
         // once blocked, the next fresh credential waits for the spacing, like every later one
         if (this.addresses.get(address).n >= this.limit && this.fresh.get(address).n === 0)
           this.fresh.add(address);
-      } else if (reserved) this.addresses.add(address, -1);
+      }
       throw e;
+    } finally {
+      // after the failure is counted: a waiting lookup sees it
+      if (slot) this.release(address);
     }
   }
 
   /**
-   * Throws 429 when the credential may not be checked now; true when the address's count was
-   * taken up for it (a fresh credential of an address that is not blocked).
+   * Throws 429 when the credential may not be checked now; waits while the address has its
+   * most fresh lookups running; true when the lookup holds one of those slots.
    */
-  private admit(hash: string, address: string, credential: string): boolean {
-    const good = this.knownGood.get(hash);
-    if (good !== undefined && Date.now() - good < KNOWN_GOOD_MS) return false;
-    if (good !== undefined) this.knownGood.delete(hash);
-    const same = this.credentials.get(credential);
-    if (same.n >= this.limit) throw ApiError.rateLimited(same.msLeft / 1000);
-    const seen = this.addresses.get(address);
-    if (seen.n < this.limit) {
-      if (same.n > 0) return false; // counted already
-      this.addresses.add(address);
-      return true;
+  private async admit(hash: string, address: string, credential: string): Promise<boolean> {
+    for (;;) {
+      const good = this.knownGood.get(hash);
+      if (good !== undefined && Date.now() - good < KNOWN_GOOD_MS) return false;
+      if (good !== undefined) this.knownGood.delete(hash);
+      const same = this.credentials.get(credential);
+      if (same.n >= this.limit) throw ApiError.rateLimited(same.msLeft / 1000);
+      if (same.n > 0 && this.addresses.get(address).n < this.limit) return false; // counted already
+      const seen = this.addresses.get(address);
+      if (seen.n >= this.limit) {
+        if (same.n > 0) throw ApiError.rateLimited(seen.msLeft / 1000);
+        const probes = this.fresh.get(address);
+        if (probes.n >= 1) throw ApiError.rateLimited(probes.msLeft / 1000);
+        this.fresh.add(address);
+        return false;
+      }
+      const run = this.running.get(address) ?? { n: 0, waiting: [] };
+      if (seen.n + run.n < this.limit) {
+        run.n += 1;
+        this.running.set(address, run);
+        return true;
+      }
+      await new Promise<void>((resolve) => run.waiting.push(resolve));
     }
-    if (same.n > 0) throw ApiError.rateLimited(seen.msLeft / 1000);
-    const probes = this.fresh.get(address);
-    if (probes.n >= 1) throw ApiError.rateLimited(probes.msLeft / 1000);
-    this.fresh.add(address);
-    return false;
+  }
+
+  private release(address: string): void {
+    const run = this.running.get(address);
+    if (run === undefined) return;
+    run.n -= 1;
+    // every waiter looks again (one may now pass as known, another take the free slot)
+    for (const wake of run.waiting.splice(0)) wake();
+    if (run.n <= 0) this.running.delete(address);
   }
 }

@@ -127,6 +127,19 @@ describe('with a limit of 3 failures in 2 s, addresses taken from the socket', (
     expect((await from(s.url, '127.0.0.5', '/api/v1/user', bearer(guess()))).status).toBe(401);
   });
 
+  test('many new valid tokens at once from one address all pass, while concurrent guesses stop at the limit', async () => {
+    const fresh = await Promise.all(Array.from({ length: 12 }, () => s.newUser()));
+    const valid = await Promise.all(
+      fresh.map((u) => from(s.url, '127.0.0.7', '/api/v1/user', bearer(u.token))),
+    );
+    expect(valid.map((r) => r.status)).toEqual(fresh.map(() => 200));
+    const guessed = await Promise.all(
+      Array.from({ length: 10 }, () => from(s.url, '127.0.0.8', '/api/v1/user', bearer(guess()))),
+    );
+    const statuses = guessed.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(3).fill(401), ...Array(7).fill(429)]);
+  });
+
   test('successful authentications never count', async () => {
     for (let i = 0; i < 10; i += 1) {
       expect((await from(s.url, '127.0.0.6', '/api/v1/user', bearer(user.token))).status).toBe(200);
