@@ -110,8 +110,9 @@ function run(file: string, args: string[]): Promise<{ code: number; stdout: stri
   });
 }
 
-async function findExecutable(name: string): Promise<string | undefined> {
-  for (const dir of new Set([...(process.env.PATH ?? '').split(':'), ...MIN_PATH.split(':')])) {
+/** `name` on the PATH (else on the minimal one), and in `more` directories. */
+async function findExecutable(name: string, more: string[] = []): Promise<string | undefined> {
+  for (const dir of new Set([...(process.env.PATH ?? MIN_PATH).split(':'), ...more])) {
     if (dir === '') continue;
     const file = path.join(dir, name);
     try {
@@ -209,13 +210,18 @@ export class Sandbox {
 
   private setup() {
     this.prepared ??= (async () => {
-      const bwrap = await findExecutable('bwrap');
+      // started as the sandbox user: by its real path, which that user can reach
+      const foundBwrap = await findExecutable('bwrap');
+      const bwrap =
+        foundBwrap === undefined ? undefined : await fs.realpath(foundBwrap).catch(() => foundBwrap);
       if (bwrap === undefined) {
         throw new Error(
           'bubblewrap (bwrap) is not installed; on Debian or Ubuntu: apt-get install bubblewrap',
         );
       }
-      const prlimit = await findExecutable('prlimit');
+      // the sandbox runs it by the path it has under /usr
+      const found = await findExecutable('prlimit');
+      const prlimit = found === undefined ? undefined : await fs.realpath(found).catch(() => found);
       if (prlimit === undefined || !prlimit.startsWith('/usr/')) {
         throw new Error('prlimit (util-linux) was not found under /usr');
       }
@@ -367,14 +373,15 @@ async function networkTools(root: boolean): Promise<NetworkTools> {
       `TRIAD_CI_NETWORK=outbound needs the agent to run as root (it sets each step's routes from outside the sandbox); run it as root, ${hint}`,
     );
   }
+  const sbin = ['/usr/sbin', '/sbin'];
   const slirp4netns = await findExecutable('slirp4netns');
   if (slirp4netns === undefined) {
     throw new Error(
       `slirp4netns is not installed (steps reach the internet through it); on Debian or Ubuntu: apt-get install slirp4netns, ${hint}`,
     );
   }
-  const nsenter = await findExecutable('nsenter');
-  const ip = await findExecutable('ip');
+  const nsenter = await findExecutable('nsenter', sbin);
+  const ip = await findExecutable('ip', sbin);
   if (nsenter === undefined || ip === undefined) {
     throw new Error(`nsenter (util-linux) and ip (iproute2) are needed for outbound steps, ${hint}`);
   }

@@ -139,6 +139,41 @@ describe('CI on the zero-configuration server', () => {
     await expect(fs.access(path.join(data, 'embedded-agent.token'))).rejects.toThrow();
   }, 60_000);
 
+  test('when steps cannot get their outbound network, then the embedded agent stays off unless TRIAD_CI_NETWORK=none', async () => {
+    const data = await tempDir('triad-noslirp-');
+    dirs.push(data);
+    const db = await freshDatabase();
+    databases.push(db.split('/').pop()!);
+    // a PATH with the sandbox's tools but without slirp4netns
+    const bin = path.join(data, 'bin');
+    await fs.mkdir(bin);
+    for (const tool of ['bwrap', 'prlimit', 'getent', 'useradd', 'du', 'nice']) {
+      const found = ['/usr/bin', '/usr/sbin', '/bin', '/sbin'].map((d) => path.join(d, tool));
+      for (const f of found) {
+        if (
+          await fs.access(f).then(
+            () => true,
+            () => false,
+          )
+        ) {
+          await fs.symlink(f, path.join(bin, tool));
+          break;
+        }
+      }
+    }
+    const env = { TRIAD_DATA_DIR: data, DATABASE_URL: db, TRIAD_EMBEDDED_AGENT: 'local', PATH: bin };
+    const off = await serve(env, randomToken('adm_'));
+    procs.push(off);
+    expect(await stop(off)).toBe(0);
+    expect(off.output()).toContain('embedded CI agent not started');
+    expect(off.output()).toContain('slirp4netns is not installed');
+    expect(off.output()).toContain('TRIAD_CI_NETWORK=none');
+    const none = await serve({ ...env, TRIAD_CI_NETWORK: 'none' }, randomToken('adm_'), off.port);
+    procs.push(none);
+    expect(await stop(none)).toBe(0);
+    expect(none.output()).toContain('embedded CI agent started (local executor, sandboxed)');
+  }, 60_000);
+
   test('when `triad agent` with the local executor cannot sandbox, then it refuses to start unless opted out', async () => {
     const base = {
       TRIAD_AGENT_SERVER: 'http://127.0.0.1:9',

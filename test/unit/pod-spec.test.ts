@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,6 +22,7 @@ import {
   EXIT_NOT_STARTED,
 } from '../../agent/executors/pod-spec.ts';
 import { parseKubernetesEnv } from '../../agent/executors/kubernetes.ts';
+import { freePort } from '../../src/db/database.ts';
 import type { Job, JobStep } from '../../agent/types.ts';
 
 const run = promisify(execFile);
@@ -297,15 +298,22 @@ describe('step pod', () => {
       "git clone -q --no-checkout 'http://ci:tok-1@triad.example:3000/acme/widgets' '/workspace/src' && git -C '/workspace/src' remote set-url origin 'http://triad.example:3000/acme/widgets' && git -C '/workspace/src' checkout -q 'abc123'",
     );
     const hg = cloneInitScript(job({ vcs: 'hg' }), '/workspace');
+    expect(hg).toContain("hg clone -q -U 'http://triad.example:3000/acme/widgets' '/workspace/src' && ");
+    // the checkout follows no subrepository
     expect(hg).toContain(
-      "hg clone -q -U 'http://triad.example:3000/acme/widgets' '/workspace/src' && hg -R '/workspace/src' update -q -r 'abc123'",
+      "--config subrepos.allowed=false update -q -r 'abc123' && rm -f '/workspace/src/.hg/triad_nosubrepos.py'",
     );
     const fossil = cloneInitScript(job({ vcs: 'fossil', clone_token: token }), '/workspace');
     expect(fossil).toContain(
       "fossil clone -B 'ci:tok-1' 'http://triad.example:3000/acme/widgets' '/workspace/src.fossil'",
     );
     expect(fossil).toContain("fossil open -f '/workspace/src.fossil' 'abc123'");
+    // the saved credential is deleted before the checkout
+    expect(fossil).toContain("DELETE FROM config WHERE name GLOB '\\''http-auth:*'\\''");
     for (const s of [git, hg, fossil]) {
+      // no system or user VCS configuration, http(s) only
+      expect(s).toContain('GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https');
+      expect(s).toContain('HGRCPATH= HGPLAIN=1');
       expect(s).toContain("if [ -e '/workspace/.triad-cloned' ]; then exit 0; fi");
       expect(s.trimEnd().endsWith("touch '/workspace/.triad-cloned'")).toBe(true);
     }
@@ -314,9 +322,25 @@ describe('step pod', () => {
 
 describe('scripts run by sh', () => {
   const dirs: string[] = [];
+  const servers: ChildProcess[] = [];
   afterAll(async () => {
+    for (const c of servers) c.kill('SIGKILL');
     for (const d of dirs) await fs.rm(d, { recursive: true, force: true });
   });
+  /** A static HTTP server of `dir` in another process (the scripts run synchronously here). */
+  const serveFiles = async (dir: string): Promise<string> => {
+    const port = await freePort();
+    const c = spawn('/usr/bin/python3', ['-m', 'http.server', '--bind', '127.0.0.1', String(port)], {
+      cwd: dir,
+      stdio: 'ignore',
+    });
+    servers.push(c);
+    for (let i = 0; i < 100; i++) {
+      if ((await fetch(`http://127.0.0.1:${port}/HEAD`).catch(() => undefined))?.ok === true) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return `http://127.0.0.1:${port}/`;
+  };
   const tmp = async () => {
     const d = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-podspec-'));
     dirs.push(d);
@@ -364,7 +388,9 @@ describe('scripts run by sh', () => {
       await x('git', ['add', 'f.txt'], path.join(d, 'r'));
       await x('git', ['-c', 'user.name=t', '-c', 'user.email=t@x', 'commit', '-qm', 'f'], path.join(d, 'r'));
       const node = (await x('git', ['rev-parse', 'HEAD'], path.join(d, 'r'))).stdout.trim();
-      return { url: `file://${path.join(d, 'r')}`, node };
+      // the clone takes http(s) only: served as files ("dumb" HTTP) by a process of its own
+      await x('git', ['update-server-info'], path.join(d, 'r'));
+      return { url: await serveFiles(path.join(d, 'r', '.git')), node };
     }
     if (vcs === 'hg') {
       await x('hg', ['init', 'r']);
@@ -400,6 +426,14 @@ describe('scripts run by sh', () => {
       expect(await fs.readFile(path.join(ws, 'src', 'f.txt'), 'utf8')).toBe('changed by step 1\n');
     },
   );
+
+  test('when a git clone URL is not http(s), then the clone refuses it', async () => {
+    const src = await sourceRepo('hg');
+    const ws = await tmp();
+    const r = sh(cloneInitScript(job({ clone_url: src.url }), ws), ws);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("transport 'file' not allowed");
+  });
 
   test('when the clone fails, then the script fails and leaves no marker', async () => {
     const ws = await tmp();
