@@ -195,6 +195,28 @@ export async function waitPipeline(
 
 export const isFinished = (p: any) => ['success', 'failure', 'cancelled', 'error'].includes(p?.status);
 
+/** Pipeline 1 of a repository once finished, with the log of each of its steps. */
+export async function finishedPipeline(
+  client: Client,
+  repo: { org: string; name: string },
+): Promise<{ p: any; logs: string[] }> {
+  const at = `/api/v1/repos/${repo.org}/${repo.name}/pipelines/1`;
+  const p = await waitPipeline(client, at, isFinished, 90_000);
+  const logs: string[] = [];
+  for (const st of p.steps ?? []) logs.push((await client.get(`${at}/steps/${st.number}/log`)).text);
+  return { p, logs };
+}
+
+/**
+ * The zero-configuration server as `npm start` runs it as root: only a data directory (embedded
+ * PostgreSQL, embedded agent with the real sandbox).
+ */
+export async function zeroConfigAsRoot(prefix: string): Promise<{ s: Served; data: string }> {
+  if (process.getuid?.() !== 0) throw new Error('this test runs the server as root, as `npm start` does');
+  const data = await tempDir(prefix);
+  return { s: await serve({ TRIAD_DATA_DIR: data }, randomToken('adm_')), data };
+}
+
 /** Processes whose command line contains `marker`. */
 export async function processesWith(marker: string): Promise<string[]> {
   const found: string[] = [];

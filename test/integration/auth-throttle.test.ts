@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { requestFrom, type Answer } from '../helpers/from-address.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { sh, tempDir, withCreds } from '../helpers/vcs.ts';
 
@@ -9,30 +9,7 @@ import { sh, tempDir, withCreds } from '../helpers/vcs.ts';
 // shared counter), while valid credentials in use from that address, and agents, go on working.
 // See docs/api.md, "Throttling failed authentications".
 
-type Answer = { status: number; headers: http.IncomingHttpHeaders; body: any };
-
-/** One request sent from a chosen loopback address (the whole 127.0.0.0/8 range is local). */
-function from(
-  base: string,
-  localAddress: string,
-  path: string,
-  headers: Record<string, string> = {},
-  method = 'GET',
-): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${base}${path}`, { method, localAddress, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const json = (res.headers['content-type'] ?? '').includes('json') && text !== '';
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: json ? JSON.parse(text) : text });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const from = requestFrom;
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` });

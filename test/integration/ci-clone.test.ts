@@ -3,14 +3,12 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  isFinished,
+  finishedPipeline,
   pipelineYaml,
   pushWith,
-  randomToken,
-  serve,
   tempDir,
   userOn,
-  waitPipeline,
+  zeroConfigAsRoot,
   type Pushed,
   type Served,
 } from '../helpers/serve.ts';
@@ -32,10 +30,7 @@ let victim: TestUser;
 const secret = `victim-secret-${randomBytes(8).toString('hex')}`;
 const victims: Partial<Record<VcsKind, Pushed>> = {};
 beforeAll(async () => {
-  if (process.getuid?.() !== 0)
-    throw new Error('the CI clone tests run the server as root, as `npm start` does');
-  data = await tempDir('triad-clone-');
-  s = await serve({ TRIAD_DATA_DIR: data }, randomToken('adm_'));
+  ({ s, data } = await zeroConfigAsRoot('triad-clone-'));
   victim = await userOn(s);
   attacker = await userOn(s);
   const org = `victim${randomBytes(3).toString('hex')}`;
@@ -52,10 +47,8 @@ afterAll(async () => {
 }, 60_000);
 
 async function run(repo: { org: string; name: string }): Promise<{ p: any; log: string }> {
-  const at = `/api/v1/repos/${repo.org}/${repo.name}/pipelines/1`;
-  const p = await waitPipeline(attacker.client, at, isFinished, 90_000);
-  const log = (await attacker.client.get(`${at}/steps/1/log`)).text;
-  return { p, log };
+  const { p, logs } = await finishedPipeline(attacker.client, repo);
+  return { p, log: logs[0] ?? '' };
 }
 
 const store = (r: Pushed, vcs: VcsKind) => path.join(data, 'repos', `${r.id}.${vcs}`);

@@ -3,16 +3,14 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import {
-  isFinished,
+  finishedPipeline,
   pipelineYaml,
   processesWith,
   pushRepo,
   pushWith,
-  randomToken,
-  serve,
   tempDir,
   userOn,
-  waitPipeline,
+  zeroConfigAsRoot,
   type Served,
 } from '../helpers/serve.ts';
 import type { TestUser } from '../helpers/server.ts';
@@ -29,10 +27,7 @@ let s: Served;
 let data: string;
 let attacker: TestUser;
 beforeAll(async () => {
-  if (process.getuid?.() !== 0)
-    throw new Error('the CI escape tests run the server as root, as `npm start` does');
-  data = await tempDir('triad-escape-');
-  s = await serve({ TRIAD_DATA_DIR: data }, randomToken('adm_'));
+  ({ s, data } = await zeroConfigAsRoot('triad-escape-'));
   attacker = await userOn(s);
 }, 120_000);
 afterAll(async () => {
@@ -40,13 +35,7 @@ afterAll(async () => {
   expect(await s.exited).toBe(0);
 }, 60_000);
 
-async function run(repo: { org: string; name: string }): Promise<{ p: any; logs: string[] }> {
-  const at = `/api/v1/repos/${repo.org}/${repo.name}/pipelines/1`;
-  const p = await waitPipeline(attacker.client, at, isFinished, 90_000);
-  const logs: string[] = [];
-  for (const st of p.steps ?? []) logs.push((await attacker.client.get(`${at}/steps/${st.number}/log`)).text);
-  return { p, logs };
-}
+const run = (repo: { org: string; name: string }) => finishedPipeline(attacker.client, repo);
 
 /** A shared library whose constructor appends a line to `marker` (no headers: any C compiler). */
 async function plantedLibrary(dir: string, marker: string): Promise<string> {

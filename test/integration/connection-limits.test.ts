@@ -1,6 +1,6 @@
-import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { requestFrom } from '../helpers/from-address.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 // Connection limits (docs/configuration.md, docs/hosting.md "Connection limits"): a per-client
@@ -9,7 +9,6 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 // few hundred sockets at most.
 
 type Held = { sock: net.Socket; closed: Promise<void>; data: () => string };
-type Answer = { status: number; headers: http.IncomingHttpHeaders; body: any };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const port = (s: TestServer) => Number(new URL(s.url).port);
@@ -36,22 +35,7 @@ async function closesWithin(h: Held, ms: number): Promise<boolean> {
   return Promise.race([h.closed.then(() => true), sleep(ms).then(() => false)]);
 }
 
-/** One request on a new connection from `localAddress`. */
-function request(s: TestServer, localAddress: string, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${s.url}${path}`, { localAddress, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const json = (res.headers['content-type'] ?? '').includes('json') && text !== '';
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: json ? JSON.parse(text) : text });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const request = (s: TestServer, localAddress: string, path: string) => requestFrom(s.url, localAddress, path);
 
 /** A request on a held connection (keep-alive); resolves with the raw answer. */
 async function onHeld(h: Held, path: string): Promise<string> {

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { PrRepo, settled } from '../helpers/pulls.ts';
 import { TWO_STEPS } from '../helpers/ci.ts';
 import { ok, withCreds } from '../helpers/vcs.ts';
+import { reachFixture } from '../helpers/reach.ts';
 
 /**
  * The pull request API on Git repositories: validation, the permission matrix, statuses and their
@@ -163,23 +164,10 @@ describe('pull request API', () => {
   });
 
   test('when a token cannot push or does not reach the repository, then what it may not do is refused before anything changes', async () => {
-    // a second repository of the org, and an org the member owns
-    const otherRepo = uniq('other');
-    expect(
-      (await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: otherRepo, vcs: 'git' })).status,
-    ).toBe(201);
-    const otherOrg = await s.newOrg(member);
-    const mint = async (body: Record<string, unknown>): Promise<Client> => {
-      const r = await member.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
-      expect(r.status).toBe(201);
-      return s.anon.as(r.body.data.token);
-    };
+    const { mint, elsewhere: outOfReach } = await reachFixture(s, owner, member, org);
     const all = ['repo:write', 'pulls:write'];
     const pullsOnly = await mint({ scopes: ['pulls:write', 'repo:read'] });
-    const elsewhere = [
-      await mint({ scopes: all, level: 'repo', target: `${org}/${otherRepo}` }),
-      await mint({ scopes: all, level: 'org', target: otherOrg }),
-    ];
+    const elsewhere = await outOfReach(all);
     const here = await mint({ scopes: all, level: 'repo', target: `${org}/${repo.name}` });
 
     await repo.commitOn('guarded', { 'guarded.txt': 'guarded\n' }, 'guarded');

@@ -9,8 +9,9 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { postMultipart } from '../helpers/multipart.ts';
-import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { reachFixture } from '../helpers/reach.ts';
 
 const MAX = 1024 * 1024;
 let s: TestServer;
@@ -154,21 +155,10 @@ describe('releases', () => {
   });
 
   test("when a member's token does not reach the repository or cannot read releases, then drafts stay hidden", async () => {
-    // another repository of the org, and an org the member owns
-    const otherRepo = uniq('other');
-    expect(
-      (await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: otherRepo, vcs: 'git' })).status,
-    ).toBe(201);
-    const otherOrg = await s.newOrg(member);
-    const mint = async (body: Record<string, unknown>): Promise<Client> => {
-      const r = await member.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
-      expect(r.status).toBe(201);
-      return s.anon.as(r.body.data.token);
-    };
+    const { mint, elsewhere } = await reachFixture(s, owner, member, org);
     const all = ['repo:write', 'releases:write', 'pulls:write', 'ci:write'];
     const hidden = [
-      await mint({ scopes: all, level: 'repo', target: `${org}/${otherRepo}` }),
-      await mint({ scopes: all, level: 'org', target: otherOrg }),
+      ...(await elsewhere(all)),
       await mint({ scopes: ['ci:read'] }),
       await mint({ scopes: ['repo:read', 'pulls:read'] }),
     ];
