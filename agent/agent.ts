@@ -349,6 +349,7 @@ export class Agent {
             Math.min(timeout * 1000, 2 ** 31 - 1),
           );
     let exitCode: number;
+    let stoppedWhy = false;
     try {
       const result = await this.o.executor.runStep({
         job: r.job,
@@ -364,6 +365,8 @@ export class Agent {
       } else if (timedOut && !r.cancelled) {
         out.write(Buffer.from(`\n[triad] step timed out after ${timeout} s: stopped\n`));
       } else if (result.reason !== undefined) out.write(Buffer.from(`\n[triad] ${result.reason}\n`));
+      // a reason means the executor ended the step, whatever its exit code
+      stoppedWhy = result.reason !== undefined;
     } catch (err) {
       exitCode = 1;
       out.write(
@@ -375,7 +378,7 @@ export class Agent {
     }
     out.finish();
     await shipper.close();
-    const stopped = timedOut || r.timedOut;
+    const stopped = timedOut || r.timedOut || stoppedWhy;
     const status = r.cancelled ? 'cancelled' : exitCode === 0 && !stopped ? 'success' : 'failure';
     this.m.steps.observe({ status }, (Date.now() - started) / 1000);
     const pipelineStatus = await this.report(() =>

@@ -102,8 +102,9 @@ export function cloneScript(job: Job, dest: string): string {
   const u = q(url.toString());
   const rev = q(job.commit_node);
   const d = q(dest);
+  // a HOME of its own, empty: no configuration a step wrote (a re-clone by a later pod) applies
   const env =
-    'export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https GIT_TERMINAL_PROMPT=0 HGRCPATH= HGPLAIN=1 &&';
+    'export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https GIT_TERMINAL_PROMPT=0 HGRCPATH= HGPLAIN=1 && HOME="$(mktemp -d)" && export HOME &&';
   switch (job.vcs) {
     case 'git':
       // the credential is not left in .git/config, where step commands could read it
@@ -115,7 +116,10 @@ export function cloneScript(job: Job, dest: string): string {
     case 'fossil': {
       const auth = job.clone_token === null ? '' : `-B ${q(`ci:${job.clone_token}`)} `;
       const file = q(`${dest}.fossil`);
-      const forget = q("DELETE FROM config WHERE name GLOB 'http-auth:*' OR name IN ('last-sync-pw')");
+      // secure_delete: the freed pages are zeroed, so the (obscured, reversible) value is gone too
+      const forget = q(
+        "PRAGMA secure_delete=ON; DELETE FROM config WHERE name GLOB 'http-auth:*' OR name IN ('last-sync-pw')",
+      );
       return `${env} fossil clone ${auth}${u} ${file} >/dev/null && fossil sql -R ${file} ${forget} >/dev/null && mkdir -p ${d} && cd ${d} && fossil open -f ${file} ${rev} >/dev/null`;
     }
   }

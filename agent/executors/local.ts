@@ -1,55 +1,9 @@
-import { spawn } from 'node:child_process';
-import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { cloneScript, stepScript, type Executor, type Job, type StepResult, type StepRun } from '../types.ts';
-import { formatBytes, watchDisk } from './disk-watch.ts';
-import { runProcess } from './process.ts';
+import { diskUsage, formatBytes, watchDisk } from './disk-watch.ts';
+import { runProcess, type RunHooks } from './process.ts';
 import { Sandbox, WORKSPACE, type SandboxOptions, type SandboxNetwork } from './sandbox.ts';
-
-/** Removes a workspace even when a step left directories without write permission in it. */
-async function removeTree(dir: string): Promise<void> {
-  try {
-    await fs.rm(dir, { recursive: true, force: true });
-  } catch {
-    await new Promise<void>((resolve) => {
-      const c = spawn('chmod', ['-R', 'u+rwX', dir], { stdio: 'ignore' });
-      c.on('close', () => resolve());
-      c.on('error', () => resolve());
-    });
-    await fs.rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Can `id` reach (traverse into) `dir`: every directory from / down to it lets it search? */
-async function reachable(dir: string, id: { uid: number; gid: number }): Promise<boolean> {
-  for (let d = dir; ; d = path.dirname(d)) {
-    const st = await fs.stat(d);
-    const bits = st.uid === id.uid ? 0o100 : st.gid === id.gid ? 0o010 : 0o001;
-    if ((st.mode & bits) === 0) return false;
-    if (d === path.dirname(d)) return true;
-  }
-}
-
-/**
- * The shared root for workspaces of an agent running as root: a root-owned directory that only
- * root may write, checked against a directory planted there by someone else. It is in /var/tmp
- * (on disk, unlike a /tmp that may be memory) and its path is what a step sees of the host in
- * /proc/self/mountinfo, so it says nothing about the server's data directory.
- */
-async function sharedRoot(): Promise<string> {
-  const base = (await fs.stat('/var/tmp').catch(() => undefined))?.isDirectory() ? '/var/tmp' : os.tmpdir();
-  const dir = path.join(base, 'triad-ci-work');
-  await fs.mkdir(dir, { mode: 0o711 }).catch((e: NodeJS.ErrnoException) => {
-    if (e.code !== 'EEXIST') throw e;
-  });
-  const st = await fs.lstat(dir);
-  if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0) {
-    throw new Error(`${dir} exists but is not a root-owned directory that only root may write`);
-  }
-  await fs.chmod(dir, 0o711);
-  return dir;
-}
+import { Workspaces } from './workspaces.ts';
 
 export type LocalExecutorOptions = {
   /**
@@ -76,34 +30,19 @@ export type LocalExecutorOptions = {
 export class LocalExecutor implements Executor {
   readonly name = 'local';
   readonly sandbox: Sandbox | undefined;
-  private readonly configuredRoot: string | undefined;
   private readonly diskCheckMs: number;
-  private rootReady: Promise<string> | undefined;
+  private readonly spaces: Workspaces;
   private readonly workspaces = new Map<number, string>();
 
   constructor(opts: LocalExecutorOptions = {}) {
-    this.configuredRoot = opts.workDir === undefined ? undefined : path.resolve(opts.workDir);
     this.sandbox = opts.unsandboxed === true ? undefined : new Sandbox(opts.sandbox);
+    this.spaces = new Workspaces(this.sandbox, opts.workDir);
     this.diskCheckMs = opts.diskCheckMs ?? 5000;
   }
 
-  /**
-   * Where workspaces go: the configured directory, unless the agent runs as root and the
-   * sandbox user cannot reach it (bwrap, running as that user, must find the workspace); then
-   * the shared root-owned directory.
-   */
+  /** Where workspaces go (see `Workspaces.root`). */
   root(): Promise<string> {
-    this.rootReady ??= (async () => {
-      const sandbox = this.sandbox?.changesUser === true ? this.sandbox : undefined;
-      const configured = this.configuredRoot;
-      if (configured === undefined) return sandbox !== undefined ? sharedRoot() : os.tmpdir();
-      await fs.mkdir(configured, { recursive: true });
-      if (sandbox === undefined) return configured;
-      if (await reachable(configured, await sandbox.identity())) return configured;
-      return sharedRoot();
-    })();
-    this.rootReady.catch(() => (this.rootReady = undefined));
-    return this.rootReady;
+    return this.spaces.root();
   }
 
   private baseEnv(): Record<string, string> {
@@ -114,20 +53,6 @@ export class LocalExecutor implements Executor {
   }
 
   /**
-   * A fresh, empty workspace (`home/` for $HOME; the clone makes `src/`) owned by the step user:
-   * the agent changes the owner of the two directories it just made, nothing else.
-   */
-  private async newWorkspace(prefix: string): Promise<string> {
-    const dir = await fs.mkdtemp(path.join(await this.root(), `triad-${process.pid}-${prefix}-`));
-    await fs.mkdir(path.join(dir, 'home'));
-    if (this.sandbox?.changesUser === true) {
-      const id = await this.sandbox.identity();
-      for (const d of [dir, path.join(dir, 'home')]) await fs.lchown(d, id.uid, id.gid);
-    }
-    return dir;
-  }
-
-  /**
    * Checks that steps can run isolated here by running one in a throw-away workspace, on the
    * steps' network; throws with the reason (bwrap or slirp4netns missing, user namespaces
    * refused, the sandbox user cannot be created...). Without a sandbox there is nothing to check.
@@ -135,7 +60,7 @@ export class LocalExecutor implements Executor {
   async probe(): Promise<void> {
     if (this.sandbox === undefined) return;
     await this.sandbox.identity();
-    const dir = await this.newWorkspace('probe');
+    const dir = await this.spaces.create('probe');
     try {
       let out = '';
       const code = await this.exec(
@@ -152,7 +77,7 @@ export class LocalExecutor implements Executor {
         throw new Error(`a test run of the sandbox failed (exit ${code}): ${out.trim().slice(0, 2000)}`);
       }
     } finally {
-      await removeTree(dir);
+      await this.spaces.remove(dir);
     }
   }
 
@@ -164,6 +89,7 @@ export class LocalExecutor implements Executor {
     signal: AbortSignal,
     onOutput: (d: Buffer) => void,
     cwd = `${WORKSPACE}/src`,
+    hooks: RunHooks = {},
   ): Promise<number> {
     if (this.sandbox === undefined) {
       const hostCwd = path.join(dir, path.relative(WORKSPACE, cwd));
@@ -177,10 +103,60 @@ export class LocalExecutor implements Executor {
         },
         signal,
         onOutput,
+        hooks,
       );
     }
     const spec = await this.sandbox.spec(dir, script, env, network, { cwd });
-    return runProcess(spec, signal, onOutput);
+    return runProcess(spec, signal, onOutput, hooks);
+  }
+
+  /**
+   * Runs in the workspace with its size watched against `max` (the job's disk limit): beyond
+   * it, or when it cannot be measured, the run is stopped and `reason` says why (`what` ends).
+   */
+  private async watched(
+    dir: string,
+    max: number | undefined,
+    what: string,
+    signal: AbortSignal,
+    run: (signal: AbortSignal, hooks: RunHooks) => Promise<number>,
+  ): Promise<{ code: number; reason?: string }> {
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    if (signal.aborted) abort.abort();
+    let pid: number | undefined;
+    let reason: string | undefined;
+    const exceeded = (bytes: number | undefined, limit: number) => {
+      reason =
+        bytes === undefined
+          ? `the workspace could not be measured against its disk limit: ${what} stopped`
+          : `the workspace took ${formatBytes(bytes)}, more than the limit of ${formatBytes(limit)}: ${what} stopped`;
+      abort.abort();
+    };
+    const unwatch =
+      max === undefined
+        ? () => undefined
+        : watchDisk(
+            dir,
+            max,
+            (bytes) => exceeded(bytes, max),
+            this.diskCheckMs,
+            () => pid,
+          );
+    try {
+      const code = await run(abort.signal, { spawned: (p) => (pid = p) });
+      unwatch();
+      // once more at the end: a run shorter than the interval is measured too
+      if (max !== undefined && reason === undefined && !signal.aborted) {
+        const used = await diskUsage(dir);
+        if (used === undefined || used > max) exceeded(used, max);
+      }
+      return reason !== undefined && !signal.aborted ? { code, reason } : { code };
+    } finally {
+      unwatch();
+      signal.removeEventListener('abort', stop);
+    }
   }
 
   /**
@@ -190,22 +166,26 @@ export class LocalExecutor implements Executor {
    */
   async prepare(job: Job, signal: AbortSignal): Promise<void> {
     if (this.sandbox !== undefined) await this.sandbox.identity();
-    const dir = await this.newWorkspace(`p${job.pipeline_id}`);
+    const dir = await this.spaces.create(`p${job.pipeline_id}`);
     this.workspaces.set(job.pipeline_id, dir);
     let output = '';
     const sandboxed = this.sandbox !== undefined;
     const dest = sandboxed ? `${WORKSPACE}/src` : path.join(dir, 'src');
-    const code = await this.exec(
-      dir,
-      cloneScript(job, dest),
-      sandboxed ? {} : { USER: process.env.USER ?? 'triad' },
-      'host',
-      signal,
-      (d) => {
-        if (output.length < 4000) output += d.toString();
-      },
-      WORKSPACE,
+    const { code, reason } = await this.watched(dir, job.disk_max_bytes, 'clone', signal, (s, hooks) =>
+      this.exec(
+        dir,
+        cloneScript(job, dest),
+        sandboxed ? {} : { USER: process.env.USER ?? 'triad' },
+        'host',
+        s,
+        (d) => {
+          if (output.length < 4000) output += d.toString();
+        },
+        WORKSPACE,
+        hooks,
+      ),
     );
+    if (reason !== undefined) throw new Error(`cloning ${job.org}/${job.repo}: ${reason}`);
     if (code !== 0)
       throw new Error(
         `cloning ${job.org}/${job.repo} at ${job.commit_node} failed (exit ${code}): ${output.trim()}`,
@@ -215,75 +195,26 @@ export class LocalExecutor implements Executor {
   async runStep(run: StepRun): Promise<StepResult> {
     const dir = this.workspaces.get(run.job.pipeline_id);
     if (dir === undefined) throw new Error('workspace not prepared');
-    const max = run.job.disk_max_bytes;
-    const abort = new AbortController();
-    const stop = () => abort.abort();
-    run.signal.addEventListener('abort', stop, { once: true });
-    if (run.signal.aborted) abort.abort();
-    let over: number | undefined;
-    const unwatch =
-      max === undefined
-        ? () => undefined
-        : watchDisk(
-            dir,
-            max,
-            (bytes) => {
-              over = bytes;
-              abort.abort();
-            },
-            this.diskCheckMs,
-          );
-    try {
-      const network = this.sandbox?.o.network ?? 'outbound';
-      const exitCode = await this.exec(
-        dir,
-        stepScript(run.step.commands),
-        run.env,
-        network,
-        abort.signal,
-        run.onOutput,
-      );
-      if (over !== undefined && max !== undefined && !run.signal.aborted) {
-        return {
-          exitCode,
-          reason: `the workspace took ${formatBytes(over)}, more than the limit of ${formatBytes(max)}: step stopped`,
-        };
-      }
-      return { exitCode };
-    } finally {
-      unwatch();
-      run.signal.removeEventListener('abort', stop);
-    }
+    const network = this.sandbox?.o.network ?? 'outbound';
+    const script = stepScript(run.step.commands);
+    const { code, reason } = await this.watched(
+      dir,
+      run.job.disk_max_bytes,
+      'step',
+      run.signal,
+      (signal, hooks) => this.exec(dir, script, run.env, network, signal, run.onOutput, undefined, hooks),
+    );
+    return reason === undefined ? { exitCode: code } : { exitCode: code, reason };
   }
 
   async cleanup(job: Job): Promise<void> {
     const dir = this.workspaces.get(job.pipeline_id);
     this.workspaces.delete(job.pipeline_id);
-    if (dir !== undefined) await removeTree(dir);
+    if (dir !== undefined) await this.spaces.remove(dir);
   }
 
   /** Removes workspaces left by agent processes that are gone (killed before their cleanup). */
-  async sweep(active: ReadonlySet<number>): Promise<void> {
-    const root = await this.root().catch(() => undefined);
-    if (root === undefined) return;
-    const names = await fs.readdir(root).catch(() => [] as string[]);
-    for (const name of names) {
-      const m = /^triad-(\d+)-(?:p(\d+)|probe)-[A-Za-z0-9]{6}$/.exec(name);
-      if (m === null) continue;
-      const pid = Number(m[1]);
-      const mine = pid === process.pid;
-      if (mine && (m[2] === undefined || active.has(Number(m[2])))) continue;
-      if (!mine && alive(pid)) continue;
-      await removeTree(path.join(root, name)).catch(() => undefined);
-    }
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  sweep(active: ReadonlySet<number>): Promise<void> {
+    return this.spaces.sweep(active);
   }
 }

@@ -24,6 +24,9 @@ export type ProcessSpec = {
   started?: (child: ChildProcess) => Promise<(() => void) | undefined>;
 };
 
+/** What a caller may learn of a run: the pid of the process it started (bwrap, or `sh`). */
+export type RunHooks = { spawned?: (pid: number) => void };
+
 const exitCodeOf = (code: number | null, sig: NodeJS.Signals | null) =>
   code ?? 128 + (sig === null ? 1 : (os.constants.signals[sig] ?? 1));
 
@@ -36,6 +39,7 @@ export function runProcess(
   spec: ProcessSpec,
   signal: AbortSignal,
   onOutput: (d: Buffer) => void,
+  hooks: RunHooks = {},
 ): Promise<number> {
   return new Promise((resolve, reject) => {
     const extra = Array.from({ length: spec.extraFds ?? 0 }, () => 'pipe' as const);
@@ -46,10 +50,13 @@ export function runProcess(
       stdio: ['ignore', 'pipe', 'pipe', ...extra],
       ...(spec.uid === undefined ? {} : { uid: spec.uid, gid: spec.gid }),
     });
+    if (child.pid !== undefined) hooks.spawned?.(child.pid);
     child.stdout!.on('data', onOutput);
     child.stderr!.on('data', onOutput);
     const signalGroup = (sig: NodeJS.Signals) => {
-      if (child.pid === undefined) return;
+      // once it has exited its pid may be another process's; a sandbox has nothing left then
+      const gone = child.exitCode !== null || child.signalCode !== null;
+      if (child.pid === undefined || (gone && spec.sandboxed)) return;
       try {
         if (spec.sandboxed) process.kill(child.pid, 'SIGKILL');
         else process.kill(-child.pid, sig);

@@ -177,6 +177,8 @@ const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx
 /** Files of /etc that hold secrets: replaced by an empty file inside the sandbox. */
 const ETC_SECRETS = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/security/opasswd'];
 const ETC_SECRET_DIRS = ['/etc/ssl/private'];
+/** The size of a step's /dev/shm (memory, like its /tmp). */
+const SHM_BYTES = 64 * 1024 * 1024;
 
 const under = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
 
@@ -257,15 +259,19 @@ export class Sandbox {
       else if (k === 'link') a.push('--symlink', await fs.readlink(d), d);
     }
     for (const f of ETC_SECRETS) if ((await kind(f)) === 'file') a.push('--ro-bind', '/dev/null', f);
-    for (const d of ETC_SECRET_DIRS) if ((await kind(d)) === 'dir') a.push('--tmpfs', d);
+    // covers are tiny and read-only: a step cannot fill memory through them
+    const cover = (d: string) => a.push('--size', '4096', '--tmpfs', d, '--remount-ro', d);
+    for (const d of ETC_SECRET_DIRS) if ((await kind(d)) === 'dir') cover(d);
     for (const key of await fs.readdir('/etc/ssh').catch(() => [] as string[])) {
       if (/^ssh_host_.*_key$/.test(key)) a.push('--ro-bind', '/dev/null', `/etc/ssh/${key}`);
     }
     // the server's own files and data must not show through a mounted system directory
     for (const h of this.o.hide.map((p) => path.resolve(p))) {
-      if (SYSTEM_DIRS.some((d) => under(h, d)) && (await kind(h)) === 'dir') a.push('--tmpfs', h);
+      if (SYSTEM_DIRS.some((d) => under(h, d)) && (await kind(h)) === 'dir') cover(h);
     }
-    a.push('--proc', '/proc', '--dev', '/dev', '--size', String(this.o.fileSizeBytes), '--tmpfs', '/tmp');
+    // /dev holds only device nodes (read-only), with a small shared-memory directory
+    a.push('--proc', '/proc', '--dev', '/dev', '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm');
+    a.push('--remount-ro', '/dev', '--size', String(this.o.fileSizeBytes), '--tmpfs', '/tmp');
     a.push('--symlink', '/tmp', '/var/tmp');
     return a;
   }

@@ -12,16 +12,27 @@ import ipaddr from 'ipaddr.js';
  */
 export type CiNetwork = 'outbound' | 'none';
 
-/** IPv4 ranges a step may never reach (slirp4netns carries no IPv6). */
+/**
+ * IPv4 ranges a step may never reach (slirp4netns carries no IPv6): every special-purpose range
+ * (this network, private, shared, loopback, link-local and so the metadata services of clouds,
+ * protocol assignments, documentation, benchmarking, relay, multicast, reserved) and Azure's
+ * platform endpoint, which sits at a public address.
+ */
 export const REFUSED_RANGES = [
   '0.0.0.0/8',
   '10.0.0.0/8',
   '100.64.0.0/10',
   '127.0.0.0/8',
+  '168.63.129.16/32',
   '169.254.0.0/16',
   '172.16.0.0/12',
   '192.0.0.0/24',
+  '192.0.2.0/24',
+  '192.88.99.0/24',
   '192.168.0.0/16',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
   '224.0.0.0/4',
   '240.0.0.0/4',
 ];

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -148,21 +149,46 @@ describe('a running pipeline', () => {
     ]);
   }, 30_000);
 
-  test('when a step makes its workspace larger than the disk limit, then it is stopped and its log says why', async () => {
-    const r = await pushWith(owner, { vcs: 'git' }, (w) =>
-      fs.writeFile(
-        path.join(w, '.pipeline.yml'),
-        pipelineYaml([
-          { name: 'fill', commands: ['head -c 3000000 /dev/zero > big', 'echo written', 'sleep 20'] },
-        ]),
-      ),
-    );
+  test.each([
+    ['a file', ['head -c 3000000 /dev/zero > big', 'echo written', 'sleep 20']],
+    // deleted but still open: invisible to a walk of the tree, still on the disk
+    [
+      'a deleted file held open',
+      ['exec 3>big', 'rm big', 'head -c 3000000 /dev/zero >&3', 'echo written', 'sleep 20'],
+    ],
+    // each file or directory counts at least 4 KiB
+    ['many empty files', ['mkdir many', 'cd many && seq 1 400 | xargs touch', 'echo written', 'sleep 20']],
+    // measured once more when the step ends, however short
+    ['a file written just before the end', ['head -c 3000000 /dev/zero > big', 'echo written']],
+  ])(
+    'when a step makes its workspace larger than the disk limit with %s, then it is stopped and its log says why',
+    async (_what, commands) => {
+      const r = await pushWith(owner, { vcs: 'git' }, (w) =>
+        fs.writeFile(path.join(w, '.pipeline.yml'), pipelineYaml([{ name: 'fill', commands }])),
+      );
+      const started = Date.now();
+      const p = await withAgent(() => until(r, finished));
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(p.status).toBe('failure');
+      const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
+      expect(log).toMatch(
+        /^written\n\n\[triad\] the workspace took \d+\.\d MiB, more than the limit of 1 MiB: step stopped\n$/,
+      );
+    },
+    60_000,
+  );
+
+  test('when the checkout itself is larger than the disk limit, then the pipeline is error before any step', async () => {
+    const r = await pushWith(owner, { vcs: 'git' }, async (w) => {
+      await fs.writeFile(path.join(w, 'big.bin'), randomBytes(1536 * 1024));
+      await fs.writeFile(path.join(w, '.pipeline.yml'), steps(1));
+    });
     const p = await withAgent(() => until(r, finished));
-    expect(p.status).toBe('failure');
-    const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
-    expect(log).toMatch(
-      /^written\n\n\[triad\] the workspace took \d+\.\d MiB, more than the limit of 1 MiB: step stopped\n$/,
+    expect(p.status).toBe('error');
+    expect(p.error_message).toMatch(
+      /^cloning .+: the workspace took \d+\.\d MiB, more than the limit of 1 MiB: clone stopped$/,
     );
+    expect(p.steps.map((x: any) => x.status)).toEqual(['skipped']);
   }, 60_000);
 });
 

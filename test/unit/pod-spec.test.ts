@@ -309,7 +309,9 @@ describe('step pod', () => {
     );
     expect(fossil).toContain("fossil open -f '/workspace/src.fossil' 'abc123'");
     // the saved credential is deleted before the checkout
-    expect(fossil).toContain("DELETE FROM config WHERE name GLOB '\\''http-auth:*'\\''");
+    expect(fossil).toContain(
+      "PRAGMA secure_delete=ON; DELETE FROM config WHERE name GLOB '\\''http-auth:*'\\''",
+    );
     for (const s of [git, hg, fossil]) {
       // no system or user VCS configuration, http(s) only
       expect(s).toContain('GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_ALLOW_PROTOCOL=http:https');
