@@ -1,4 +1,4 @@
-import { describe, expect, test } from '@jest/globals';
+import { afterAll, describe, expect, test } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -52,6 +52,7 @@ describe('blobContent', () => {
 
 describe('unifiedHunks', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'triad-udiff-'));
+  afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
   /** The hunks `diff -u` prints for the same two texts (headers removed). */
   const gnu = (a: string, b: string): string => {
     fs.writeFileSync(path.join(tmp, 'a'), a);
