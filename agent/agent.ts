@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import client from 'prom-client';
 import type { Logger } from 'pino';
 import { backoff, retryable, ServerClient, sleep, withRetry } from './client.ts';
 import { LogLimiter } from './log-limit.ts';
+import { AgentMetrics } from './metrics.ts';
 import { LogShipper } from './log-shipper.ts';
 import type { Executor, Job, JobStep } from './types.ts';
 import { formatDuration } from '../src/pipelines/pipeline-file.ts';
@@ -63,9 +62,7 @@ export class Agent {
   private loopDone: Promise<void> | undefined;
   private slotFreed: (() => void) | undefined;
   private timers: NodeJS.Timeout[] = [];
-  private metricsServer: http.Server | undefined;
-  readonly registry = new client.Registry();
-  private readonly m;
+  private readonly m: AgentMetrics;
 
   constructor(opts: AgentOptions) {
     this.o = {
@@ -76,40 +73,11 @@ export class Agent {
     };
     const { server, token, instance, labels } = opts;
     this.api = new ServerClient(server, token, instance, this.nonce, this.hardStop.signal, labels);
-    const r = [this.registry];
-    client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_agent_process_' });
-    this.m = {
-      capacity: new client.Gauge({
-        name: 'triad_agent_capacity',
-        help: 'Pipelines this agent runs at once',
-        registers: r,
-      }),
-      running: new client.Gauge({ name: 'triad_agent_running', help: 'Pipelines running now', registers: r }),
-      polls: new client.Counter({
-        name: 'triad_agent_polls_total',
-        help: 'Polls by result (job, empty, error)',
-        labelNames: ['result'],
-        registers: r,
-      }),
-      steps: new client.Histogram({
-        name: 'triad_agent_step_duration_seconds',
-        help: 'Step durations by status',
-        labelNames: ['status'],
-        buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
-        registers: r,
-      }),
-      logBytes: new client.Counter({
-        name: 'triad_agent_log_bytes_shipped_total',
-        help: 'Log bytes acknowledged by the server',
-        registers: r,
-      }),
-    };
-    this.m.capacity.set(opts.capacity);
+    this.m = new AgentMetrics(opts.capacity);
   }
 
   get port(): number | undefined {
-    const a = this.metricsServer?.address();
-    return a !== null && typeof a === 'object' ? a.port : undefined;
+    return this.m.port;
   }
 
   get runningCount(): number {
@@ -117,19 +85,7 @@ export class Agent {
   }
 
   async start(): Promise<void> {
-    if (this.o.metricsPort !== undefined) {
-      this.metricsServer = http.createServer((req, res) => {
-        if (req.url === '/healthz') {
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
-        } else if (req.url === '/metrics') {
-          this.registry.metrics().then(
-            (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-            () => res.writeHead(500).end(),
-          );
-        } else res.writeHead(404).end();
-      });
-      await new Promise<void>((resolve) => this.metricsServer!.listen(this.o.metricsPort, resolve));
-    }
+    if (this.o.metricsPort !== undefined) await this.m.serve(this.o.metricsPort);
     await this.sweep();
     // Now (not awaited): the server learns this nonce replaced its instance's earlier process.
     void this.heartbeat();
@@ -429,8 +385,6 @@ export class Agent {
     }
     await this.loopDone;
     for (const t of this.timers) clearTimeout(t);
-    await new Promise<void>((resolve) =>
-      this.metricsServer ? this.metricsServer.close(() => resolve()) : resolve(),
-    );
+    await this.m.close();
   }
 }

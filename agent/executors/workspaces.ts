@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runProcess } from './process.ts';
 import { WORKSPACE, type Sandbox } from './sandbox.ts';
+import { processAlive as alive } from '../../src/db/processes.ts';
 
 /** This agent process's mark in workspace names (a pid alone may be another namespace's). */
 const NONCE = randomBytes(3).toString('hex');
@@ -56,15 +57,6 @@ async function sharedRoot(): Promise<string> {
   await rootOnly(dir);
   await fs.chmod(dir, 0o711);
   return dir;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

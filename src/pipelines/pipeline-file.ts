@@ -1,6 +1,7 @@
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { z } from 'zod';
 import { labelsSchema } from './labels.ts';
+import { DEFAULT_PIPELINE_LIMITS } from './model.ts';
 
 export const PIPELINE_FILE = '.pipeline.yml';
 export const PIPELINE_EVENTS = ['push', 'tag', 'pull_request'] as const;
@@ -119,7 +120,7 @@ export function parsePipelineFile(text: string, limits: { maxSteps?: number } = 
     return { ok: false, error: `${PIPELINE_FILE}: NUL characters are not allowed` };
   }
   const r = file.safeParse(value);
-  const maxSteps = limits.maxSteps ?? 50;
+  const maxSteps = limits.maxSteps ?? DEFAULT_PIPELINE_LIMITS.maxSteps;
   if (r.success && r.data.steps.length > maxSteps) {
     const at = doc.getIn(['steps', maxSteps], true);
     const line = isNode(at) && at.range ? lines.linePos(at.range[0]).line : 1;

@@ -84,18 +84,15 @@ export class PipelinesService {
     );
     this.finished = finished;
     const onFinished = (status: string, n = 1) => finished.inc({ status }, n);
-    this.triggers = new PipelineTrigger({
-      readFiles: deps.readFiles,
-      repoInfo: deps.repoInfo,
-      ...(deps.limits === undefined ? {} : { limits: deps.limits }),
-    });
+    const limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
+    this.triggers = new PipelineTrigger({ readFiles: deps.readFiles, repoInfo: deps.repoInfo, limits });
     this.reaper = new Reaper({
       em: deps.em,
       log: deps.log,
       agents: deps.agents,
       users: deps.users,
       agentTimeoutMs: deps.agentTimeoutMs,
-      pipelineTimeoutSeconds: (deps.limits ?? DEFAULT_PIPELINE_LIMITS).timeoutSeconds,
+      pipelineTimeoutSeconds: limits.timeoutSeconds,
       onErrored: (n) => onFinished('error', n),
     });
     this.queue = new PipelineQueue({
@@ -106,7 +103,7 @@ export class PipelinesService {
       repoInfo: deps.repoInfo,
       stepTimeoutSeconds: deps.stepTimeoutSeconds,
       logMaxBytes: deps.logMaxBytes,
-      limits: deps.limits ?? DEFAULT_PIPELINE_LIMITS,
+      limits,
       baseUrl: deps.baseUrl,
       onClaimed: () => claimed.inc(),
     });

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { processAlive as alive } from '../db/processes.ts';
 
 /** The request body is larger than the configured cap. */
 export class BodyTooLarge extends Error {}
@@ -85,15 +86,6 @@ async function removeStale(root: string, host: string): Promise<void> {
     const pid = Number(/^(\d+)-/.exec(name.slice(mine.length))?.[1]);
     if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue;
     await fs.rm(path.join(root, name), { recursive: true, force: true }).catch(() => undefined);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
