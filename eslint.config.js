@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 /** Folders of src/ that are not features: shared layers every feature may import. */
-const SHARED = ['http', 'db', 'events', 'storage', 'telemetry', 'vcs'];
+const SHARED = ['domain', 'http', 'db', 'events', 'storage', 'telemetry', 'vcs'];
 /** The files of a feature that speak HTTP: its route table, and the VCS wire protocol endpoint. */
 const HTTP_EDGE = ['src/*/routes.ts', 'src/repos/hosting.ts'];
 const OTHER_FEATURE_DATA = {
@@ -49,6 +49,8 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { paths: [NO_EXPRESS], patterns: [OTHER_FEATURE_DATA] }],
     },
   },
+  // The file-size rule of docs/architecture.md: a file that outgrows it is split by use case.
+  { files: ['src/**/*.ts', 'agent/**/*.ts'], rules: { 'max-lines': ['error', { max: 400 }] } },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

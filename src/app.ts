@@ -5,7 +5,7 @@ import { trace, SpanStatusCode } from '@opentelemetry/api';
 import { ping } from './db/database.ts';
 import { z } from 'zod';
 import { Api, reply, respond } from './http/api.ts';
-import { authenticate } from './http/auth.ts';
+import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
 import { openapiDocument } from './http/openapi.ts';
@@ -20,7 +20,7 @@ import { issueRoutes } from './issues/routes.ts';
 import { pullRoutes } from './pulls/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { releaseRoutes } from './releases/routes.ts';
-import { directory, type AppDeps, type Services } from './services.ts';
+import type { AppDeps, Services } from './services.ts';
 
 export const VERSION = '0.1.0';
 
@@ -189,4 +189,15 @@ function routeLabel(req: express.Request): string {
   const r = req.route as { path?: unknown } | undefined;
   if (r !== undefined && typeof r.path === 'string') return `${req.baseUrl}${r.path}`;
   return 'unmatched';
+}
+
+/** The directory the authentication layer looks users, agents, organizations and repositories up in. */
+export function directory(s: Services): Directory {
+  return {
+    userByTokenHash: (hash) => s.users.userByTokenHash(hash),
+    agentByTokenHash: (hash) => s.agents.byTokenHash(hash),
+    orgByName: (name) => s.orgs.ref(name),
+    repoByNames: (orgName, name) => s.repos.target(orgName, name),
+    role: (orgId, userId) => s.orgs.role(orgId, userId),
+  };
 }

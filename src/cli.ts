@@ -9,7 +9,7 @@ import { Metrics } from './telemetry/metrics.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createUserBody, createTokenBody } from './users/schemas.ts';
 import { createAgentBody } from './agents/schemas.ts';
-import { ALL_SCOPES } from './http/auth.ts';
+import { ALL_SCOPES } from './domain/access.ts';
 import { parseWith } from './http/input.ts';
 import { runAgent } from '../agent/main.ts';
 

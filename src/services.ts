@@ -1,11 +1,9 @@
 /**
- * The services of one server process and how they are wired together (`createServices`), and the
- * directory the authentication layer looks users, agents, organizations and repositories up in.
+ * The services of one server process and how they are wired together (`createServices`).
  */
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { type Orm } from './db/database.ts';
-import { type Directory } from './http/auth.ts';
 import { ApiError } from './http/errors.ts';
 import type { Metrics } from './telemetry/metrics.ts';
 import { UsersService, type TargetDirectory } from './users/service.ts';
@@ -255,15 +253,5 @@ export function createServices(deps: AppDeps): Services {
     spool: new Spool(deps.config.transport.spoolDir),
     releases,
     rawCache,
-  };
-}
-
-export function directory(s: Services): Directory {
-  return {
-    userByTokenHash: (hash) => s.users.userByTokenHash(hash),
-    agentByTokenHash: (hash) => s.agents.byTokenHash(hash),
-    orgByName: (name) => s.orgs.ref(name),
-    repoByNames: (orgName, name) => s.repos.target(orgName, name),
-    role: (orgId, userId) => s.orgs.role(orgId, userId),
   };
 }

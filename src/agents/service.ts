@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { hashToken, newTokenValue } from '../http/auth.ts';
+import { hashToken, newTokenValue } from '../domain/access.ts';
 import type { Db } from '../db/query.ts';
 import * as db from './repository.ts';
 import type { AgentListRow, AgentRow, InstanceKey } from './repository.ts';

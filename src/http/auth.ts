@@ -1,78 +1,21 @@
-import { createHash, randomBytes } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from './errors.ts';
 import type { AuthThrottle } from './throttle.ts';
+import {
+  hashToken,
+  scopeAllows,
+  type Actor,
+  type AuthUser,
+  type Role,
+  type Scope,
+  type TokenGrant,
+} from '../domain/access.ts';
+import type { OrgRef, PrivateShown, RepoRef, RepoTarget } from '../domain/repo.ts';
 
-export const CURRENT_SCOPES = [
-  'repo:read',
-  'repo:write',
-  'issues:read',
-  'issues:write',
-  'pulls:read',
-  'pulls:write',
-  'releases:read',
-  'releases:write',
-  'ci:read',
-  'ci:write',
-  'admin',
-] as const;
-export const EARLIER_SCOPES = ['read', 'write', 'admin'] as const;
-export const ALL_SCOPES = [...new Set<string>([...CURRENT_SCOPES, ...EARLIER_SCOPES])];
-export type Scope = (typeof CURRENT_SCOPES)[number];
-export type TokenLevel = 'personal' | 'org' | 'repo';
-export type Role = 'owner' | 'member';
-
-/** True when the granted scopes include `needed`, counting write => read, the coarse earlier-variant scopes, and admin => all. */
-export function scopeAllows(granted: readonly string[], needed: Scope): boolean {
-  if (granted.includes('admin') || granted.includes(needed)) return true;
-  if (needed === 'admin') return false;
-  const [area, action] = needed.split(':') as [string, 'read' | 'write'];
-  if (action === 'read' && granted.includes(`${area}:write`)) return true;
-  if (granted.includes('write')) return true;
-  return action === 'read' && granted.includes('read');
-}
-
-/**
- * Tokens are stored and looked up by their SHA-256: the lookup compares hashes, never the secret,
- * so its timing says nothing about a valid token's value.
- */
-export function hashToken(plaintext: string): string {
-  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
-}
-
-/** A new random token value (`prefix` and 48 hex digits); store only its `hashToken`. */
-export function newTokenValue(prefix = 'triad_'): string {
-  return `${prefix}${randomBytes(24).toString('hex')}`;
-}
-
-export type AuthUser = { id: number; username: string; isAdmin: boolean };
-export type TokenGrant = {
-  id: number | null;
-  scopes: readonly string[];
-  level: TokenLevel;
-  targetOrgId: number | null;
-  targetRepoId: number | null;
-  /** A CI pipeline's short-lived clone credential: it may read its repository and nothing else. */
-  pipeline?: boolean;
-  /** When the token expires (null: never); a token it mints never outlives it. */
-  expiresAt?: Date | null;
-};
 export type Principal =
   | { kind: 'anonymous' }
   | { kind: 'user'; user: AuthUser; grant: TokenGrant }
   | { kind: 'agent'; agentId: number; name: string; instance: string | undefined };
-
-export type OrgRef = { id: number; name: string };
-export type RepoRef = { id: number; orgId: number; name: string; isPrivate: boolean };
-/** A repository and its organization, as a route resolved and authorised them. */
-export type RepoTarget = { org: OrgRef; repo: RepoRef };
-
-/**
- * Who acts, as a service sees it: plain facts a route takes from `Access` (services never see
- * `Access` or the request). `role` is the caller's role in the organization of the resource,
- * when the route looked it up (site admins count as owners).
- */
-export type Actor = { id: number; username: string; isAdmin: boolean; role?: Role | undefined };
 
 /** What authorization needs to know about the world; implemented by the feature services. */
 export interface Directory {
@@ -87,8 +30,6 @@ export interface Directory {
 }
 
 export type OrgNeeds = { scope?: Scope; role?: Role };
-/** Which private repositories of an organization a caller may list: all, none, or the one its token targets. */
-export type PrivateShown = 'all' | 'none' | { repoId: number };
 /** `authenticated`: a token is required even on a public repository (e.g. the step log read). */
 export type RepoNeeds = { scope?: Scope; role?: Role; authenticated?: boolean };
 

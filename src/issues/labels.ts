@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { RepoTarget } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { isUniqueViolation } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import * as db from './repository.ts';

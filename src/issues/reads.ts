@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { RepoTarget } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { isDbId, isoTime } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';

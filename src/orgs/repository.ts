@@ -1,6 +1,7 @@
 import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
 import { intArray } from '../db/sql.ts';
-import type { OrgRef, Role } from '../http/auth.ts';
+import type { Role } from '../domain/access.ts';
+import type { OrgRef } from '../domain/repo.ts';
 
 /** The queries of organizations and their memberships (tables `orgs`, `org_members`). */
 

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { OrgRef, Role } from '../http/auth.ts';
+import type { Role } from '../domain/access.ts';
+import type { OrgRef } from '../domain/repo.ts';
 import { isUniqueViolation } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';

@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors.ts';
-import type { Actor, RepoTarget } from '../http/auth.ts';
+import type { Actor } from '../domain/access.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
 import { HG } from '../vcs/constants.ts';
 import { RefNotFound, type MergeOutcome } from '../vcs/ops.ts';

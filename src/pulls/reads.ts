@@ -1,5 +1,5 @@
 import { ApiError } from '../http/errors.ts';
-import type { RepoTarget } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { isDbId } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';

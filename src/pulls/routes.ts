@@ -1,5 +1,6 @@
 import { reply, respond, type Api } from '../http/api.ts';
-import type { Access, RepoTarget } from '../http/auth.ts';
+import type { Access } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pathInt } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';

@@ -1,5 +1,6 @@
 import { ApiError } from '../http/errors.ts';
-import type { Actor, RepoTarget } from '../http/auth.ts';
+import type { Actor } from '../domain/access.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { nextNumber } from '../db/numbers.ts';
 import type { Db } from '../db/query.ts';
 import type { PullRequestEventType } from '../events/catalog.ts';

@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { isDbId, isForeignKeyViolation } from '../db/sql.ts';
-import type { Actor, RepoTarget } from '../http/auth.ts';
+import type { Actor } from '../domain/access.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import type { IncomingUpload } from '../http/multipart.ts';
 import { parseRange } from '../http/range.ts';

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { isDbId } from '../db/sql.ts';
-import type { RepoTarget } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import type { RepoChanges } from '../repos/changes.ts';
 import type { ReposService } from '../repos/service.ts';

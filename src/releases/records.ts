@@ -1,5 +1,6 @@
 import { isUniqueViolation } from '../db/sql.ts';
-import type { Actor, RepoTarget } from '../http/auth.ts';
+import type { Actor } from '../domain/access.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { PushLockTimeout } from '../repos/changes.ts';

@@ -1,4 +1,4 @@
-import type { RepoTarget } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ReleaseAssets } from './assets.ts';
 import { ReleaseRecords } from './records.ts';
 import * as db from './repository.ts';

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { reply, respond, type Api } from '../http/api.ts';
 import { handOffSocket } from '../http/stream-reply.ts';
-import type { RepoTarget } from '../http/auth.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';

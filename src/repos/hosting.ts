@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
+import { Access, type Directory, type Principal } from '../http/auth.ts';
+import { hashToken } from '../domain/access.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
 import { driverFor } from '../vcs/index.ts';

@@ -1,5 +1,5 @@
 import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
-import type { PrivateShown, RepoRef, RepoTarget } from '../http/auth.ts';
+import type { PrivateShown, RepoRef, RepoTarget } from '../domain/repo.ts';
 import type { VcsKind } from '../vcs/index.ts';
 
 /** The queries of repository records (table `repos`; contents live in the VCS storage). */

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { OrgRef, PrivateShown, RepoRef, RepoTarget } from '../http/auth.ts';
+import type { OrgRef, PrivateShown, RepoRef, RepoTarget } from '../domain/repo.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { driverFor, removeRepository, repoPath } from '../vcs/index.ts';

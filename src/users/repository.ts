@@ -1,6 +1,6 @@
 import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
-import type { TokenLevel } from '../http/auth.ts';
+import type { TokenLevel } from '../domain/access.ts';
 
 /** The queries of users and their API tokens (tables `users`, `api_tokens`). */
 

@@ -1,6 +1,7 @@
 import { reply, respond, type Api } from '../http/api.ts';
 import { apiPath } from '../http/responses.ts';
-import type { Access, AuthUser } from '../http/auth.ts';
+import type { Access } from '../http/auth.ts';
+import type { AuthUser } from '../domain/access.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { pathInt, pathText } from '../http/params.ts';

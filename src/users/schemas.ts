@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isoTime } from '../db/sql.ts';
-import { ALL_SCOPES } from '../http/auth.ts';
+import { ALL_SCOPES } from '../domain/access.ts';
 import { handleSchema, nonBlank, timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import type { TokenRow, UserRefRow, UserRow } from './repository.ts';

@@ -11,7 +11,7 @@ import {
   type Scope,
   type TokenGrant,
   type TokenLevel,
-} from '../http/auth.ts';
+} from '../domain/access.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import * as db from './repository.ts';
 import type { UserRefRow, UserRow } from './repository.ts';

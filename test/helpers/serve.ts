@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from '@jest/globals';
 import { freePort } from '../../src/db/database.ts';
-import { CURRENT_SCOPES } from '../../src/http/auth.ts';
+import { CURRENT_SCOPES } from '../../src/domain/access.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { Client, uniq, type TestUser } from './server.ts';
 import { ok, tempDir, withCreds, writeFile } from './vcs.ts';

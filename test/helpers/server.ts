@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { startServer, type Running } from '../../src/server.ts';
-import { CURRENT_SCOPES } from '../../src/http/auth.ts';
+import { CURRENT_SCOPES } from '../../src/domain/access.ts';
 
 export type Res<T = any> = { status: number; body: T; headers: Headers; text: string };
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { CURRENT_SCOPES } from '../../src/http/auth.ts';
+import { CURRENT_SCOPES } from '../../src/domain/access.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 
 // The default policy (`external`) plus one host name allowed by name. No test here makes the

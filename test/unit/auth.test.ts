@@ -1,6 +1,12 @@
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { ALL_SCOPES, CURRENT_SCOPES, EARLIER_SCOPES, scopeAllows, type Scope } from '../../src/http/auth.ts';
+import {
+  ALL_SCOPES,
+  CURRENT_SCOPES,
+  EARLIER_SCOPES,
+  scopeAllows,
+  type Scope,
+} from '../../src/domain/access.ts';
 import { loadConfig } from '../../src/config.ts';
 
 const AREAS = ['repo', 'issues', 'pulls', 'releases', 'ci'] as const;
