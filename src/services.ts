@@ -4,14 +4,14 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import { type Orm } from './db/database.ts';
-import { ApiError } from './http/errors.ts';
 import type { Metrics } from './telemetry/metrics.ts';
-import { UsersService, type TargetDirectory } from './users/service.ts';
+import { UsersService } from './users/service.ts';
 import { OrgsService } from './orgs/service.ts';
 import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
-import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
+import { TokenTargets } from './repos/targets.ts';
+import { openReader, VcsOpsSet } from './vcs/index.ts';
 import { ReaderPool } from './vcs/pool.ts';
 import { Spool } from './vcs/spool.ts';
 import { TransportServers } from './vcs/transport.ts';
@@ -20,7 +20,6 @@ import { PipelinesService } from './pipelines/service.ts';
 import { IssuesService } from './issues/service.ts';
 import { PullsService } from './pulls/service.ts';
 import { Mergeability } from './pulls/mergeability.ts';
-import type { Trigger } from './pipelines/model.ts';
 import { WebhooksService } from './webhooks/service.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
@@ -73,9 +72,10 @@ export function createServices(deps: AppDeps): Services {
   const users: UsersService = new UsersService({
     em,
     maxTokensPerUser: deps.config.maxTokensPerUser,
+    // token targets are named by organization and repository (`TokenTargets`, made below)
     targets: {
-      resolve: (level, target, userId) => resolveTarget(level, target, userId),
-      names: (t) => targetNames(t),
+      resolve: (level, target, userId) => tokenTargets.resolve(level, target, userId),
+      names: (t) => tokenTargets.names(t),
     },
   });
   const orgs = new OrgsService({ em, users, maxOrgsPerUser: deps.config.maxOrgsPerUser });
@@ -87,36 +87,7 @@ export function createServices(deps: AppDeps): Services {
     baseUrl: deps.baseUrl,
     ...(rawCache === undefined ? {} : { forget: (dir: string) => rawCache.forget(dir) }),
   });
-  const resolveTarget: TargetDirectory['resolve'] = async (level, target, userId) => {
-    const [orgName, repoName, ...rest] = target.split('/');
-    const wantRepo = level === 'repo';
-    if (
-      orgName === undefined ||
-      rest.length > 0 ||
-      (wantRepo ? repoName === undefined : repoName !== undefined)
-    ) {
-      throw ApiError.validation(
-        `body.target: must be ${wantRepo ? '"org/repo"' : '"org"'} for a ${level} token`,
-      );
-    }
-    const org = await orgs.ref(orgName);
-    const role = org === undefined ? undefined : await orgs.role(org.id, userId);
-    if (org === undefined || role === undefined) throw ApiError.notFound('target organization');
-    if (!wantRepo) return { orgId: org.id, repoId: null };
-    const repo = await repos.ref(org, repoName ?? '');
-    if (repo === undefined) throw ApiError.notFound('target repository');
-    return { orgId: org.id, repoId: repo.id };
-  };
-  // A token's target as `org` or `org/repo` (a target deleted since names nothing: the token went with it).
-  const targetNames: TargetDirectory['names'] = async (targets) => {
-    const orgNames = await orgs.names(targets.flatMap((t) => (t.orgId === null ? [] : [t.orgId])));
-    const repoNames = await repos.names(targets.flatMap((t) => (t.repoId === null ? [] : [t.repoId])));
-    return targets.map((t) => {
-      if (t.orgId === null) return null;
-      const org = orgNames.get(t.orgId) ?? '';
-      return t.repoId === null ? org : `${org}/${repoNames.get(t.repoId) ?? ''}`;
-    });
-  };
+  const tokenTargets = new TokenTargets({ orgs, repos });
   const agents = new AgentsService({ em });
   const blobs = blobStore(deps.config);
   const pipelines = new PipelinesService({
@@ -130,22 +101,7 @@ export function createServices(deps: AppDeps): Services {
     logMaxBytes: deps.config.stepLogMaxBytes,
     baseUrl: deps.baseUrl,
     limits: deps.config.pipelineLimits,
-    readFiles: async (repoId, revs, file, maxBytes) => {
-      const repo = await repos.get(repoId);
-      return driverFor(repo.vcs).filesAt(repos.path(repo), revs, file, maxBytes);
-    },
-    repoInfo: async (repoId) => {
-      const repo = await repos.get(repoId);
-      const org = await orgs.byId(repo.orgId);
-      return {
-        id: repo.id,
-        name: repo.name,
-        orgId: org.id,
-        org: org.name,
-        vcs: repo.vcs,
-        isPrivate: repo.isPrivate,
-      };
-    },
+    repos,
     users,
     agents,
   });
@@ -180,32 +136,7 @@ export function createServices(deps: AppDeps): Services {
     log: deps.log,
     baseUrl: deps.baseUrl,
     markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
-    repoById: async (id) => {
-      const repo = await repos.get(id).catch((e: unknown) => {
-        if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
-        throw e;
-      });
-      if (repo === undefined) return undefined;
-      return repos.changed(repo, (await orgs.byId(repo.orgId)).name);
-    },
-    // the next read after a push starts with fresh reader processes and caches
-    onChanged: (repo) => readers.invalidate(repo.path),
-    // Pull requests first (source pushes, manual merges; their own savepoint), then one CI
-    // trigger call, so a commit reached by a push and a pull request gets one pipeline.
-    onRefMoves: async (tx, repo, moves, senderId) => {
-      let prTriggers: Trigger[] = [];
-      try {
-        prTriggers = await tx.transactional((sp) => pulls.sync.refsMoved(sp, repo, moves, senderId));
-      } catch (err) {
-        deps.log.error({ err, repo: repo.id }, 'pull request updates after a push failed');
-      }
-      const pushTriggers = moves.map((m): Trigger =>
-        m.type === 'tag'
-          ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId }
-          : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId },
-      );
-      return pipelines.trigger(tx, repo.id, [...pushTriggers, ...prTriggers]);
-    },
+    repos,
   });
   const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp'), readers });
   const releases = new ReleasesService({
@@ -234,7 +165,12 @@ export function createServices(deps: AppDeps): Services {
       budgetMs: deps.config.pullCheckBudgetMs,
       onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
     }),
-    trigger: (tx, repoId, triggers) => pipelines.trigger(tx, repoId, triggers),
+    ci: pipelines,
+  });
+  changes.listen(pulls.sync, pipelines.triggers, {
+    phase: 'committed',
+    // the next read after a push starts with fresh reader processes and caches
+    onCommitted: (repo) => readers.invalidate(repo.path),
   });
   return {
     users,

@@ -25,5 +25,15 @@ export type RepoHandle = RepoRef & {
   driver: VcsDriver;
 };
 
+/** The repository's file at each of some commits, in one read (`VcsDriver.filesAt` on its storage). */
+export function filesAt(
+  repo: Pick<RepoHandle, 'driver' | 'path'>,
+  revs: readonly string[],
+  file: string,
+  maxBytes: number,
+): ReturnType<VcsDriver['filesAt']> {
+  return repo.driver.filesAt(repo.path, revs, file, maxBytes);
+}
+
 /** Which private repositories of an organization a caller may list: all, none, or the one its token targets. */
 export type PrivateShown = 'all' | 'none' | { repoId: number };

@@ -1,5 +1,3 @@
-import type { VcsKind } from '../vcs/index.ts';
-
 /** Pipeline and step statuses, the limits and channels of CI, and the facts passed between its parts. */
 export const PIPELINE_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled', 'error'] as const;
 export const STEP_STATUSES = ['pending', 'running', 'success', 'failure', 'skipped', 'cancelled'] as const;
@@ -18,16 +16,6 @@ export type AgentCaller = { agentId: number; instance: string | undefined; nonce
 
 /** The queue figures of one label set (or of all pipelines) and their version (see queue.ts). */
 export type QueueFigures = { pending: number; running: number; agents: number; version: string };
-
-/** What CI needs to know of a repository (from the repos and orgs services). */
-export type RepoInfo = {
-  id: number;
-  name: string;
-  orgId: number;
-  org: string;
-  vcs: VcsKind;
-  isPrivate: boolean;
-};
 
 /** A push event that may start a pipeline. */
 export type Trigger = {

@@ -1,14 +1,9 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
+import type { ReposService } from '../repos/service.ts';
 import type { UsersService } from '../users/service.ts';
 import type { Labels } from './labels.ts';
-import {
-  CLONE_TOKEN_TTL_MS,
-  type AgentCaller,
-  type PipelineLimits,
-  type QueueFigures,
-  type RepoInfo,
-} from './model.ts';
+import { CLONE_TOKEN_TTL_MS, type AgentCaller, type PipelineLimits, type QueueFigures } from './model.ts';
 import type { QueueWaker } from './queue-waker.ts';
 import * as db from './repository.ts';
 import { jobJson, type JobJson } from './schemas.ts';
@@ -18,7 +13,7 @@ export type QueueDeps = {
   log: Logger;
   waker: QueueWaker;
   users: Pick<UsersService, 'createCloneToken' | 'revokeCloneTokens'>;
-  repoInfo: (repoId: number) => Promise<RepoInfo>;
+  repos: Pick<ReposService, 'handleById'>;
   stepTimeoutSeconds: number;
   logMaxBytes: number;
   limits: PipelineLimits;
@@ -130,7 +125,7 @@ export class PipelineQueue {
         labels,
       });
       if (p === undefined) return undefined;
-      const repo = await this.d.repoInfo(p.repo_id);
+      const repo = await this.d.repos.handleById(p.repo_id);
       const cloneToken =
         p.trigger_by === null
           ? null

@@ -5,8 +5,9 @@ import { timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import { vcsEnum } from '../repos/schemas.ts';
 import { PIPELINE_EVENTS } from './pipeline-file.ts';
-import { PIPELINE_STATUSES, STEP_STATUSES, type PipelineLimits, type RepoInfo } from './model.ts';
+import { PIPELINE_STATUSES, STEP_STATUSES, type PipelineLimits } from './model.ts';
 import type { PipelineRow, StepRow } from './repository.ts';
+import type { RepoHandle } from '../domain/repo.ts';
 
 // ----- requests (the user side and the agent protocol) ------------------------------------------
 
@@ -208,7 +209,7 @@ export function stepJson(s: StepRow): StepJson {
 
 /** Where and how the agent runs a claimed pipeline. */
 export type JobContext = {
-  repo: RepoInfo;
+  repo: Pick<RepoHandle, 'vcs' | 'org' | 'name'>;
   cloneUrl: string;
   cloneToken: string | null;
   /** The server's longest step (a step's own `timeout` may only be shorter). */

@@ -7,24 +7,20 @@ import type { Db } from '../db/query.ts';
 import { offsetOf } from '../http/pagination.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import type { RepoHandle } from '../domain/repo.ts';
+import type { ReposService } from '../repos/service.ts';
 import type { UsersService } from '../users/service.ts';
-import {
-  DEFAULT_PIPELINE_LIMITS,
-  LOG_READ_CAP,
-  type PipelineLimits,
-  type RepoInfo,
-  type Trigger,
-} from './model.ts';
+import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type Trigger } from './model.ts';
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
 import { Reaper, type AgentLiveness } from './reaper.ts';
-import { PipelineTrigger, type FileReader } from './trigger.ts';
+import { PipelineTrigger } from './trigger.ts';
 import * as db from './repository.ts';
 import type { PipelineRow, StepRow } from './repository.ts';
 import { pipelineJson, type ListQuery, type PipelineJson } from './schemas.ts';
 
-export type { RepoInfo, Trigger };
+export type { Trigger };
 
 export type PipelinesDeps = {
   em: () => EntityManager;
@@ -38,11 +34,10 @@ export type PipelinesDeps = {
   /** Most bytes a step log may hold (TRIAD_STEP_LOG_MAX_BYTES). */
   logMaxBytes: number;
   baseUrl: () => string;
-  /** The repository's file at a commit (undefined when absent). */
-  readFiles: FileReader;
   /** Bounds of every pipeline (defaults: DEFAULT_PIPELINE_LIMITS). */
   limits?: PipelineLimits;
-  repoInfo: (repoId: number) => Promise<RepoInfo>;
+  /** The repositories pipelines run for. */
+  repos: Pick<ReposService, 'handleById'>;
   users: Pick<UsersService, 'createCloneToken' | 'revokeCloneTokens' | 'usernames'>;
   agents: AgentLiveness;
 };
@@ -85,7 +80,7 @@ export class PipelinesService {
     this.finished = finished;
     const onFinished = (status: string, n = 1) => finished.inc({ status }, n);
     const limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
-    this.triggers = new PipelineTrigger({ readFiles: deps.readFiles, repoInfo: deps.repoInfo, limits });
+    this.triggers = new PipelineTrigger({ limits });
     this.reaper = new Reaper({
       em: deps.em,
       log: deps.log,
@@ -100,7 +95,7 @@ export class PipelinesService {
       log: deps.log,
       waker: this.waker,
       users: deps.users,
-      repoInfo: deps.repoInfo,
+      repos: deps.repos,
       stepTimeoutSeconds: deps.stepTimeoutSeconds,
       logMaxBytes: deps.logMaxBytes,
       limits,
@@ -135,8 +130,8 @@ export class PipelinesService {
   }
 
   /** Creates pipelines for pushed commits in the push's transaction (see `PipelineTrigger`). */
-  trigger(tx: Db, repoId: number, triggers: readonly Trigger[]): Promise<number[]> {
-    return this.triggers.trigger(tx, repoId, triggers);
+  trigger(tx: Db, repo: RepoHandle, triggers: readonly Trigger[]): Promise<number[]> {
+    return this.triggers.trigger(tx, repo, triggers);
   }
 
   private async find(repoId: number, number: number): Promise<PipelineRow> {
@@ -188,9 +183,9 @@ export class PipelinesService {
   /** A new pipeline from the same commit and events, triggered by `userId`. */
   async rerun(repoId: number, number: number, userId: number): Promise<PipelineJson> {
     const p = await this.find(repoId, number);
+    const repo = await this.d.repos.handleById(repoId);
     const id = await this.em().transactional((tx) =>
-      this.triggers.create(tx, {
-        repoId,
+      this.triggers.create(tx, repo, {
         commit: p.commit_node,
         events: p.events,
         branch: p.branch,

@@ -1,30 +1,16 @@
 import type { Db } from '../db/query.ts';
+import { filesAt, type RepoHandle } from '../domain/repo.ts';
+import type { ChangeContext } from '../repos/changes.ts';
 import type { CappedFile } from '../vcs/driver.ts';
 import { formatBytes } from '../../agent/executors/disk-watch.ts';
 import { PIPELINE_FILE, parsePipelineFile, whenMatches, type ParseResult } from './pipeline-file.ts';
-import { DEFAULT_PIPELINE_LIMITS, type PipelineLimits, type RepoInfo, type Trigger } from './model.ts';
+import { DEFAULT_PIPELINE_LIMITS, type PipelineLimits, type Trigger } from './model.ts';
 import * as db from './repository.ts';
 
-/**
- * The repository's file at each of some commits, in one read: commit -> content (undefined:
- * absent; `{ tooLarge }`: larger than `maxBytes`, not read).
- */
-export type FileReader = (
-  repoId: number,
-  revs: readonly string[],
-  path: string,
-  maxBytes: number,
-) => Promise<Map<string, CappedFile | undefined>>;
-
-export type TriggerDeps = {
-  readFiles: FileReader;
-  repoInfo: (repoId: number) => Promise<Pick<RepoInfo, 'orgId'>>;
-  limits?: PipelineLimits;
-};
+export type TriggerDeps = { limits?: PipelineLimits };
 
 /** A run to create: a commit with the events that name it. */
 export type Run = {
-  repoId: number;
   commit: string;
   events: string[];
   branch: string;
@@ -34,19 +20,30 @@ export type Run = {
 
 /**
  * Pipelines from pushes: each commit with a pipeline file whose `when` matches becomes a pipeline
- * (or joins the pending or running one of that commit), in the transaction of the push.
+ * (or joins the pending or running one of that commit), in the transaction of the push. It is the
+ * `ci` listener of `RepoChanges`.
  */
 export class PipelineTrigger {
-  private readonly d: TriggerDeps;
+  readonly phase = 'ci';
   private readonly limits: PipelineLimits;
 
   constructor(deps: TriggerDeps) {
-    this.d = deps;
     this.limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
   }
 
-  private read(repoId: number, revs: readonly string[]): Promise<Map<string, CappedFile | undefined>> {
-    return this.d.readFiles(repoId, revs, PIPELINE_FILE, this.limits.fileMaxBytes);
+  /** Pipelines for the refs a change moved, with the triggers the `pulls` phase added. */
+  async onMoves(ctx: ChangeContext): Promise<void> {
+    const own = ctx.moves.map((m): Trigger =>
+      m.type === 'tag'
+        ? { commit: m.target, event: 'tag', branch: '', tag: m.name, senderId: ctx.senderId }
+        : { commit: m.head, event: 'push', branch: m.name, tag: '', senderId: ctx.senderId },
+    );
+    await this.trigger(ctx.tx, ctx.repo, [...own, ...ctx.triggers]);
+  }
+
+  /** The pipeline file at each commit: content, undefined when absent, `{ tooLarge }` beyond the limit. */
+  private read(repo: RepoHandle, revs: readonly string[]): Promise<Map<string, CappedFile | undefined>> {
+    return filesAt(repo, revs, PIPELINE_FILE, this.limits.fileMaxBytes);
   }
 
   /** The pipeline file parsed within the limits: too large, or too many steps, is an error. */
@@ -65,7 +62,7 @@ export class PipelineTrigger {
    * same commit become one pipeline whose `events` lists each event; a commit that already has
    * a pending or running pipeline gets the new events added to it instead of a second run.
    */
-  async trigger(tx: Db, repoId: number, triggers: readonly Trigger[]): Promise<number[]> {
+  async trigger(tx: Db, repo: RepoHandle, triggers: readonly Trigger[]): Promise<number[]> {
     const byCommit = new Map<string, Trigger & { events: string[] }>();
     for (const t of triggers) {
       const seen = byCommit.get(t.commit);
@@ -78,12 +75,11 @@ export class PipelineTrigger {
     }
     if (byCommit.size === 0) return [];
     // the pipeline file of every commit at once (a push of many tags reads it in one run)
-    const files = await this.read(repoId, [...byCommit.keys()]);
+    const files = await this.read(repo, [...byCommit.keys()]);
     const created: number[] = [];
-    let orgId: number | undefined;
     for (const t of byCommit.values()) {
       const text = files.get(t.commit);
-      const existing = await db.activeForCommit(tx, repoId, t.commit);
+      const existing = await db.activeForCommit(tx, repo.id, t.commit);
       if (existing !== undefined) {
         const events = [
           ...existing.events,
@@ -95,8 +91,7 @@ export class PipelineTrigger {
         }
         continue;
       }
-      orgId ??= (await this.d.repoInfo(repoId)).orgId;
-      const id = await this.createFrom(tx, { repoId, ...t }, orgId, text);
+      const id = await this.createFrom(tx, repo, t, text);
       if (id !== undefined) created.push(id);
     }
     return created;
@@ -127,18 +122,18 @@ export class PipelineTrigger {
    * its matching steps (the others `skipped`), `success` when no step matches, or `error` when
    * the file does not parse. Returns its id (undefined: no pipeline).
    */
-  async create(tx: Db, run: Run): Promise<number | undefined> {
-    const files = await this.read(run.repoId, [run.commit]);
+  async create(tx: Db, repo: RepoHandle, run: Run): Promise<number | undefined> {
+    const files = await this.read(repo, [run.commit]);
     const text = files.get(run.commit);
     if (text === undefined) return undefined;
-    return this.createFrom(tx, run, (await this.d.repoInfo(run.repoId)).orgId, text);
+    return this.createFrom(tx, repo, run, text);
   }
 
   /** `create` with the commit's pipeline file already read (`text`, undefined: none). */
   private async createFrom(
     tx: Db,
+    repo: Pick<RepoHandle, 'id' | 'orgId'>,
     run: Run,
-    orgId: number,
     text: CappedFile | undefined,
   ): Promise<number | undefined> {
     if (text === undefined) return undefined;
@@ -148,8 +143,8 @@ export class PipelineTrigger {
     const runnable = steps.filter((s) => whenMatches(s.when, run.events, run.branch));
     const status = !parsed.ok ? 'error' : runnable.length === 0 ? 'success' : 'pending';
     const id = await db.insertPipeline(tx, {
-      repoId: run.repoId,
-      orgId,
+      repoId: repo.id,
+      orgId: repo.orgId,
       commit: run.commit,
       branch: run.branch,
       tag: run.tag,

@@ -1,15 +1,14 @@
 import { ApiError } from '../http/errors.ts';
 import type { Actor } from '../domain/access.ts';
-import type { RepoTarget } from '../domain/repo.ts';
-import { PushLockTimeout } from '../repos/changes.ts';
+import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
+import { PushLockTimeout, type ChangeCause } from '../repos/changes.ts';
 import { HG } from '../vcs/constants.ts';
 import { RefNotFound, type MergeOutcome } from '../vcs/ops.ts';
-import type { PullReads, PullRepo } from './reads.ts';
+import type { PullReads } from './reads.ts';
 import * as db from './repository.ts';
 import type { MergePullBody, PullJson } from './schemas.ts';
-import { emitPull, type Merging, type PullsDeps } from './service.ts';
-import { mergedCheck } from './sync.ts';
-import { refOf } from './writes.ts';
+import type { PullsDeps } from './service.ts';
+import { mergedCheck, type PullSync } from './sync.ts';
 
 /** How long a merge waits for the repository's push lock. */
 const LOCK_WAIT_MS = 60_000;
@@ -29,7 +28,7 @@ export type MergeRights = {
  * branch). Protected refs (DESIGN.md section 11) belong here too once they exist: a rule that does
  * not allow deletion keeps the source the same way.
  */
-export function keptSource(repo: Pick<PullRepo, 'vcs' | 'defaultBranch'>, ref: string): string | undefined {
+export function keptSource(repo: Pick<RepoHandle, 'vcs' | 'defaultBranch'>, ref: string): string | undefined {
   if (ref === repo.defaultBranch) return 'the default branch';
   if (repo.vcs === 'hg' && ref === HG.mainBookmark) return 'the mainline bookmark';
   return undefined;
@@ -39,7 +38,7 @@ export function keptSource(repo: Pick<PullRepo, 'vcs' | 'defaultBranch'>, ref: s
  * Merging a pull request. The merge runs as the mutation of `RepoChanges.change`, so the target's
  * `push` event, its CI pipelines and the readers' invalidation happen exactly as for a client
  * push; the pull request is marked `merged` (with `pull_request.merged`) in that same transaction
- * by `PullSync`, which this class tells which pull request the target move belongs to.
+ * by `PullSync`, which receives the merge as the change's cause.
  * `delete_source` deletes (Fossil: closes) the source ref in the same change; it needs the right
  * to push (refused with 403 before anything changes) and never deletes the default line (the
  * merge goes ahead and the source stays, see `keptSource`).
@@ -47,12 +46,12 @@ export function keptSource(repo: Pick<PullRepo, 'vcs' | 'defaultBranch'>, ref: s
 export class PullMerges {
   private readonly d: PullsDeps;
   private readonly reads: PullReads;
-  private readonly merging: Map<number, Merging>;
+  private readonly sync: Pick<PullSync, 'markMerged'>;
 
-  constructor(deps: PullsDeps, reads: PullReads, merging: Map<number, Merging>) {
+  constructor(deps: PullsDeps, reads: PullReads, sync: Pick<PullSync, 'markMerged'>) {
     this.d = deps;
     this.reads = reads;
-    this.merging = merging;
+    this.sync = sync;
   }
 
   async merge(
@@ -62,7 +61,7 @@ export class PullMerges {
     number: number,
     body: MergePullBody,
   ): Promise<PullJson> {
-    const repo = await this.reads.repo(t.repo.id);
+    const repo = await this.reads.repo(t);
     const row = await this.reads.find(this.d.em(), repo.id, number, false);
     // Everything the caller may not do is refused here, before the change starts. Protected refs
     // (DESIGN.md section 11: the merging user must be allowed to push to the target) go here too.
@@ -74,14 +73,13 @@ export class PullMerges {
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
     const ops = this.d.ops.get(repo.vcs);
-    const record = this.d.repos.changed(await this.d.repos.get(repo.id), t.org.name);
-    let mine: Merging | undefined;
+    let cause: ChangeCause | undefined;
     let outcome: Outcome;
     try {
       outcome = await this.d.changes.change(
-        record,
+        repo,
         actor.id,
-        async (): Promise<Outcome> => {
+        async (because): Promise<Outcome> => {
           // Under the push lock: a merge or a push that finished meanwhile may have merged it.
           const now = await db.pullByNumber(this.d.em().fork(), repo.id, number, false);
           if (now?.status !== 'open') return { kind: 'not_open' };
@@ -100,8 +98,8 @@ export class PullMerges {
               : { expectedTargetHead: body.expected_target_head }),
           });
           if (out.kind !== 'merged') return out;
-          mine = { pullId: row.id, actorId: actor.id, head, base };
-          this.merging.set(repo.id, mine);
+          cause = { kind: 'pull_merge', pullId: row.id, actorId: actor.id, head, base };
+          because(cause);
           if (deleteSource) await ops.deleteRef(repo.path, row.source_ref, head);
           return out;
         },
@@ -113,12 +111,10 @@ export class PullMerges {
         throw new ApiError(503, 'service_unavailable', 'the repository is busy; try again');
       }
       throw e;
-    } finally {
-      if (mine !== undefined && this.merging.get(repo.id) === mine) this.merging.delete(repo.id);
     }
     switch (outcome.kind) {
       case 'merged':
-        return this.merged(t, actor, number, outcome.mergeCommit, mine);
+        return this.merged(repo, actor, number, outcome.mergeCommit, cause);
       case 'not_open':
         throw ApiError.mergeRefused('not_open', 'the pull request is no longer open');
       case 'conflict':
@@ -154,13 +150,12 @@ export class PullMerges {
    * landed, so the record never says `closed`.
    */
   private async merged(
-    t: RepoTarget,
+    repo: RepoHandle,
     actor: Actor,
     number: number,
     mergeCommit: string,
-    m: Merging | undefined,
+    m: ChangeCause | undefined,
   ): Promise<PullJson> {
-    const repo = await this.reads.repo(t.repo.id);
     return this.d.em().transactional(async (tx) => {
       let row = await this.reads.find(tx, repo.id, number, true);
       if (row.status !== 'merged') {
@@ -171,16 +166,7 @@ export class PullMerges {
           m?.head ?? row.head_commit,
           m?.base ?? row.base_commit,
         );
-        row = (await db.updatePull(tx, row.id, {
-          status: 'merged',
-          check,
-          merged: { by: actor.id, commit: mergeCommit },
-        }))!;
-        const [pull] = await this.reads.json(tx, repo, [row], false);
-        await emitPull(tx, this.d.users, refOf(t), actor.id, 'pull_request.merged', {
-          action: 'merged',
-          pull_request: pull!,
-        });
+        row = await this.sync.markMerged(tx, repo, row, check, actor.id, mergeCommit);
       }
       const [pull] = await this.reads.json(tx, repo, [row], false);
       return pull!;

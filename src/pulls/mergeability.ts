@@ -1,10 +1,11 @@
 import type { MergeCheck, VcsOps } from '../vcs/ops.ts';
 import { RefNotFound } from '../vcs/ops.ts';
+import type { RepoHandle } from '../domain/repo.ts';
 import type { VcsKind } from '../vcs/index.ts';
 import type { StoredCheck } from './repository.ts';
 
-/** Where a repository is and which operations apply to it. */
-export type RepoDisk = { vcs: VcsKind; path: string };
+/** What the checks need of a repository: its kind and storage. */
+type RepoDisk = Pick<RepoHandle, 'vcs' | 'path'>;
 
 /** A live answer, or the ref that does not exist (any more). */
 export type LiveCheck = { ok: true; check: StoredCheck } | { ok: false; missing: 'source' | 'target' };

@@ -1,21 +1,12 @@
 import { ApiError } from '../http/errors.ts';
-import type { RepoTarget } from '../domain/repo.ts';
+import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { isDbId } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';
-import { CONSTANTS } from '../vcs/constants.ts';
-import type { RepoDisk } from './mergeability.ts';
 import * as db from './repository.ts';
 import type { PullRow, StoredCheck } from './repository.ts';
 import { pullCommentJson, pullJson, type ListPullsQuery, type PullJson } from './schemas.ts';
 import type { PullsDeps } from './service.ts';
-
-/** A repository as pull requests need it: its record, where it is on disk, its ref type. */
-export type PullRepo = RepoDisk & {
-  id: number;
-  defaultBranch: string;
-  refType: 'branch' | 'bookmark';
-};
 
 /**
  * Reading pull requests: lists by status, one with its comments, and the JSON of rows. Open and
@@ -29,15 +20,9 @@ export class PullReads {
     this.d = deps;
   }
 
-  async repo(repoId: number): Promise<PullRepo> {
-    const r = await this.d.repos.get(repoId);
-    return {
-      id: r.id,
-      vcs: r.vcs,
-      path: this.d.repos.path(r),
-      defaultBranch: r.defaultBranch,
-      refType: CONSTANTS[r.vcs].refType,
-    };
+  /** The repository of a route's target, as pull requests work on it. */
+  repo(t: RepoTarget): Promise<RepoHandle> {
+    return this.d.repos.handle(t);
   }
 
   async list(t: RepoTarget, q: ListPullsQuery): Promise<Page<PullJson>> {
@@ -47,14 +32,14 @@ export class PullReads {
     const page = { total, page: q.page, perPage: q.per_page };
     if (total <= offset) return { ...page, items: [] };
     const rows = await db.page(em, t.repo.id, q.status, q.per_page, offset);
-    return { ...page, items: await this.json(em, await this.repo(t.repo.id), rows, true) };
+    return { ...page, items: await this.json(em, await this.repo(t), rows, true) };
   }
 
   /** The pull request with all its comments (`[]` when none). */
   async detail(t: RepoTarget, number: number): Promise<PullJson> {
     const em = this.d.em();
     const row = await this.find(em, t.repo.id, number, false);
-    const [pull] = await this.json(em, await this.repo(t.repo.id), [row], true);
+    const [pull] = await this.json(em, await this.repo(t), [row], true);
     const comments = row.comment_count === 0 ? [] : await db.comments(em, row.id);
     const authors = await this.d.users.refs(
       comments.map((c) => c.author_id),
@@ -78,18 +63,18 @@ export class PullReads {
   }
 
   /** Rows to JSON with their users; `live`: open and closed ones with mergeability computed now. */
-  async json(em: Db, repo: PullRepo, rows: readonly PullRow[], live: boolean): Promise<PullJson[]> {
+  async json(em: Db, repo: RepoHandle, rows: readonly PullRow[], live: boolean): Promise<PullJson[]> {
     if (rows.length === 0) return [];
     const users = await this.d.users.refs(
       rows.flatMap((r) => [r.author_id, r.merged_by]),
       em,
     );
     const checks: readonly StoredCheck[] = live ? await this.liveChecks(repo, rows) : rows;
-    return rows.map((r, i) => pullJson(r, repo.refType, users, checks[i]));
+    return rows.map((r, i) => pullJson(r, repo.driver.constants.refType, users, checks[i]));
   }
 
   /** Open and closed rows' mergeability now (their refs resolved with one VCS call); merged: stored. */
-  private async liveChecks(repo: PullRepo, rows: readonly PullRow[]): Promise<StoredCheck[]> {
+  private async liveChecks(repo: RepoHandle, rows: readonly PullRow[]): Promise<StoredCheck[]> {
     const pending = rows.filter((r) => r.status !== 'merged');
     const pairs = pending.map((r) => ({ source: r.source_ref, target: r.target_ref }));
     const answers = await this.d.mergeability.readMany(repo, pairs);

@@ -8,7 +8,9 @@ import type {
   RepositoryRef,
 } from '../events/catalog.ts';
 import { emitEvents } from '../events/outbox.ts';
+import type { RepoHandle } from '../domain/repo.ts';
 import type { Trigger } from '../pipelines/model.ts';
+import type { PipelinesService } from '../pipelines/service.ts';
 import type { RepoChanges } from '../repos/changes.ts';
 import type { ReposService } from '../repos/service.ts';
 import { userRefJson } from '../users/schemas.ts';
@@ -24,23 +26,20 @@ export type PullsDeps = {
   em: () => EntityManager;
   log: Logger;
   users: Pick<UsersService, 'refs' | 'get'>;
-  repos: Pick<ReposService, 'get' | 'path' | 'changed'>;
+  repos: Pick<ReposService, 'handle'>;
   /** The one repository-change path (merges run as its mutation). */
   changes: Pick<RepoChanges, 'change'>;
   ops: Pick<VcsOpsSet, 'get'>;
   mergeability: Mergeability;
   /** CI: pipelines for `pull_request` triggers, in the caller's transaction. */
-  trigger: (tx: Db, repoId: number, triggers: readonly Trigger[]) => Promise<unknown>;
+  ci: Pick<PipelinesService, 'trigger'>;
 };
-
-/** A merge in progress in this process, by repository: which pull request the target move belongs to. */
-export type Merging = { pullId: number; actorId: number; head: string; base: string };
 
 /**
  * Pull requests, split by use case: `reads` (lists, one with comments, mergeability on read),
  * `writes` (create, update, comment), `merges` (merge through the repository-change path) and
- * `sync` (what a push or merge means for open pull requests: new source heads, manual merges;
- * called by `RepoChanges` inside the push transaction).
+ * `sync` (what a push or merge means for open pull requests: new source heads, merges; the
+ * `pulls` listener of `RepoChanges`, inside the change's transaction).
  */
 export class PullsService {
   readonly reads: PullReads;
@@ -49,11 +48,10 @@ export class PullsService {
   readonly sync: PullSync;
 
   constructor(deps: PullsDeps) {
-    const merging = new Map<number, Merging>();
     this.reads = new PullReads(deps);
     this.writes = new PullWrites(deps, this.reads);
-    this.merges = new PullMerges(deps, this.reads, merging);
-    this.sync = new PullSync(deps, this.reads, merging);
+    this.sync = new PullSync(deps, this.reads);
+    this.merges = new PullMerges(deps, this.reads, this.sync);
   }
 }
 
@@ -83,14 +81,14 @@ export async function emitPull(
 /** `pull_request` CI triggers in a savepoint: a failing trigger keeps the caller's writes. */
 export async function triggerCi(
   tx: Db,
-  deps: Pick<PullsDeps, 'trigger' | 'log'>,
-  repoId: number,
+  deps: Pick<PullsDeps, 'ci' | 'log'>,
+  repo: RepoHandle,
   triggers: readonly Trigger[],
 ): Promise<void> {
   if (triggers.length === 0) return;
   try {
-    await tx.transactional((sp) => deps.trigger(sp, repoId, triggers));
+    await tx.transactional((sp) => deps.ci.trigger(sp, repo, triggers));
   } catch (err) {
-    deps.log.error({ err, repo: repoId }, 'pull request CI triggers failed');
+    deps.log.error({ err, repo: repo.id }, 'pull request CI triggers failed');
   }
 }

@@ -1,57 +1,53 @@
 import type { Db } from '../db/query.ts';
+import type { RepoHandle } from '../domain/repo.ts';
 import type { Trigger } from '../pipelines/model.ts';
-import type { ChangedRepo } from '../repos/changes.ts';
+import type { ChangeCause, ChangeContext } from '../repos/changes.ts';
 import type { BranchMove, RefMove } from '../vcs/driver.ts';
-import { CONSTANTS } from '../vcs/constants.ts';
 import type { Mergeability } from './mergeability.ts';
-import type { PullReads, PullRepo } from './reads.ts';
+import type { PullReads } from './reads.ts';
 import * as db from './repository.ts';
 import type { PullRow, StoredCheck } from './repository.ts';
-import { emitPull, type Merging, type PullsDeps } from './service.ts';
+import { emitPull, type PullsDeps } from './service.ts';
 
 /**
- * What moved refs mean for open pull requests, inside the push transaction of `RepoChanges` (any
- * change: a client push, a merge, one found at start-up):
- * - the pull request a merge in progress belongs to (its target moved) becomes `merged`;
+ * What moved refs mean for open pull requests: the `pulls` listener of `RepoChanges`, inside the
+ * change's transaction (any change: a client push, a merge, one found at start-up):
+ * - the pull request whose merge caused the change (its target moved) becomes `merged`;
  * - any other whose target moved so that it now contains the source head, which the target's
  *   previous head did not, becomes `merged` too (a manual merge: merged_by is the pusher,
  *   merge_commit the target head); one whose source was already contained (`behind`: created
  *   with nothing to merge, or its source moved back onto the target's history) stays open;
  * - one whose source moved otherwise is `synchronized`: new `head_commit`, an event, and a
- *   `pull_request` CI trigger for the new head, returned to join the push's own triggers (one
- *   pipeline for a commit reached by both).
+ *   `pull_request` CI trigger for the new head, handed to the `ci` phase to join the change's own
+ *   triggers (one pipeline for a commit reached by both).
  */
 export class PullSync {
+  readonly phase = 'pulls';
   private readonly d: PullsDeps;
   private readonly reads: PullReads;
-  private readonly merging: Map<number, Merging>;
 
-  constructor(deps: PullsDeps, reads: PullReads, merging: Map<number, Merging>) {
+  constructor(deps: PullsDeps, reads: PullReads) {
     this.d = deps;
     this.reads = reads;
-    this.merging = merging;
   }
 
-  async refsMoved(
+  async onMoves(ctx: ChangeContext): Promise<void> {
+    ctx.triggers.push(...(await this.refsMoved(ctx.tx, ctx.repo, ctx.moves, ctx.senderId, ctx.cause)));
+  }
+
+  private async refsMoved(
     tx: Db,
-    changed: ChangedRepo,
+    repo: RepoHandle,
     moves: readonly RefMove[],
     senderId: number | null,
+    cause: ChangeCause | undefined,
   ): Promise<Trigger[]> {
-    const merging = this.merging.get(changed.id);
-    this.merging.delete(changed.id);
-    const repo: PullRepo = {
-      id: changed.id,
-      vcs: changed.vcs,
-      path: changed.path,
-      defaultBranch: changed.defaultBranch,
-      refType: CONSTANTS[changed.vcs].refType,
-    };
+    const merging = cause?.kind === 'pull_merge' ? cause : undefined;
+    const refType = repo.driver.constants.refType;
     const moved = new Map<string, BranchMove>();
-    for (const m of moves) if (m.type === repo.refType) moved.set(m.name, m);
+    for (const m of moves) if (m.type === refType) moved.set(m.name, m);
     const rows = await db.openTouching(tx, repo.id, [...moved.keys()]);
     const ops = this.d.ops.get(repo.vcs);
-    const repository = { id: repo.id, name: changed.name, org: changed.org };
     const heads = await this.unmovedHeads(repo, rows, moved);
     const contains = memoAncestry((a, d) => ops.isAncestor(repo.path, a, d));
     const triggers: Trigger[] = [];
@@ -60,7 +56,7 @@ export class PullSync {
       const targetMove = moved.get(row.target_ref);
       if (merging?.pullId === row.id && targetMove !== undefined) {
         const check = mergedCheck(this.d.mergeability, repo, row, merging.head, merging.base);
-        await this.markMerged(tx, repo, repository, row, check, merging.actorId, targetMove.head);
+        await this.markMerged(tx, repo, row, check, merging.actorId, targetMove.head);
         continue;
       }
       const sourceHead = newSource ?? heads.get(row.source_ref) ?? row.head_commit;
@@ -80,7 +76,7 @@ export class PullSync {
           commits_ahead: 0,
           commits_behind: 0,
         };
-        await this.markMerged(tx, repo, repository, row, check, senderId, targetMove.head);
+        await this.markMerged(tx, repo, row, check, senderId, targetMove.head);
         continue;
       }
       if (newSource === undefined || newSource === row.head_commit) continue;
@@ -90,7 +86,7 @@ export class PullSync {
           : this.d.mergeability.peek(repo, row.source_ref, row.target_ref, newSource, targetHead);
       const updated = (await db.updatePull(tx, row.id, { check }))!;
       const [pull] = await this.reads.json(tx, repo, [updated], false);
-      await emitPull(tx, this.d.users, repository, senderId, 'pull_request.synchronized', {
+      await emitPull(tx, this.d.users, repositoryRef(repo), senderId, 'pull_request.synchronized', {
         action: 'synchronized',
         pull_request: pull!,
       });
@@ -101,7 +97,7 @@ export class PullSync {
 
   /** The heads of the refs these rows name that the push did not move: one VCS call. */
   private async unmovedHeads(
-    repo: PullRepo,
+    repo: RepoHandle,
     rows: readonly PullRow[],
     moved: ReadonlyMap<string, BranchMove>,
   ): Promise<Map<string, string | undefined>> {
@@ -113,21 +109,25 @@ export class PullSync {
     return new Map(names.map((n, i) => [n, ids[i]]));
   }
 
-  private async markMerged(
+  /**
+   * The one place a pull request becomes `merged`: the record (merged by `by`, at `commit`, with the
+   * mergeability it had) and its `pull_request.merged` event, in the caller's transaction.
+   */
+  async markMerged(
     tx: Db,
-    repo: PullRepo,
-    repository: { id: number; name: string; org: string },
+    repo: RepoHandle,
     row: PullRow,
     check: StoredCheck,
     by: number | null,
     commit: string,
-  ): Promise<void> {
+  ): Promise<PullRow> {
     const updated = (await db.updatePull(tx, row.id, { status: 'merged', check, merged: { by, commit } }))!;
     const [pull] = await this.reads.json(tx, repo, [updated], false);
-    await emitPull(tx, this.d.users, repository, by, 'pull_request.merged', {
+    await emitPull(tx, this.d.users, repositoryRef(repo), by, 'pull_request.merged', {
       action: 'merged',
       pull_request: pull!,
     });
+    return updated;
   }
 }
 
@@ -150,10 +150,15 @@ function memoAncestry(
   };
 }
 
+/** The repository as an event names it. */
+function repositoryRef(repo: RepoHandle): { id: number; name: string; org: string } {
+  return { id: repo.id, name: repo.name, org: repo.org };
+}
+
 /** A merged pull request keeps the mergeability it had when merged (source and target heads then). */
 export function mergedCheck(
   m: Mergeability,
-  repo: PullRepo,
+  repo: RepoHandle,
   row: PullRow,
   head: string,
   base: string,

@@ -1,11 +1,10 @@
 import { ApiError } from '../http/errors.ts';
 import type { Actor } from '../domain/access.ts';
-import type { RepoTarget } from '../domain/repo.ts';
+import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { nextNumber } from '../db/numbers.ts';
 import type { Db } from '../db/query.ts';
 import type { PullRequestEventType } from '../events/catalog.ts';
-import { CONSTANTS } from '../vcs/constants.ts';
-import type { PullReads, PullRepo } from './reads.ts';
+import type { PullReads } from './reads.ts';
 import * as db from './repository.ts';
 import type { PullChange, PullRow } from './repository.ts';
 import {
@@ -34,9 +33,9 @@ export class PullWrites {
   }
 
   async create(t: RepoTarget, actor: Actor, body: CreatePullBody): Promise<PullJson> {
-    const repo = await this.reads.repo(t.repo.id);
+    const repo = await this.reads.repo(t);
     const source = body.source_ref;
-    const target = body.target_ref ?? CONSTANTS[repo.vcs].pullTarget ?? repo.defaultBranch;
+    const target = body.target_ref ?? repo.driver.constants.pullTarget ?? repo.defaultBranch;
     if (source === target) throw ApiError.validation('body.source_ref: must differ from the target ref');
     // Resolves both refs (404 naming a missing one) and gives the first mergeability.
     const live = await this.d.mergeability.read(repo, source, target);
@@ -65,7 +64,7 @@ export class PullWrites {
         action: 'opened',
         pull_request: pull,
       });
-      await triggerCi(tx, this.d, repo.id, [
+      await triggerCi(tx, this.d, repo, [
         { commit: row.head_commit, event: 'pull_request', branch: source, tag: '', senderId: actor.id },
       ]);
       return pull;
@@ -73,7 +72,7 @@ export class PullWrites {
   }
 
   async update(t: RepoTarget, actor: Actor, number: number, body: UpdatePullBody): Promise<PullJson> {
-    const repo = await this.reads.repo(t.repo.id);
+    const repo = await this.reads.repo(t);
     return this.d.em().transactional(async (tx) => {
       const row = await this.reads.find(tx, repo.id, number, true);
       if (row.author_id !== actor.id && actor.role !== 'owner') {
@@ -105,7 +104,7 @@ export class PullWrites {
   }
 
   async comment(t: RepoTarget, actor: Actor, number: number, text: string): Promise<PullCommentJson> {
-    const repo = await this.reads.repo(t.repo.id);
+    const repo = await this.reads.repo(t);
     return this.d.em().transactional(async (tx) => {
       const row = await this.reads.find(tx, repo.id, number, true);
       const added = await db.insertComment(tx, row.id, actor.id, text);
@@ -120,7 +119,7 @@ export class PullWrites {
     });
   }
 
-  private async one(tx: Db, repo: PullRepo, row: PullRow, live = false): Promise<PullJson> {
+  private async one(tx: Db, repo: RepoHandle, row: PullRow, live = false): Promise<PullJson> {
     const [pull] = await this.reads.json(tx, repo, [row], live);
     return pull!;
   }

@@ -8,7 +8,7 @@ import type { IncomingUpload } from '../http/multipart.ts';
 import { parseRange } from '../http/range.ts';
 import { BlobNotFound, StorageUnavailable, attachment } from '../storage/index.ts';
 import { GateFull } from '../vcs/gate.ts';
-import { driverFor, type ArchiveFormat } from '../vcs/index.ts';
+import type { ArchiveFormat } from '../vcs/index.ts';
 import { repoUrl, visibleRelease, type ReleasesDeps, type Shared, type Viewer } from './common.ts';
 import { assetPrefix } from './records.ts';
 import * as db from './repository.ts';
@@ -235,13 +235,13 @@ export class ReleaseAssets {
     format: ArchiveFormat,
     signal: AbortSignal,
   ): Promise<{ headers: Record<string, string>; body: AsyncIterable<Buffer> }> {
-    const repo = await this.d.repos.get(t.repo.id);
-    const dir = this.d.repos.path(repo);
+    const repo = await this.d.repos.handle(t);
+    const dir = repo.path;
     const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, rev);
     if (commit === undefined) throw ApiError.notFound('revision');
     const prefix = `${t.repo.name}-${rev}`.replace(/[^A-Za-z0-9._+-]+/g, '-');
     const body = await this.d.archives
-      .archive(driverFor(repo.vcs), { dir, commit, format, prefix }, signal)
+      .archive(repo.driver, { dir, commit, format, prefix }, signal)
       .catch((e: unknown) => {
         if (!(e instanceof GateFull) && !signal.aborted) throw e;
         const message = 'too many archive, clone and push requests at once; try again later';

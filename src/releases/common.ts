@@ -20,7 +20,7 @@ export type ReleasesDeps = {
   baseUrl: () => string;
   blobs: BlobStore;
   users: Pick<UsersService, 'refs' | 'get'>;
-  repos: Pick<ReposService, 'get' | 'changed' | 'path'>;
+  repos: Pick<ReposService, 'handle'>;
   changes: Pick<RepoChanges, 'change'>;
   ops: VcsOpsSet;
   /** Largest asset accepted. */

@@ -5,7 +5,6 @@ import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
 import { GateFull } from '../vcs/gate.ts';
-import { driverFor } from '../vcs/index.ts';
 import { InvalidRefName } from '../vcs/ops.ts';
 import * as db from './repository.ts';
 import type { CreateReleaseBody, ReleaseJson, UpdateReleaseBody } from './schemas.ts';
@@ -140,8 +139,8 @@ export class ReleaseRecords {
     name: string,
     commitish: string | undefined,
   ): Promise<string> {
-    const repo = await this.d.repos.get(t.repo.id);
-    const dir = this.d.repos.path(repo);
+    const repo = await this.d.repos.handle(t);
+    const dir = repo.path;
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
     const ops = this.d.ops.get(repo.vcs);
@@ -149,10 +148,10 @@ export class ReleaseRecords {
     let outcome;
     try {
       outcome = await this.d.changes.change(
-        this.d.repos.changed(repo, t.org.name),
+        repo,
         actor.id,
         async () => {
-          const existing = (await driverFor(repo.vcs).snapshot(dir)).tags.get(name);
+          const existing = (await repo.driver.snapshot(dir)).tags.get(name);
           if (existing !== undefined) return { kind: 'tag_exists' as const, commit: existing };
           if (commitish === undefined) return { kind: 'unknown' as const };
           return ops.createTag(dir, { name, target: commitish, author });
@@ -181,9 +180,9 @@ export class ReleaseRecords {
    * one `commitish` names (the same 422s). The VCS judges the tag name only when it creates it.
    */
   private async planTag(t: RepoTarget, name: string, commitish: string | undefined): Promise<string> {
-    const repo = await this.d.repos.get(t.repo.id);
-    const dir = this.d.repos.path(repo);
-    const existing = (await driverFor(repo.vcs).snapshot(dir)).tags.get(name);
+    const repo = await this.d.repos.handle(t);
+    const dir = repo.path;
+    const existing = (await repo.driver.snapshot(dir)).tags.get(name);
     if (existing !== undefined) return existing;
     if (commitish === undefined) throw unknownTag(name);
     const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, commitish);

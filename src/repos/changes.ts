@@ -3,25 +3,54 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
+import type { Db } from '../db/query.ts';
+import type { RepoHandle } from '../domain/repo.ts';
 import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
+import type { Trigger } from '../pipelines/model.ts';
 import type { RefMove, Snapshot } from '../vcs/driver.ts';
 import { Gate } from '../vcs/gate.ts';
-import { driverFor, type VcsKind } from '../vcs/index.ts';
 import * as db from './repository.ts';
 import type { SnapshotJson } from './repository.ts';
+import type { ReposService } from './service.ts';
 
 /** Pushes (to different repositories) holding a database connection at once, per process. */
 const MAX_CONCURRENT_PUSHES = 8;
 
-export type ChangedRepo = {
-  id: number;
-  vcs: VcsKind;
-  path: string;
-  defaultBranch: string;
-  org: string;
-  name: string;
+/** Why a change happened, when it is more than a client's push: a pull request's merge. */
+export type ChangeCause = {
+  kind: 'pull_merge';
+  pullId: number;
+  actorId: number;
+  /** The source and target heads the merge started from. */
+  head: string;
+  base: string;
 };
+
+/** What a listener receives for the refs one change moved. */
+export type ChangeContext = {
+  /** The change's transaction (a savepoint of it: a failing listener undoes only its own writes). */
+  tx: Db;
+  repo: RepoHandle;
+  moves: readonly RefMove[];
+  senderId: number | null;
+  cause: ChangeCause | undefined;
+  /**
+   * CI triggers beyond the moves themselves, added by the `pulls` phase (a pull request's new
+   * source head) for the `ci` phase, so a commit reached by a push and a pull request gets one pipeline.
+   */
+  triggers: Trigger[];
+};
+
+/**
+ * What runs after a change, in the order of `PHASES`: `pulls` and `ci` inside the change's
+ * transaction (each in a savepoint; a failure is logged and the change and its events are kept),
+ * `committed` once the transaction committed and the refs changed (cache invalidation).
+ */
+export type ChangeListener =
+  | { phase: 'pulls' | 'ci'; onMoves(ctx: ChangeContext): Promise<void> }
+  | { phase: 'committed'; onCommitted(repo: RepoHandle): void };
+export const PHASES = ['pulls', 'ci', 'committed'] as const satisfies readonly ChangeListener['phase'][];
 
 type Deps = {
   em: () => EntityManager;
@@ -29,19 +58,8 @@ type Deps = {
   baseUrl: () => string;
   /** Where in-flight push markers live (on the repository volume, shared by replicas). */
   markerDir: string;
-  repoById: (id: number) => Promise<ChangedRepo | undefined>;
-  /**
-   * Called inside the change's transaction (in a savepoint) with the refs that moved: pull
-   * requests (source pushes, manual merges) and CI triggers.
-   */
-  onRefMoves?: (
-    tx: EntityManager,
-    repo: ChangedRepo,
-    moves: RefMove[],
-    senderId: number | null,
-  ) => Promise<unknown>;
-  /** Called after a repository's refs changed (cache invalidation). */
-  onChanged?: (repo: ChangedRepo) => void;
+  /** The repositories a start-up reconciliation finds by id. */
+  repos: Pick<ReposService, 'findHandle'>;
 };
 
 /** Waiting for the push lock took longer than the request's deadline. */
@@ -50,8 +68,8 @@ export class PushLockTimeout extends Error {}
 type Marker = { file: string; at: number; base: Snapshot };
 
 /**
- * The one path that changes a repository: the push lock, ref snapshots, the mutation, events, CI
- * triggers and the recorded ref state, in one transaction.
+ * The one path that changes a repository: the push lock, ref snapshots, the mutation, events, the
+ * listeners (pull requests, CI) and the recorded ref state, in one transaction.
  *
  * Each repository's refs as last recorded live in `repo_ref_states`, written in the same
  * transaction as the push events. Before a mutation runs, a marker file names the repository
@@ -64,20 +82,29 @@ export class RepoChanges {
   private readonly deps: Deps;
   private readonly gate = new Gate(MAX_CONCURRENT_PUSHES);
   private readonly repoGates = new Map<number, Gate>();
+  private listeners: ChangeListener[] = [];
 
   constructor(deps: Deps) {
     this.deps = deps;
+  }
+
+  /** Adds listeners; they run in the order of their phase (`PHASES`), whatever the order added. */
+  listen(...listeners: ChangeListener[]): void {
+    this.listeners = [...this.listeners, ...listeners].sort(
+      (a, b) => PHASES.indexOf(a.phase) - PHASES.indexOf(b.phase),
+    );
   }
 
   /**
    * Runs `mutate` under the repository's push lock and records what changed (also when `mutate`
    * throws). Pushes to one repository queue in memory, so they hold no database connection
    * while they wait; `signal` ends the wait, `deadline` bounds the wait for the database lock.
+   * `mutate` may name the change's cause (`because`), which the listeners receive with its moves.
    */
   async change<T>(
-    repo: ChangedRepo,
+    repo: RepoHandle,
     senderId: number | null,
-    mutate: () => Promise<T>,
+    mutate: (because: (cause: ChangeCause) => void) => Promise<T>,
     opts: { signal: AbortSignal; deadline: number },
   ): Promise<T> {
     const out = await this.serialised(repo.id, opts.signal, () =>
@@ -92,9 +119,9 @@ export class RepoChanges {
    * A push to `repo` is being received (no lock yet): the driver may start what the push's
    * bookkeeping needs meanwhile (see `VcsDriver.prepare`).
    */
-  prepare(repo: ChangedRepo): void {
+  prepare(repo: RepoHandle): void {
     try {
-      driverFor(repo.vcs).prepare?.(repo.path);
+      repo.driver.prepare?.(repo.path);
     } catch (err) {
       this.deps.log.warn({ err, repo: repo.id }, 'preparing the push bookkeeping failed');
     }
@@ -113,7 +140,7 @@ export class RepoChanges {
     let done = 0;
     for (const [id, names] of byRepo) {
       try {
-        const repo = await this.deps.repoById(id);
+        const repo = await this.deps.repos.findHandle(id);
         if (repo === undefined) {
           for (const n of names) await fs.rm(path.join(this.deps.markerDir, n), { force: true });
           continue;
@@ -159,9 +186,9 @@ export class RepoChanges {
    * changes, mutate, record. Resolves undefined when the lock was not acquired.
    */
   private async locked<T>(
-    repo: ChangedRepo,
+    repo: RepoHandle,
     senderId: number | null,
-    mutate: (() => Promise<T>) | undefined,
+    mutate: ((because: (cause: ChangeCause) => void) => Promise<T>) | undefined,
     opts: { wait: number | 'try' },
   ): Promise<{ value: T } | { error: unknown } | undefined> {
     const { log } = this.deps;
@@ -169,7 +196,8 @@ export class RepoChanges {
     let seen: Marker[] = [];
     let outcome: { value: T } | { error: unknown } | undefined;
     let changed = false;
-    const driver = driverFor(repo.vcs);
+    let cause: ChangeCause | undefined;
+    const driver = repo.driver;
     const links: CommitLinks = {
       shortId: driver.constants.shortId,
       commitUrl: (id) => `${this.deps.baseUrl()}/api/v1/repos/${repo.org}/${repo.name}/changeset/${id}`,
@@ -198,18 +226,22 @@ export class RepoChanges {
           const missed = await moves(recorded, before);
           if (missed.length > 0)
             log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
-          await this.record(tx, repo, links, missed, null);
+          await this.record(tx, repo, links, missed, null, undefined);
           let final = before;
           if (mutate !== undefined) {
             await fs.mkdir(this.deps.markerDir, { recursive: true });
             await fs.writeFile(own, JSON.stringify({ at: Date.now(), base: toJson(before) }));
             try {
-              outcome = { value: await mutate() };
+              outcome = {
+                value: await mutate((c) => {
+                  cause = c;
+                }),
+              };
             } catch (error) {
               outcome = { error };
             }
             final = await driver.snapshot(repo.path);
-            await this.record(tx, repo, links, await moves(before, final), senderId);
+            await this.record(tx, repo, links, await moves(before, final), senderId, cause);
           }
           await db.saveRefState(tx, repo.id, toJson(final));
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
@@ -224,7 +256,7 @@ export class RepoChanges {
     }
     if (!locked) return undefined;
     for (const m of [...seen.map((x) => x.file), own]) await fs.rm(m, { force: true });
-    if (changed) this.deps.onChanged?.(repo);
+    if (changed) this.committed(repo);
     return outcome ?? { value: undefined as T };
   }
 
@@ -245,26 +277,48 @@ export class RepoChanges {
     return out.sort((a, b) => a.at - b.at);
   }
 
-  /** Outbox rows and CI triggers for ref moves; a CI trigger failure keeps the events. */
+  /** Outbox rows for ref moves, then the in-transaction listeners; a listener's failure keeps the events. */
   private async record(
     tx: EntityManager,
-    repo: ChangedRepo,
+    repo: RepoHandle,
     links: CommitLinks,
     moves: RefMove[],
     senderId: number | null,
+    cause: ChangeCause | undefined,
   ) {
     if (moves.length === 0) return;
-    const repoId = repo.id;
     await emitEvents(
       tx,
-      moves.map((m) => refEvent(m, links, repoId, senderId)),
+      moves.map((m) => refEvent(m, links, repo.id, senderId)),
     );
-    const trigger = this.deps.onRefMoves;
-    if (trigger === undefined) return;
-    try {
-      await tx.transactional((sp) => trigger(sp, repo, moves, senderId));
-    } catch (err) {
-      this.deps.log.error({ err, repo: repoId }, 'CI triggers failed; push events kept');
+    const ctx: Omit<ChangeContext, 'tx'> = {
+      repo,
+      moves,
+      senderId,
+      cause,
+      triggers: [],
+    };
+    for (const l of this.listeners) {
+      if (l.phase === 'committed') continue;
+      try {
+        await tx.transactional((sp) => l.onMoves({ ...ctx, tx: sp }));
+      } catch (err) {
+        this.deps.log.error(
+          { err, repo: repo.id, phase: l.phase },
+          'a change listener failed; the change and its events are kept',
+        );
+      }
+    }
+  }
+
+  private committed(repo: RepoHandle): void {
+    for (const l of this.listeners) {
+      if (l.phase !== 'committed') continue;
+      try {
+        l.onCommitted(repo);
+      } catch (err) {
+        this.deps.log.error({ err, repo: repo.id }, 'a listener of a committed change failed');
+      }
     }
   }
 }

@@ -3,10 +3,9 @@ import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { reply, respond, type Api } from '../http/api.ts';
 import { handOffSocket } from '../http/stream-reply.ts';
-import type { RepoTarget } from '../domain/repo.ts';
+import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
-import { driverFor, type VcsKind } from '../vcs/index.ts';
 import { openPlainFile, type OpenedFile } from '../vcs/stream.ts';
 import {
   BadPath,
@@ -44,6 +43,9 @@ const pathParam = z.string().meta({
   pattern: '^(?!/)(?!(.*/)?\\.\\.(/|$))[^\\u0000-\\u001f\\u007f\\\\]*$',
 });
 
+/** Where a repository is stored and its driver (never changes: kept per repository id). */
+type Stored = Pick<RepoHandle, 'vcs' | 'path' | 'driver'>;
+
 /**
  * Repository contents (tree, blob, log, changeset) read through the pooled VCS readers.
  * Decisions where the spec is silent: a missing path, a tree of a file and a blob of a directory
@@ -54,7 +56,7 @@ export class ContentsService {
   private readonly repos: ReposService;
   private readonly pool: ReaderPool;
   /** Repository id -> storage path and kind (neither ever changes for an id). */
-  private readonly where = new Map<number, { vcs: VcsKind; path: string }>();
+  private readonly where = new Map<number, Stored>();
 
   private readonly limits: ContentLimits;
   /** Niceness added to the raw download processes (`TRIAD_BACKEND_NICE`). */
@@ -75,13 +77,13 @@ export class ContentsService {
     this.cache = opts.cache;
   }
 
-  private async location({ repo }: RepoTarget): Promise<{ vcs: VcsKind; path: string }> {
-    let w = this.where.get(repo.id);
+  private async location(t: RepoTarget): Promise<Stored> {
+    let w = this.where.get(t.repo.id);
     if (w === undefined) {
-      const full = await this.repos.get(repo.id);
-      w = { vcs: full.vcs, path: this.repos.path(full) };
+      const { vcs, path, driver } = await this.repos.handle(t);
+      w = { vcs, path, driver };
       if (this.where.size > 10_000) this.where.clear();
-      this.where.set(repo.id, w);
+      this.where.set(t.repo.id, w);
     }
     return w;
   }
@@ -171,13 +173,13 @@ export class ContentsService {
    * passed by: the store is read.
    */
   private async openLarger(
-    w: { vcs: VcsKind; path: string },
+    w: Stored,
     commit: string,
     p: string,
     f: { size: number | undefined; object: string | undefined; socket: Socket | undefined },
   ): Promise<OpenedFile> {
     const opts = { head: RAW_SNIFF_BYTES, nice: this.nice, socket: f.socket };
-    const fromStore = (o: typeof opts) => driverFor(w.vcs).catFile(w.path, commit, p, { ...o, size: f.size });
+    const fromStore = (o: typeof opts) => w.driver.catFile(w.path, commit, p, { ...o, size: f.size });
     const { cache } = this;
     const object = f.object;
     if (cache === undefined || object === undefined) return fromStore(opts);

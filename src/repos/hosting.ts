@@ -4,7 +4,6 @@ import { Access, type Directory, type Principal } from '../http/auth.ts';
 import { hashToken } from '../domain/access.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import { driverFor } from '../vcs/index.ts';
 import type { Spool } from '../vcs/spool.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
@@ -97,9 +96,8 @@ export function hostingHandler(deps: Deps): RequestHandler {
         deny(res, 404, 'repository not found');
         return;
       }
-      const repo = await deps.repos.get(target.repo.id);
-      const vcs = repo.vcs;
-      const driver = driverFor(vcs);
+      const repo = await deps.repos.handle(target);
+      const driver = repo.driver;
       const query = new URL(req.originalUrl, 'http://x').searchParams;
       const wire = driver.transport.classify(req.method, subpath, query, req.headers['content-type']);
       if (wire.kind === 'refuse') {
@@ -131,12 +129,11 @@ export function hostingHandler(deps: Deps): RequestHandler {
             .then(() => true)
             .catch(() => false)));
       const username = principal.kind === 'user' ? principal.user.username : undefined;
-      const repoPath = deps.repos.path(repo);
       const writes = wire.mutates && canWrite;
       await transfer(
         {
           driver,
-          repoPath,
+          repoPath: repo.path,
           subpath,
           scriptName: `/${orgName}/${urlRepo}`,
           query: wire.query,
@@ -149,7 +146,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
           ? {
               changes: deps.changes,
               senderId: principal.kind === 'user' ? principal.user.id : null,
-              repo: deps.repos.changed(repo, orgName),
+              repo,
             }
           : undefined,
         { spool: deps.spool, log: deps.log, ...deps.limits },

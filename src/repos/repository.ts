@@ -17,13 +17,28 @@ export type RepoRow = {
 };
 
 const REPO_REF = 'id, org_id as "orgId", name, is_private as "isPrivate"';
-const REPO = `${REPO_REF}, description, vcs, default_branch as "defaultBranch", created_at as "createdAt",
-  updated_at as "updatedAt"`;
+/** The columns of a `RepoRow`, of the table aliased `t` when given. */
+function repoColumns(t = ''): string {
+  const c = t === '' ? '' : `${t}.`;
+  return `${c}id, ${c}org_id as "orgId", ${c}name, ${c}is_private as "isPrivate", ${c}description, ${c}vcs,
+    ${c}default_branch as "defaultBranch", ${c}created_at as "createdAt", ${c}updated_at as "updatedAt"`;
+}
+const REPO = repoColumns();
 
 const BY_ID = new Prepared<RepoRow>('repo_by_id', `select ${REPO} from repos where id = ?`);
 
 export function repoById(db: Db, id: number): Promise<RepoRow | undefined> {
   return BY_ID.first(db, [id]);
+}
+
+const WITH_ORG = new Prepared<RepoRow & { orgName: string }>(
+  'repo_with_org_by_id',
+  `select ${repoColumns('r')}, o.name as "orgName" from repos r join orgs o on o.id = r.org_id where r.id = ?`,
+);
+
+/** The repository and its organization's name (one statement). */
+export function repoWithOrg(db: Db, id: number): Promise<(RepoRow & { orgName: string }) | undefined> {
+  return WITH_ORG.first(db, [id]);
 }
 
 /** Repository names compare case-insensitively within their organization. */

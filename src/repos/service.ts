@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { OrgRef, PrivateShown, RepoRef, RepoTarget } from '../domain/repo.ts';
+import type { OrgRef, PrivateShown, RepoHandle, RepoRef, RepoTarget } from '../domain/repo.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { driverFor, removeRepository, repoPath } from '../vcs/index.ts';
 import type { OrgsService } from '../orgs/service.ts';
-import type { ChangedRepo } from './changes.ts';
 import * as db from './repository.ts';
 import type { RepoRow } from './repository.ts';
 import type { CreateRepoBody, RepoJson, UpdateRepoBody } from './schemas.ts';
@@ -53,16 +52,37 @@ export class ReposService {
     return repoPath(this.root, r.id, r.vcs);
   }
 
-  /** The repository as `RepoChanges` changes it. */
-  changed(r: RepoRow, orgName: string): ChangedRepo {
+  /** The repository to read or change: where it is stored and its driver (see domain/repo.ts). */
+  handleOf(r: RepoRow, orgName: string): RepoHandle {
     return {
       id: r.id,
-      vcs: r.vcs,
-      path: this.path(r),
-      defaultBranch: r.defaultBranch,
+      orgId: r.orgId,
       org: orgName,
       name: r.name,
+      isPrivate: r.isPrivate,
+      vcs: r.vcs,
+      defaultBranch: r.defaultBranch,
+      path: this.path(r),
+      driver: driverFor(r.vcs),
     };
+  }
+
+  /** The handle of a repository a route resolved (404 when it was deleted since). */
+  async handle(t: RepoTarget): Promise<RepoHandle> {
+    return this.handleOf(await this.get(t.repo.id), t.org.name);
+  }
+
+  /** The handle of a repository by id (one statement), or undefined when it does not exist. */
+  async findHandle(id: number): Promise<RepoHandle | undefined> {
+    const r = await db.repoWithOrg(this.em(), id);
+    return r === undefined ? undefined : this.handleOf(r, r.orgName);
+  }
+
+  /** `findHandle`, with 404 for a missing repository. */
+  async handleById(id: number): Promise<RepoHandle> {
+    const h = await this.findHandle(id);
+    if (h === undefined) throw ApiError.notFound('repository');
+    return h;
   }
 
   async ref(org: OrgRef, name: string): Promise<RepoRef | undefined> {

@@ -9,14 +9,15 @@ import { BodyTooLarge, hasBody, receiveBody, type Spool } from '../vcs/spool.ts'
 import type { VcsDriver } from '../vcs/driver.ts';
 import { GateFull } from '../vcs/gate.ts';
 import { serveBackend, type BackendRequest, type TransportServers } from '../vcs/transport.ts';
-import { PushLockTimeout, type ChangedRepo, type RepoChanges } from './changes.ts';
+import type { RepoHandle } from '../domain/repo.ts';
+import { PushLockTimeout, type RepoChanges } from './changes.ts';
 
 /** The transfer ran past its time limit. */
 class TransferTimeout extends Error {}
 /** The client closed the connection before the response was complete. */
 class ClientGone extends Error {}
 
-export type Push = { changes: RepoChanges; repo: ChangedRepo; senderId: number | null };
+export type Push = { changes: RepoChanges; repo: RepoHandle; senderId: number | null };
 export type TransferLimits = {
   spool: Spool;
   log: Logger;
