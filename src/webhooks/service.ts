@@ -4,11 +4,15 @@ import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { isUniqueViolation } from '../db/sql.ts';
 import { envelope, repositoryInfo, type WebhookLookups } from './envelope.ts';
-import { deliveryDetailJson, deliveryJson, queuedJson, webhookJson } from './records.ts';
-import { webhooksRepository as repo, type Owner } from './repository.ts';
+import * as db from './repository.ts';
+import type { Owner } from './repository.ts';
 import {
   DISABLED_ENTRY,
   PING_EVENT,
+  deliveryDetailJson,
+  deliveryJson,
+  queuedJson,
+  webhookJson,
   type BulkRedeliverBody,
   type CreateWebhookBody,
   type DeliveryDetailJson,
@@ -56,7 +60,9 @@ export class WebhooksService {
   }
 
   async list(owner: Owner, q: PageQuery): Promise<Page<WebhookJson>> {
-    const { rows, total } = await repo.list(this.em(), owner, q.per_page, offsetOf(q));
+    const em = this.em();
+    const rows = await db.page(em, owner, q.per_page, offsetOf(q));
+    const total = await db.countOwned(em, owner);
     return { items: rows.map(webhookJson), total, page: q.page, perPage: q.per_page };
   }
 
@@ -64,20 +70,20 @@ export class WebhooksService {
     return webhookJson(await this.row(owner, id));
   }
 
-  private async row(owner: Owner, id: number) {
-    const row = Number.isSafeInteger(id) ? await repo.get(this.em(), owner, id) : undefined;
+  private async row(owner: Owner, id: number): Promise<db.WebhookRow> {
+    const row = Number.isSafeInteger(id) ? await db.get(this.em(), owner, id) : undefined;
     if (row === undefined) throw ApiError.notFound('webhook');
     return row;
   }
 
   async create(owner: Owner, actor: Actor, body: CreateWebhookBody): Promise<WebhookJson> {
     await this.checkTarget(body.url);
-    if ((await repo.count(this.em(), owner)) >= MAX_WEBHOOKS_PER_OWNER) {
+    if ((await db.countOwned(this.em(), owner)) >= MAX_WEBHOOKS_PER_OWNER) {
       throw ApiError.limitExceeded(
         `at most ${MAX_WEBHOOKS_PER_OWNER} webhooks per repository or organization`,
       );
     }
-    const id = await repo.insert(this.em(), owner, {
+    const id = await db.insert(this.em(), owner, {
       url: body.url,
       secret: body.secret ?? null,
       events: body.events,
@@ -90,31 +96,31 @@ export class WebhooksService {
   async update(owner: Owner, id: number, body: UpdateWebhookBody): Promise<WebhookJson> {
     const before = await this.row(owner, id);
     if (body.url !== undefined) await this.checkTarget(body.url);
-    const change: Parameters<typeof repo.update>[2] = {};
+    const change: db.WebhookChange = {};
     if (body.url !== undefined) change.url = body.url;
     if (body.secret !== undefined) change.secret = body.secret;
     if (body.events !== undefined) change.events = body.events;
     // Only a change of state acts: `is_active: true` on an active webhook keeps its counters.
     if (body.is_active !== undefined && body.is_active !== before.is_active) change.isActive = body.is_active;
-    await this.em().transactional((tx) => repo.update(tx, id, change));
+    await this.em().transactional((tx) => db.update(tx, id, change));
     if (change.isActive === true) this.d.wake();
     return this.get(owner, id);
   }
 
   async remove(owner: Owner, id: number): Promise<void> {
-    if (!Number.isSafeInteger(id) || !(await repo.delete(this.em(), owner, id))) {
+    if (!Number.isSafeInteger(id) || !(await db.remove(this.em(), owner, id))) {
       throw ApiError.notFound('webhook');
     }
   }
 
   async deliveries(owner: Owner, id: number): Promise<DeliveryJson[]> {
     const hook = await this.row(owner, id);
-    return (await repo.recent(this.em(), hook.id, RECENT_DELIVERIES)).map(deliveryJson);
+    return (await db.recent(this.em(), hook.id, RECENT_DELIVERIES)).map(deliveryJson);
   }
 
   async delivery(owner: Owner, id: number, recordId: number): Promise<DeliveryDetailJson> {
     const hook = await this.row(owner, id);
-    const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
+    const d = Number.isSafeInteger(recordId) ? await db.detail(this.em(), hook.id, recordId) : undefined;
     if (d === undefined) throw ApiError.notFound('delivery');
     return deliveryDetailJson(d);
   }
@@ -122,14 +128,14 @@ export class WebhooksService {
   /** Queues one more attempt of the delivery a history record belongs to (same delivery id and body). */
   async redeliver(owner: Owner, id: number, recordId: number): Promise<QueuedJson> {
     const hook = await this.row(owner, id);
-    const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
+    const d = Number.isSafeInteger(recordId) ? await db.detail(this.em(), hook.id, recordId) : undefined;
     if (d === undefined) throw ApiError.notFound('delivery');
     if (d.event_type === DISABLED_ENTRY || d.request === null) {
       throw ApiError.conflict('this history entry records a change of the webhook, not a delivery');
     }
-    const attempt = await repo.lastAttempt(this.em(), hook.id, d.delivery_id);
+    const attempt = await db.lastAttempt(this.em(), hook.id, d.delivery_id);
     try {
-      await repo.insertJobs(this.em(), [
+      await db.insertJobs(this.em(), [
         {
           webhookId: hook.id,
           deliveryId: d.delivery_id,
@@ -151,7 +157,7 @@ export class WebhooksService {
   /** Queues a redelivery of every delivery whose latest attempt failed at or after `since`. */
   async redeliverFailed(owner: Owner, id: number, body: BulkRedeliverBody) {
     const hook = await this.row(owner, id);
-    const ids = await repo.queueFailedSince(this.em(), hook.id, new Date(body.since), BULK_REDELIVER_MAX);
+    const ids = await db.queueFailedSince(this.em(), hook.id, new Date(body.since), BULK_REDELIVER_MAX);
     if (ids.length > 0) this.d.wake();
     return { queued: ids.length, delivery_ids: ids };
   }
@@ -173,7 +179,7 @@ export class WebhooksService {
       timestamp: new Date(),
       payload: { webhook: { id: hook.id, url: hook.url, events: hook.events, is_active: hook.is_active } },
     });
-    await repo.insertJobs(this.em(), [
+    await db.insertJobs(this.em(), [
       {
         webhookId: hook.id,
         deliveryId,
