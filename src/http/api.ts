@@ -65,8 +65,8 @@ export type Ctx<B, Q, P = Record<never, never>> = {
 };
 
 /** The type parameters of a route: its body, query and path-parameter schemas (each optional). */
-type Opt = z.ZodType | undefined;
-type OptParams = ParamSchemas | undefined;
+export type Opt = z.ZodType | undefined;
+export type OptParams = ParamSchemas | undefined;
 
 export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = undefined> = {
   method: Method;
@@ -117,8 +117,11 @@ export const REPO_BASE = '/api/v1/repos/:org/:repo';
 /** Where the routes of one organization live; `Api.orgRoute` paths are relative to it. */
 export const ORG_BASE = '/api/v1/orgs/:org';
 
-/** A route of a group: path relative to the group's base, a handler given what the group resolved. */
-type GroupRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams, Needs, Given> = Omit<
+/**
+ * A route of a group: path relative to the group's base, what the group needs (`Needs`), and a
+ * handler given what the group resolved (`Given`).
+ */
+export type GroupRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams, Needs, Given> = Omit<
   RouteDef<BS, QS, T, PS>,
   'handler'
 > &

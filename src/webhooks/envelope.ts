@@ -1,4 +1,5 @@
-import { RequestContext, type MikroORM } from '@mikro-orm/core';
+import { RequestContext } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
 import type { OrgsService } from '../orgs/service.ts';
 import type { ReposService } from '../repos/service.ts';
@@ -68,12 +69,12 @@ export function repositoryInfo(r: RepoFacts): RepositoryInfo {
 
 /** Repositories and senders through their services, in a request context of their own. */
 export function webhookLookups(deps: {
-  orm: MikroORM;
-  users: UsersService;
-  orgs: OrgsService;
-  repos: ReposService;
+  em: () => EntityManager;
+  users: Pick<UsersService, 'get'>;
+  orgs: Pick<OrgsService, 'byId'>;
+  repos: Pick<ReposService, 'get' | 'json'>;
 }): WebhookLookups {
-  const run = <T>(fn: () => Promise<T>) => RequestContext.create(deps.orm.em.fork(), fn);
+  const run = <T>(fn: () => Promise<T>) => RequestContext.create(deps.em().fork(), fn);
   // Gone since (404): left out. Any other failure fails the pass, so no event is dropped for it.
   const found = <T>(p: Promise<T>) =>
     p.then(

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { reply, respond, type Api } from '../http/api.ts';
-import type { Access } from '../http/auth.ts';
+import { reply, respond, type Api, type GroupRouteDef, type Opt, type OptParams } from '../http/api.ts';
 import { pageQuery } from '../http/pagination.ts';
-import { pathInt, pathText, type ParamSchemas } from '../http/params.ts';
+import { pathInt } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
 import {
   bulkQueuedSchema,
@@ -14,90 +13,93 @@ import {
   updateWebhookBody,
   webhookSchema,
 } from './schemas.ts';
-import type { Owner, WebhooksService } from './service.ts';
+import type { HookOwner, WebhooksService } from './service.ts';
 
-/** The parsed path parameters of a webhook route (names as text, ids as numbers). */
-type Params = Record<string, unknown>;
-const text = (v: unknown): string => (typeof v === 'string' ? v : '');
-const num = (v: unknown): number => (typeof v === 'number' ? v : NaN);
+/** A webhook route of a group (path relative to the group's base), its handler given the owner. */
+type HookRouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams> = GroupRouteDef<
+  BS,
+  QS,
+  T,
+  PS,
+  unknown,
+  { owner: HookOwner }
+>;
 
+/** The webhooks of a repository or of an organization: the same routes in the two route groups. */
 type Group = {
-  base: string;
   what: string;
   /** Operation names: `listRepoWebhooks`, `listOrgWebhooks`, … */
   op: 'Repo' | 'Org';
-  /** Authorizes the caller (admin scope and org owner) and names the webhooks' owner. */
-  owner: (access: Access, params: Params) => Promise<Owner>;
   /** Path of one webhook below the base URL (`Location`). */
   one: (params: Record<string, string>, id: number) => string;
-  /** The schemas of the base path's parameters. */
-  params: ParamSchemas;
   notFound: string;
+  /** Mounts a route in the group, the owner resolved and authorised for `MANAGE`. */
+  route: <
+    BS extends Opt = undefined,
+    QS extends Opt = undefined,
+    T = never,
+    PS extends OptParams = undefined,
+  >(
+    def: HookRouteDef<BS, QS, T, PS>,
+  ) => void;
 };
 
-const GROUPS: Group[] = [
-  {
-    base: '/api/v1/repos/:org/:repo/webhooks',
-    what: 'repository',
-    op: 'Repo',
-    owner: async (access, p) => {
-      const t = await access.repo(text(p.org), text(p.repo), { scope: 'admin', role: 'owner' });
-      return { orgId: t.org.id, repoId: t.repo.id };
+/** Webhooks are managed by organization owners with the admin scope. */
+const MANAGE = { scope: 'admin', role: 'owner' } as const;
+
+function groups(api: Api): Group[] {
+  return [
+    {
+      what: 'repository',
+      op: 'Repo',
+      one: (p, id) => apiPath('repos', p.org ?? '', p.repo ?? '', 'webhooks', id),
+      notFound: 'no such repository or webhook, or the repository is private and out of reach',
+      route: (def) =>
+        api.repoRoute({ ...def, repo: MANAGE, handler: (ctx) => def.handler({ ...ctx, owner: ctx.target }) }),
     },
-    one: (p, id) => apiPath('repos', p.org ?? '', p.repo ?? '', 'webhooks', id),
-    params: { org: pathText, repo: pathText },
-    notFound: 'no such repository or webhook, or the repository is private and out of reach',
-  },
-  {
-    base: '/api/v1/orgs/:org/webhooks',
-    what: 'organization (every repository of the organization)',
-    op: 'Org',
-    owner: async (access, p) => {
-      const org = await access.org(text(p.org), { scope: 'admin', role: 'owner' });
-      return { orgId: org.id, repoId: null };
+    {
+      what: 'organization (every repository of the organization)',
+      op: 'Org',
+      one: (p, id) => apiPath('orgs', p.org ?? '', 'webhooks', id),
+      notFound: 'no such organization or webhook',
+      route: (def) =>
+        api.orgRoute({ ...def, org: MANAGE, handler: (ctx) => def.handler({ ...ctx, owner: ctx.org }) }),
     },
-    one: (p, id) => apiPath('orgs', p.org ?? '', 'webhooks', id),
-    params: { org: pathText },
-    notFound: 'no such organization or webhook',
-  },
-];
+  ];
+}
 
 const FORBIDDEN = 'the token lacks the admin scope or does not reach here, or the caller is not an org owner';
 const BAD_BODY =
   'invalid body (`validation_failed`): unknown event type, malformed URL, or a target address the server refuses (the message names the reason)';
-const deliveryParam = pathInt;
+const BASE = '/webhooks';
+const ONE = `${BASE}/:webhook_id`;
+const HOOK = { webhook_id: pathInt };
+const RECORD = { webhook_id: pathInt, delivery: pathInt };
 
 /** Repository and organization webhooks: the same routes under two bases (admin scope + org owner). */
 export function webhookRoutes(api: Api, hooks: WebhooksService): void {
-  for (const g of GROUPS) {
-    const one = `${g.base}/:webhook_id`;
-    const id = (p: Params) => num(p.webhook_id);
-    const actor = (access: Access) => ({ userId: access.user().id });
+  for (const g of groups(api)) {
     const errors = { 403: FORBIDDEN, 404: g.notFound };
-    const params: ParamSchemas = { ...g.params, webhook_id: pathInt };
     const toHook = { webhook_id: '$response.body#/data/id' };
-    api.route({
+    g.route({
       method: 'get',
-      path: g.base,
+      path: BASE,
       tag: 'webhooks',
       auth: 'token',
       operationId: `list${g.op}Webhooks`,
       summary: `Webhooks of a ${g.what} (paged)`,
-      params: g.params,
       query: pageQuery(),
       returns: respond.list(webhookSchema, 'webhooks (never their secrets)'),
       errors,
-      handler: async ({ access, params, query }) =>
-        reply.list(await hooks.list(await g.owner(access, params), query)),
+      handler: async ({ owner, query }) => reply.list(await hooks.list(owner, query)),
     });
-    api.route({
+    g.route({
       method: 'post',
-      path: g.base,
+      path: BASE,
       tag: 'webhooks',
       auth: 'token',
       operationId: `create${g.op}Webhook`,
       summary: `Create a webhook of a ${g.what}: {url, secret?, events[], is_active?}; the secret is write-only`,
-      params: g.params,
       body: createWebhookBody,
       returns: respond.created(webhookSchema, 'the webhook', (w, p) => g.one(p, w.id)),
       errors: {
@@ -108,130 +110,120 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       links: Object.fromEntries(
         [`get${g.op}Webhook`, `update${g.op}Webhook`, `ping${g.op}Webhook`].map((op) => [op, toHook]),
       ),
-      handler: async ({ access, params, body }) => {
-        const owner = await g.owner(access, params);
-        return reply.created(await hooks.create(owner, actor(access), body));
-      },
+      handler: async ({ access, owner, body }) =>
+        reply.created(await hooks.create(owner, access.actor(), body)),
     });
-    api.route({
+    g.route({
       method: 'get',
-      path: one,
+      path: ONE,
       tag: 'webhooks',
       auth: 'token',
       operationId: `get${g.op}Webhook`,
       summary: 'A webhook',
-      params,
+      params: HOOK,
       returns: respond.data(webhookSchema, 'the webhook'),
       errors,
-      handler: async ({ access, params }) =>
-        reply.ok(await hooks.get(await g.owner(access, params), id(params))),
+      handler: async ({ owner, params }) => reply.ok(await hooks.get(owner, params.webhook_id)),
     });
-    api.route({
+    g.route({
       method: 'patch',
-      path: one,
+      path: ONE,
       tag: 'webhooks',
       auth: 'token',
       operationId: `update${g.op}Webhook`,
       summary:
         'Change a webhook (url, secret, events, is_active; `is_active: true` re-enables a disabled one)',
-      params,
+      params: HOOK,
       body: updateWebhookBody,
       returns: respond.data(webhookSchema, 'the changed webhook'),
       errors: { ...errors, 400: BAD_BODY },
-      handler: async ({ access, params, body }) =>
-        reply.ok(await hooks.update(await g.owner(access, params), id(params), body)),
+      handler: async ({ owner, params, body }) =>
+        reply.ok(await hooks.update(owner, params.webhook_id, body)),
     });
-    api.route({
+    g.route({
       method: 'delete',
-      path: one,
+      path: ONE,
       tag: 'webhooks',
       auth: 'token',
       operationId: `delete${g.op}Webhook`,
       summary: 'Delete a webhook with its queued deliveries and history',
-      params,
+      params: HOOK,
       returns: respond.empty('deleted'),
       errors,
-      handler: async ({ access, params }) => {
-        await hooks.remove(await g.owner(access, params), id(params));
+      handler: async ({ owner, params }) => {
+        await hooks.remove(owner, params.webhook_id);
         return reply.noContent();
       },
     });
-    api.route({
+    g.route({
       method: 'get',
-      path: `${one}/deliveries`,
+      path: `${ONE}/deliveries`,
       tag: 'webhooks',
       auth: 'token',
       operationId: `list${g.op}WebhookDeliveries`,
       summary: 'The 20 most recent delivery attempts, newest first',
-      params,
+      params: HOOK,
       returns: respond.data(z.array(deliverySchema), 'delivery attempts and `webhook.disabled` entries'),
       errors,
-      handler: async ({ access, params }) =>
-        reply.ok(await hooks.deliveries(await g.owner(access, params), id(params))),
+      handler: async ({ owner, params }) => reply.ok(await hooks.deliveries(owner, params.webhook_id)),
     });
-    api.route({
+    g.route({
       method: 'get',
-      path: `${one}/deliveries/:delivery`,
+      path: `${ONE}/deliveries/:delivery`,
       tag: 'webhooks',
       auth: 'token',
       operationId: `get${g.op}WebhookDelivery`,
       summary:
         'One delivery attempt with its request and response (first 64 KiB; secret-bearing headers masked)',
-      params: { ...params, delivery: deliveryParam },
+      params: RECORD,
       returns: respond.data(deliveryDetailSchema, 'the attempt'),
       errors: { ...errors, 404: `${g.notFound}, or no such delivery record of this webhook` },
-      handler: async ({ access, params }) =>
-        reply.ok(await hooks.delivery(await g.owner(access, params), id(params), num(params.delivery))),
+      handler: async ({ owner, params }) =>
+        reply.ok(await hooks.delivery(owner, params.webhook_id, params.delivery)),
     });
-    api.route({
+    g.route({
       method: 'post',
-      path: `${one}/deliveries/:delivery/redeliver`,
+      path: `${ONE}/deliveries/:delivery/redeliver`,
       tag: 'webhooks',
       auth: 'token',
       operationId: `redeliver${g.op}WebhookDelivery`,
       summary: 'Queue one more attempt of this delivery (same delivery id and body)',
-      params: { ...params, delivery: deliveryParam },
+      params: RECORD,
       returns: respond.accepted(queuedSchema, 'the attempt is queued'),
       errors: {
         ...errors,
         404: `${g.notFound}, or no such delivery record of this webhook`,
         409: 'an attempt of this delivery is already pending, or the record is a `webhook.disabled` entry',
       },
-      handler: async ({ access, params }) => {
-        const owner = await g.owner(access, params);
-        return reply.accepted(await hooks.redeliver(owner, id(params), num(params.delivery)));
-      },
+      handler: async ({ owner, params }) =>
+        reply.accepted(await hooks.redeliver(owner, params.webhook_id, params.delivery)),
     });
-    api.route({
+    g.route({
       method: 'post',
-      path: `${one}/redeliver`,
+      path: `${ONE}/redeliver`,
       tag: 'webhooks',
       auth: 'token',
       operationId: `redeliverFailed${g.op}WebhookDeliveries`,
       summary: 'Queue a redelivery of every delivery that failed since a time: {since, status: "failed"}',
-      params,
+      params: HOOK,
       body: bulkRedeliverBody,
       returns: respond.accepted(bulkQueuedSchema, 'the deliveries queued (at most 1,000)'),
       errors,
-      handler: async ({ access, params, body }) => {
-        const owner = await g.owner(access, params);
-        return reply.accepted(await hooks.redeliverFailed(owner, id(params), body));
-      },
+      handler: async ({ owner, params, body }) =>
+        reply.accepted(await hooks.redeliverFailed(owner, params.webhook_id, body)),
     });
-    api.route({
+    g.route({
       method: 'post',
-      path: `${one}/ping`,
+      path: `${ONE}/ping`,
       tag: 'webhooks',
       auth: 'token',
       operationId: `ping${g.op}Webhook`,
       summary: 'Queue a `ping` delivery to test the receiver (also for an inactive webhook)',
-      params,
+      params: HOOK,
       returns: respond.accepted(queuedSchema, 'the ping is queued'),
       errors,
-      handler: async ({ access, params }) => {
-        const owner = await g.owner(access, params);
-        return reply.accepted(await hooks.ping(owner, actor(access), id(params)));
-      },
+      handler: async ({ access, owner, params }) =>
+        reply.accepted(await hooks.ping(owner, access.actor(), params.webhook_id)),
     });
   }
 }

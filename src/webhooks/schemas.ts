@@ -1,6 +1,8 @@
 import { EVENT_TYPES, type EventType } from '../events/catalog.ts';
 import { z } from 'zod';
+import { isoTime } from '../db/sql.ts';
 import { timestamp } from '../http/responses.ts';
+import type { DeliveryDetailRow, DeliveryRow, WebhookRow } from './repository.ts';
 
 /** The event types a webhook may subscribe to: every type of the event catalog. */
 export const WEBHOOK_EVENT_TYPES = EVENT_TYPES as readonly [EventType, ...EventType[]];
@@ -99,7 +101,7 @@ export const bulkRedeliverBody = z
 export type BulkRedeliverBody = z.infer<typeof bulkRedeliverBody>;
 
 // ---------------------------------------------------------------------------------------------
-// Responses (the JSON mappers in records.ts return these types)
+// Responses and the mappers from rows
 // ---------------------------------------------------------------------------------------------
 
 export const webhookSchema = z
@@ -176,3 +178,56 @@ export type QueuedJson = z.infer<typeof queuedSchema>;
 export const bulkQueuedSchema = z
   .object({ queued: z.int(), delivery_ids: z.array(z.uuid()) })
   .meta({ id: 'WebhookBulkRedelivery' });
+
+// ---------------------------------------------------------------------------------------------
+// JSON of rows
+// ---------------------------------------------------------------------------------------------
+
+const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
+
+export function webhookJson(w: WebhookRow): WebhookJson {
+  return {
+    id: w.id,
+    url: w.url,
+    // Only known types are ever stored (the request schema refuses others).
+    events: w.events as WebhookEventType[],
+    is_active: w.is_active,
+    has_secret: w.secret !== null,
+    disabled_reason: w.disabled_reason,
+    created_at: isoTime(w.created_at),
+    updated_at: isoTime(w.updated_at),
+    last_delivery:
+      w.last_id === null
+        ? null
+        : {
+            id: Number(w.last_id),
+            success: w.last_success ?? false,
+            response_code: w.last_response_code ?? 0,
+            delivered_at: isoTime(w.last_delivered_at ?? w.updated_at),
+          },
+  };
+}
+
+export function deliveryJson(d: DeliveryRow): DeliveryJson {
+  return {
+    id: Number(d.id),
+    event_type: d.event_type,
+    response_code: d.response_code,
+    duration_ms: d.duration_ms,
+    success: d.success,
+    delivered_at: isoTime(d.delivered_at),
+    delivery_id: d.delivery_id,
+    attempt: d.attempt,
+    event_id: num(d.event_id),
+    redelivery: d.redelivery,
+    error: d.error,
+  };
+}
+
+export function deliveryDetailJson(d: DeliveryDetailRow): DeliveryDetailJson {
+  return { ...deliveryJson(d), request: d.request, response: d.response };
+}
+
+export function queuedJson(deliveryId: string, eventId: string | null, attempt: number): QueuedJson {
+  return { delivery_id: deliveryId, event_id: num(eventId), attempt };
+}

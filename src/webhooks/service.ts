@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Actor, OrgRef, RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { isUniqueViolation } from '../db/sql.ts';
 import { envelope, repositoryInfo, type WebhookLookups } from './envelope.ts';
-import { deliveryDetailJson, deliveryJson, queuedJson, webhookJson } from './records.ts';
-import { webhooksRepository as repo, type Owner } from './repository.ts';
+import * as db from './repository.ts';
+import type { Owner } from './repository.ts';
 import {
   DISABLED_ENTRY,
   PING_EVENT,
+  deliveryDetailJson,
+  deliveryJson,
+  queuedJson,
+  webhookJson,
   type BulkRedeliverBody,
   type CreateWebhookBody,
   type DeliveryDetailJson,
@@ -20,9 +25,15 @@ import {
 import type { WebhookSettings } from './settings.ts';
 import { targetRefusal } from './ssrf.ts';
 
-export type { Owner } from './repository.ts';
-/** Who acts: the authenticated user (authorization is done by the caller). */
-export type Actor = { userId: number };
+/**
+ * Whose webhooks, as the route resolved and authorised it: a repository's (`RepoTarget`), or an
+ * organization's (`OrgRef`: for every repository of the organization).
+ */
+export type HookOwner = RepoTarget | OrgRef;
+
+function ownerOf(o: HookOwner): Owner {
+  return 'repo' in o ? { orgId: o.org.id, repoId: o.repo.id } : { orgId: o.id, repoId: null };
+}
 
 /** Webhooks one repository or organization may have. */
 export const MAX_WEBHOOKS_PER_OWNER = 50;
@@ -41,8 +52,8 @@ export type WebhooksDeps = {
 
 /**
  * Webhook rules: the record (write-only secret, known event types, allowed targets), its
- * delivery history, redelivery and ping. Takes plain values; the routes authorize and resolve
- * the owner (repository or organization).
+ * delivery history, redelivery and ping. Takes the owner its route resolved and authorised
+ * (repository or organization) and the acting user.
  */
 export class WebhooksService {
   private readonly d: WebhooksDeps;
@@ -55,81 +66,86 @@ export class WebhooksService {
     return this.d.em();
   }
 
-  async list(owner: Owner, q: PageQuery): Promise<Page<WebhookJson>> {
-    const { rows, total } = await repo.list(this.em(), owner, q.per_page, offsetOf(q));
+  async list(owner: HookOwner, q: PageQuery): Promise<Page<WebhookJson>> {
+    const em = this.em();
+    const rows = await db.page(em, ownerOf(owner), q.per_page, offsetOf(q));
+    const total = await db.countOwned(em, ownerOf(owner));
     return { items: rows.map(webhookJson), total, page: q.page, perPage: q.per_page };
   }
 
-  async get(owner: Owner, id: number): Promise<WebhookJson> {
+  async get(owner: HookOwner, id: number): Promise<WebhookJson> {
     return webhookJson(await this.row(owner, id));
   }
 
-  private async row(owner: Owner, id: number) {
-    const row = Number.isSafeInteger(id) ? await repo.get(this.em(), owner, id) : undefined;
+  private async row(owner: HookOwner, id: number): Promise<db.WebhookRow> {
+    const row = Number.isSafeInteger(id) ? await db.get(this.em(), ownerOf(owner), id) : undefined;
     if (row === undefined) throw ApiError.notFound('webhook');
     return row;
   }
 
-  async create(owner: Owner, actor: Actor, body: CreateWebhookBody): Promise<WebhookJson> {
+  async create(owner: HookOwner, actor: Actor, body: CreateWebhookBody): Promise<WebhookJson> {
     await this.checkTarget(body.url);
-    if ((await repo.count(this.em(), owner)) >= MAX_WEBHOOKS_PER_OWNER) {
+    if ((await db.countOwned(this.em(), ownerOf(owner))) >= MAX_WEBHOOKS_PER_OWNER) {
       throw ApiError.limitExceeded(
         `at most ${MAX_WEBHOOKS_PER_OWNER} webhooks per repository or organization`,
       );
     }
-    const id = await repo.insert(this.em(), owner, {
+    const id = await db.insert(this.em(), ownerOf(owner), {
       url: body.url,
       secret: body.secret ?? null,
       events: body.events,
       isActive: body.is_active ?? true,
-      createdBy: actor.userId,
+      createdBy: actor.id,
     });
     return this.get(owner, id);
   }
 
-  async update(owner: Owner, id: number, body: UpdateWebhookBody): Promise<WebhookJson> {
+  async update(owner: HookOwner, id: number, body: UpdateWebhookBody): Promise<WebhookJson> {
     const before = await this.row(owner, id);
     if (body.url !== undefined) await this.checkTarget(body.url);
-    const change: Parameters<typeof repo.update>[2] = {};
+    const change: db.WebhookChange = {};
     if (body.url !== undefined) change.url = body.url;
     if (body.secret !== undefined) change.secret = body.secret;
     if (body.events !== undefined) change.events = body.events;
     // Only a change of state acts: `is_active: true` on an active webhook keeps its counters.
     if (body.is_active !== undefined && body.is_active !== before.is_active) change.isActive = body.is_active;
-    await this.em().transactional((tx) => repo.update(tx, id, change));
+    await this.em().transactional((tx) => db.update(tx, id, change));
     if (change.isActive === true) this.d.wake();
     return this.get(owner, id);
   }
 
-  async remove(owner: Owner, id: number): Promise<void> {
-    if (!Number.isSafeInteger(id) || !(await repo.delete(this.em(), owner, id))) {
+  async remove(owner: HookOwner, id: number): Promise<void> {
+    if (!Number.isSafeInteger(id) || !(await db.remove(this.em(), ownerOf(owner), id))) {
       throw ApiError.notFound('webhook');
     }
   }
 
-  async deliveries(owner: Owner, id: number): Promise<DeliveryJson[]> {
+  async deliveries(owner: HookOwner, id: number): Promise<DeliveryJson[]> {
     const hook = await this.row(owner, id);
-    return (await repo.recent(this.em(), hook.id, RECENT_DELIVERIES)).map(deliveryJson);
+    return (await db.recent(this.em(), hook.id, RECENT_DELIVERIES)).map(deliveryJson);
   }
 
-  async delivery(owner: Owner, id: number, recordId: number): Promise<DeliveryDetailJson> {
+  async delivery(owner: HookOwner, id: number, recordId: number): Promise<DeliveryDetailJson> {
+    return deliveryDetailJson((await this.record(owner, id, recordId)).d);
+  }
+
+  /** A history record of the owner's webhook, with the webhook. */
+  private async record(owner: HookOwner, id: number, recordId: number) {
     const hook = await this.row(owner, id);
-    const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
+    const d = Number.isSafeInteger(recordId) ? await db.detail(this.em(), hook.id, recordId) : undefined;
     if (d === undefined) throw ApiError.notFound('delivery');
-    return deliveryDetailJson(d);
+    return { hook, d };
   }
 
   /** Queues one more attempt of the delivery a history record belongs to (same delivery id and body). */
-  async redeliver(owner: Owner, id: number, recordId: number): Promise<QueuedJson> {
-    const hook = await this.row(owner, id);
-    const d = Number.isSafeInteger(recordId) ? await repo.detail(this.em(), hook.id, recordId) : undefined;
-    if (d === undefined) throw ApiError.notFound('delivery');
+  async redeliver(owner: HookOwner, id: number, recordId: number): Promise<QueuedJson> {
+    const { hook, d } = await this.record(owner, id, recordId);
     if (d.event_type === DISABLED_ENTRY || d.request === null) {
       throw ApiError.conflict('this history entry records a change of the webhook, not a delivery');
     }
-    const attempt = await repo.lastAttempt(this.em(), hook.id, d.delivery_id);
+    const attempt = await db.lastAttempt(this.em(), hook.id, d.delivery_id);
     try {
-      await repo.insertJobs(this.em(), [
+      await db.insertJobs(this.em(), [
         {
           webhookId: hook.id,
           deliveryId: d.delivery_id,
@@ -149,31 +165,32 @@ export class WebhooksService {
   }
 
   /** Queues a redelivery of every delivery whose latest attempt failed at or after `since`. */
-  async redeliverFailed(owner: Owner, id: number, body: BulkRedeliverBody) {
+  async redeliverFailed(owner: HookOwner, id: number, body: BulkRedeliverBody) {
     const hook = await this.row(owner, id);
-    const ids = await repo.queueFailedSince(this.em(), hook.id, new Date(body.since), BULK_REDELIVER_MAX);
+    const ids = await db.queueFailedSince(this.em(), hook.id, new Date(body.since), BULK_REDELIVER_MAX);
     if (ids.length > 0) this.d.wake();
     return { queued: ids.length, delivery_ids: ids };
   }
 
   /** Queues a `ping` delivery (sent even when the webhook is inactive; never retried). */
-  async ping(owner: Owner, actor: Actor, id: number): Promise<QueuedJson> {
+  async ping(owner: HookOwner, actor: Actor, id: number): Promise<QueuedJson> {
     const hook = await this.row(owner, id);
+    const { repoId } = ownerOf(owner);
     const [repos, senders] = await Promise.all([
-      this.d.lookups.repositories(owner.repoId === null ? [] : [owner.repoId]),
-      this.d.lookups.senders([actor.userId]),
+      this.d.lookups.repositories(repoId === null ? [] : [repoId]),
+      this.d.lookups.senders([actor.id]),
     ]);
-    const r = owner.repoId === null ? undefined : repos.get(owner.repoId);
+    const r = repoId === null ? undefined : repos.get(repoId);
     const deliveryId = randomUUID();
     const body = envelope({
       event: PING_EVENT,
       deliveryId,
       repository: r === undefined ? null : repositoryInfo(r),
-      sender: senders.get(actor.userId) ?? null,
+      sender: senders.get(actor.id) ?? null,
       timestamp: new Date(),
       payload: { webhook: { id: hook.id, url: hook.url, events: hook.events, is_active: hook.is_active } },
     });
-    await repo.insertJobs(this.em(), [
+    await db.insertJobs(this.em(), [
       {
         webhookId: hook.id,
         deliveryId,

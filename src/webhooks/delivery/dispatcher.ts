@@ -5,8 +5,9 @@ import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { claimUndispatched, markDispatched, type OutboxEvent } from '../../events/outbox.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
-import { webhooksRepository, type NewJob } from '../repository.ts';
-import { deliveryRepository as repo, type ClaimedJob } from './repository.ts';
+import { insertJobs, type NewJob } from '../repository.ts';
+import * as repo from './repository.ts';
+import type { ClaimedJob } from './repository.ts';
 import {
   envelope,
   repositoryInfo,
@@ -211,12 +212,12 @@ export class Dispatcher {
           room -= 1;
         } else later.push(j);
       }
-      const ids = await webhooksRepository.insertJobs(
+      const ids = await insertJobs(
         tx,
         now.map((j) => j.job),
         { id: lease, ms: this.leaseMs },
       );
-      await webhooksRepository.insertJobs(
+      await insertJobs(
         tx,
         later.map((j) => j.job),
       );

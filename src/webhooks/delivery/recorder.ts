@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { deliveryRepository as repo, type AttemptRecord, type ClaimedJob } from './repository.ts';
+import * as repo from './repository.ts';
+import type { AttemptRecord, ClaimedJob } from './repository.ts';
 import type { Outcome } from './sender.ts';
 import type { WebhookSettings } from '../settings.ts';
 import { maskHeaders } from '../signing.ts';

@@ -1,7 +1,23 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { count, first, type Db } from '../../db/query.ts';
+import { intArray } from '../../db/sql.ts';
 import { DISABLED_ENTRY } from '../schemas.ts';
-import type { RequestRecord, ResponseRecord } from '../records.ts';
-import { webhooksRepository, type JobKind } from '../repository.ts';
+import { pauseJobs, type JobKind, type RequestRecord, type ResponseRecord } from '../repository.ts';
+
+/**
+ * The queries of delivery, on the feature's own tables: claiming jobs, writing attempts and their
+ * consequences.
+ */
+
+/** An active webhook events are fanned out to. */
+export type ActiveHookRow = {
+  id: number;
+  org_id: number;
+  repo_id: number | null;
+  events: string[];
+  url: string;
+  secret: string | null;
+  created_at: Date | string;
+};
 
 /** A job as a dispatcher claimed it, with what it needs of its webhook. */
 export type ClaimedJob = {
@@ -35,175 +51,170 @@ export type AttemptRecord = {
   response: ResponseRecord | null;
 };
 
-/** The queries of delivery: claiming jobs, writing attempts and their consequences (own tables only). */
-export const deliveryRepository = {
-  /** Active webhooks of these repositories and organizations (to fan events out to). */
-  async activeFor(em: EntityManager, repoIds: number[], orgIds: number[]) {
-    return em.execute<
-      {
-        id: number;
-        org_id: number;
-        repo_id: number | null;
-        events: string[];
-        url: string;
-        secret: string | null;
-        created_at: Date;
-      }[]
-    >(
-      `select id, org_id, repo_id, events, url, secret, created_at from webhooks
-       where is_active and (repo_id = any(?::int[]) or (repo_id is null and org_id = any(?::int[])))`,
-      [`{${repoIds.join(',')}}`, `{${orgIds.join(',')}}`],
-    );
-  },
+/** Active webhooks of these repositories and organizations (to fan events out to). */
+export function activeFor(db: Db, repoIds: number[], orgIds: number[]): Promise<ActiveHookRow[]> {
+  return db.execute<ActiveHookRow[]>(
+    `select id, org_id, repo_id, events, url, secret, created_at from webhooks
+     where is_active and (repo_id = any(?::int[]) or (repo_id is null and org_id = any(?::int[])))`,
+    [intArray(repoIds), intArray(orgIds)],
+  );
+}
 
-  /**
-   * Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: replicas never share
-   * one), none of the webhooks in `skipWebhooks` (those already busy on this replica).
-   */
-  async claim(
-    em: EntityManager,
-    lease: string,
-    leaseMs: number,
-    limit: number,
-    skipWebhooks: readonly number[],
-  ): Promise<ClaimedJob[]> {
-    return em.execute<ClaimedJob[]>(
-      `with c as (
-         select id, lease as old_lease from webhook_jobs
-         where next_attempt_at <= now() and webhook_id <> all(?::int[])
-         order by next_attempt_at limit ? for update skip locked
-       )
-       update webhook_jobs j set lease = ?, attempt = j.attempt + 1,
-         next_attempt_at = now() + ? * interval '1 millisecond'
-       from c, webhooks w
-       where j.id = c.id and w.id = j.webhook_id
-       returning j.id, j.webhook_id, j.delivery_id, j.event_id, j.event_type, j.body, j.kind, j.attempt,
-         j.failures, j.lease, c.old_lease, w.url, w.secret, w.is_active`,
-      [`{${skipWebhooks.join(',')}}`, limit, lease, leaseMs],
-    );
-  },
+/**
+ * Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: replicas never share
+ * one), none of the webhooks in `skipWebhooks` (those already busy on this replica).
+ */
+export function claim(
+  db: Db,
+  lease: string,
+  leaseMs: number,
+  limit: number,
+  skipWebhooks: readonly number[],
+): Promise<ClaimedJob[]> {
+  return db.execute<ClaimedJob[]>(
+    `with c as (
+       select id, lease as old_lease from webhook_jobs
+       where next_attempt_at <= now() and webhook_id <> all(?::int[])
+       order by next_attempt_at limit ? for update skip locked
+     )
+     update webhook_jobs j set lease = ?, attempt = j.attempt + 1,
+       next_attempt_at = now() + ? * interval '1 millisecond'
+     from c, webhooks w
+     where j.id = c.id and w.id = j.webhook_id
+     returning j.id, j.webhook_id, j.delivery_id, j.event_id, j.event_type, j.body, j.kind, j.attempt,
+       j.failures, j.lease, c.old_lease, w.url, w.secret, w.is_active`,
+    [intArray(skipWebhooks), limit, lease, leaseMs],
+  );
+}
 
-  /** When the next job falls due (null: none waiting), leaving out the webhooks in `skipWebhooks`. */
-  async nextDue(em: EntityManager, skipWebhooks: readonly number[]): Promise<Date | null> {
-    const [r] = await em.execute<{ at: Date | string | null }[]>(
-      `select min(next_attempt_at) as at from webhook_jobs
-       where next_attempt_at < 'infinity' and webhook_id <> all(?::int[])`,
-      [`{${skipWebhooks.join(',')}}`],
-    );
-    return r?.at === undefined || r.at === null ? null : new Date(r.at);
-  },
+/** When the next job falls due (null: none waiting), leaving out the webhooks in `skipWebhooks`. */
+export async function nextDue(db: Db, skipWebhooks: readonly number[]): Promise<Date | null> {
+  const r = await first<{ at: Date | string | null }>(
+    db,
+    `select min(next_attempt_at) as at from webhook_jobs
+     where next_attempt_at < 'infinity' and webhook_id <> all(?::int[])`,
+    [intArray(skipWebhooks)],
+  );
+  return r?.at === undefined || r.at === null ? null : new Date(r.at);
+}
 
-  /** Jobs waiting for an attempt (paused ones included). */
-  async queued(em: EntityManager): Promise<number> {
-    const [r] = await em.execute<{ n: string }[]>(`select count(*) as n from webhook_jobs`);
-    return Number(r?.n ?? 0);
-  },
+/** Jobs waiting for an attempt (paused ones included). */
+export function queued(db: Db): Promise<number> {
+  return count(db, `select count(*) as n from webhook_jobs`);
+}
 
-  /** A job claimed for an inactive webhook goes back to waiting, unsent and unchanged. */
-  async pauseJob(em: EntityManager, job: ClaimedJob): Promise<void> {
-    await em.execute(
-      `update webhook_jobs set next_attempt_at = 'infinity', lease = null, attempt = attempt - 1
-       where id = ? and lease = ?`,
-      [job.id, job.lease],
-    );
-  },
+/** A job claimed for an inactive webhook goes back to waiting, unsent and unchanged. */
+export async function pauseJob(db: Db, job: ClaimedJob): Promise<void> {
+  await db.execute(
+    `update webhook_jobs set next_attempt_at = 'infinity', lease = null, attempt = attempt - 1
+     where id = ? and lease = ?`,
+    [job.id, job.lease],
+  );
+}
 
-  /**
-   * Successes, in one statement: their history records, the end of their jobs (if still leased
-   * to the caller), and the failure counts of their webhooks reset.
-   */
-  async recordSuccesses(em: EntityManager, records: readonly AttemptRecord[]): Promise<void> {
-    const rows = records.map((r, n) => {
-      const values = attemptParams(r);
-      const row: Record<string, unknown> = { n, job_id: r.job.id, lease: r.job.lease };
-      ATTEMPT_FIELDS.forEach((f, i) => (row[f] = values[i]));
-      return { ...row, request: r.request, response: r.response };
-    });
-    await em.execute(
-      `with r as (
-         select * from jsonb_to_recordset(?::jsonb) as r(n int, webhook_id int, delivery_id uuid,
-           event_id bigint, event_type text, attempt int, redelivery boolean, success boolean,
-           response_code int, duration_ms int, error text, request jsonb, response jsonb,
-           job_id bigint, lease uuid)
-       ), h as (
-         insert into webhook_deliveries (${ATTEMPT_FIELDS.join(', ')})
-         select ${ATTEMPT_FIELDS.join(', ')} from r
-         where exists (select 1 from webhooks w where w.id = r.webhook_id) order by n
-       ), j as (
-         delete from webhook_jobs j using r where j.id = r.job_id and j.lease = r.lease
-       )
-       update webhooks w set consecutive_failures = 0
-       from (select distinct webhook_id from r) x
-       where w.id = x.webhook_id and w.consecutive_failures <> 0`,
-      [JSON.stringify(rows)],
-    );
-  },
+/**
+ * Successes, in one statement: their history records, the end of their jobs (if still leased
+ * to the caller), and the failure counts of their webhooks reset.
+ */
+export async function recordSuccesses(db: Db, records: readonly AttemptRecord[]): Promise<void> {
+  const rows = records.map((r, n) => {
+    const values = attemptParams(r);
+    const row: Record<string, unknown> = { n, job_id: r.job.id, lease: r.job.lease };
+    ATTEMPT_FIELDS.forEach((f, i) => (row[f] = values[i]));
+    return { ...row, request: r.request, response: r.response };
+  });
+  await db.execute(
+    `with r as (
+       select * from jsonb_to_recordset(?::jsonb) as r(n int, webhook_id int, delivery_id uuid,
+         event_id bigint, event_type text, attempt int, redelivery boolean, success boolean,
+         response_code int, duration_ms int, error text, request jsonb, response jsonb,
+         job_id bigint, lease uuid)
+     ), h as (
+       insert into webhook_deliveries (${ATTEMPT_FIELDS.join(', ')})
+       select ${ATTEMPT_FIELDS.join(', ')} from r
+       where exists (select 1 from webhooks w where w.id = r.webhook_id) order by n
+     ), j as (
+       delete from webhook_jobs j using r where j.id = r.job_id and j.lease = r.lease
+     )
+     update webhooks w set consecutive_failures = 0
+     from (select distinct webhook_id from r) x
+     where w.id = x.webhook_id and w.consecutive_failures <> 0`,
+    [JSON.stringify(rows)],
+  );
+}
 
-  /** Writes a failed attempt (the caller's transaction). */
-  async insertAttempt(tx: EntityManager, r: AttemptRecord): Promise<void> {
-    await tx.execute(INSERT_ATTEMPT, attemptParams(r));
-  },
+/** Writes a failed attempt (the caller's transaction). */
+export async function insertAttempt(tx: Db, r: AttemptRecord): Promise<void> {
+  await tx.execute(INSERT_ATTEMPT, attemptParams(r));
+}
 
-  /** Counts a failed delivery against an active webhook; returns the new consecutive count (undefined: inactive). */
-  async countFailure(tx: EntityManager, webhookId: number): Promise<number | undefined> {
-    const [r] = await tx.execute<{ n: number }[]>(
-      `update webhooks set consecutive_failures = consecutive_failures + 1 where id = ? and is_active
-       returning consecutive_failures as n`,
-      [webhookId],
-    );
-    return r?.n;
-  },
+/** Counts a failed delivery against an active webhook; returns the new consecutive count (undefined: inactive). */
+export async function countFailure(tx: Db, webhookId: number): Promise<number | undefined> {
+  const r = await first<{ n: number }>(
+    tx,
+    `update webhooks set consecutive_failures = consecutive_failures + 1 where id = ? and is_active
+     returning consecutive_failures as n`,
+    [webhookId],
+  );
+  return r?.n;
+}
 
-  /** Disables an active webhook with a reason, writes the `webhook.disabled` entry, pauses its jobs. */
-  async disable(tx: EntityManager, webhookId: number, reason: string, deliveryId: string): Promise<boolean> {
-    const rows = await tx.execute<{ id: number }[]>(
-      `update webhooks set is_active = false, disabled_reason = ?, updated_at = now()
-       where id = ? and is_active returning id`,
-      [reason, webhookId],
-    );
-    if (rows.length === 0) return false;
-    await tx.execute(
-      `insert into webhook_deliveries (webhook_id, delivery_id, event_type, attempt, success, response_code,
-         duration_ms, error) values (?, ?, '${DISABLED_ENTRY}', 0, false, 0, 0, ?)`,
-      [webhookId, deliveryId, reason],
-    );
-    await webhooksRepository.pauseJobs(tx, webhookId);
-    return true;
-  },
+/** Disables an active webhook with a reason, writes the `webhook.disabled` entry, pauses its jobs. */
+export async function disable(
+  tx: Db,
+  webhookId: number,
+  reason: string,
+  deliveryId: string,
+): Promise<boolean> {
+  const row = await first<{ id: number }>(
+    tx,
+    `update webhooks set is_active = false, disabled_reason = ?, updated_at = now()
+     where id = ? and is_active returning id`,
+    [reason, webhookId],
+  );
+  if (row === undefined) return false;
+  await tx.execute(
+    `insert into webhook_deliveries (webhook_id, delivery_id, event_type, attempt, success, response_code,
+       duration_ms, error) values (?, ?, '${DISABLED_ENTRY}', 0, false, 0, 0, ?)`,
+    [webhookId, deliveryId, reason],
+  );
+  await pauseJobs(tx, webhookId);
+  return true;
+}
 
-  /** Schedules the job's next attempt (paused instead when its webhook is inactive now). */
-  async retryLater(tx: EntityManager, job: ClaimedJob, delayMs: number): Promise<void> {
-    await tx.execute(
-      `update webhook_jobs set failures = failures + 1, lease = null,
-         next_attempt_at = case when (select is_active from webhooks where id = ?)
-           then now() + ? * interval '1 millisecond' else 'infinity' end
-       where id = ? and lease = ?`,
-      [job.webhook_id, delayMs, job.id, job.lease],
-    );
-  },
+/** Schedules the job's next attempt (paused instead when its webhook is inactive now). */
+export async function retryLater(tx: Db, job: ClaimedJob, delayMs: number): Promise<void> {
+  await tx.execute(
+    `update webhook_jobs set failures = failures + 1, lease = null,
+       next_attempt_at = case when (select is_active from webhooks where id = ?)
+         then now() + ? * interval '1 millisecond' else 'infinity' end
+     where id = ? and lease = ?`,
+    [job.webhook_id, delayMs, job.id, job.lease],
+  );
+}
 
-  async finish(tx: EntityManager, job: ClaimedJob): Promise<void> {
-    await tx.execute(`delete from webhook_jobs where id = ? and lease = ?`, [job.id, job.lease]);
-  },
+/** Ends a job (its lease still the caller's). */
+export async function finish(tx: Db, job: ClaimedJob): Promise<void> {
+  await tx.execute(`delete from webhook_jobs where id = ? and lease = ?`, [job.id, job.lease]);
+}
 
-  /** Keeps a webhook's history to its newest `max` records and none older than `maxAgeMs`. */
-  async prune(em: EntityManager, webhookId: number, max: number, maxAgeMs: number): Promise<void> {
-    await em.execute(
-      `delete from webhook_deliveries where webhook_id = ? and (
-         delivered_at < now() - ? * interval '1 millisecond'
-         or id <= (select id from webhook_deliveries where webhook_id = ? order by id desc offset ? limit 1))`,
-      [webhookId, maxAgeMs, webhookId, max],
-    );
-  },
+/** Keeps a webhook's history to its newest `max` records and none older than `maxAgeMs`. */
+export async function prune(db: Db, webhookId: number, max: number, maxAgeMs: number): Promise<void> {
+  await db.execute(
+    `delete from webhook_deliveries where webhook_id = ? and (
+       delivered_at < now() - ? * interval '1 millisecond'
+       or id <= (select id from webhook_deliveries where webhook_id = ? order by id desc offset ? limit 1))`,
+    [webhookId, maxAgeMs, webhookId, max],
+  );
+}
 
-  /** Drops every history record older than `maxAgeMs`. */
-  async pruneOld(em: EntityManager, maxAgeMs: number): Promise<void> {
-    await em.execute(
-      `delete from webhook_deliveries where delivered_at < now() - ? * interval '1 millisecond'`,
-      [maxAgeMs],
-    );
-  },
-};
+/** Drops every history record older than `maxAgeMs`. */
+export async function pruneOld(db: Db, maxAgeMs: number): Promise<void> {
+  await db.execute(
+    `delete from webhook_deliveries where delivered_at < now() - ? * interval '1 millisecond'`,
+    [maxAgeMs],
+  );
+}
 
 const ATTEMPT_FIELDS = [
   'webhook_id',
