@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Actor, OrgRef, RepoTarget } from '../http/auth.ts';
+import type { Actor } from '../domain/access.ts';
+import type { OrgRef, RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { isUniqueViolation } from '../db/sql.ts';
