@@ -116,7 +116,7 @@ export function createServices(deps: AppDeps): Services {
     nice: deps.config.backendNice,
     timeoutMs: deps.config.transport.timeoutMs,
   });
-  const lookups = webhookLookups({ em, users, orgs, repos });
+  const lookups = webhookLookups({ em, users, repos });
   const webhookDispatcher = new Dispatcher({
     em,
     databaseUrl: deps.databaseUrl,

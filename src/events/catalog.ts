@@ -8,6 +8,7 @@
  * record in a payload is the type of its API response (`<feature>/schemas.ts`, type-only imports),
  * so an event and the API never disagree on a record's shape.
  */
+import type { RepoHandle } from '../domain/repo.ts';
 import type { CommentJson, IssueJson } from '../issues/schemas.ts';
 import type { PullCommentJson, PullJson } from '../pulls/schemas.ts';
 import type { UserRefJson } from '../users/schemas.ts';
@@ -15,7 +16,8 @@ import type { UserRefJson } from '../users/schemas.ts';
 /** The acting user: the API's user reference, or only id and name when the user is gone. */
 export type EventUser = UserRefJson | { id: number; username: string };
 
-export type RepositoryRef = { id: number; name: string; org: string };
+/** The repository an event belongs to, by id and names (a `RepoHandle`'s own fields). */
+export type RepositoryRef = Pick<RepoHandle, 'id' | 'name' | 'org'>;
 
 /** A commit in `push` and `tag` payloads. */
 export type CommitJson = {

@@ -42,10 +42,15 @@ export class ReposService {
       is_private: r.isPrivate,
       vcs: r.vcs,
       default_branch: r.defaultBranch,
-      clone_url: `${this.baseUrl()}/${orgName}/${r.name}`,
+      clone_url: this.cloneUrl(orgName, r.name),
       created_at: isoTime(r.createdAt),
       updated_at: isoTime(r.updatedAt),
     };
+  }
+
+  /** The repository's clone URL (also its web home). */
+  cloneUrl(orgName: string, name: string): string {
+    return `${this.baseUrl()}/${orgName}/${name}`;
   }
 
   path(r: Pick<RepoRow, 'id' | 'vcs'>): string {

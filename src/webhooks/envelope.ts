@@ -1,7 +1,7 @@
 import { RequestContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
-import type { OrgsService } from '../orgs/service.ts';
+import type { RepoJson } from '../repos/schemas.ts';
 import type { ReposService } from '../repos/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import type { UsersService } from '../users/service.ts';
@@ -12,17 +12,10 @@ import type { UserRefJson } from '../users/schemas.ts';
  * for other forges look for (`full_name`, `clone_url`, `default_branch`) and Triad's `vcs` and
  * `is_private` (the same names as the repository API).
  */
-export type RepositoryInfo = {
-  id: number;
-  name: string;
-  org: string;
-  full_name: string;
-  url: string;
-  clone_url: string;
-  vcs: string;
-  default_branch: string;
-  is_private: boolean;
-};
+export type RepositoryInfo = Pick<
+  RepoJson,
+  'id' | 'name' | 'org' | 'clone_url' | 'vcs' | 'default_branch' | 'is_private'
+> & { full_name: string; url: string };
 /** The envelope's `sender`: the spec's `id` and `display_name`, as the API's user reference. */
 export type SenderInfo = UserRefJson;
 
@@ -71,8 +64,7 @@ export function repositoryInfo(r: RepoFacts): RepositoryInfo {
 export function webhookLookups(deps: {
   em: () => EntityManager;
   users: Pick<UsersService, 'get'>;
-  orgs: Pick<OrgsService, 'byId'>;
-  repos: Pick<ReposService, 'get' | 'json'>;
+  repos: Pick<ReposService, 'findHandle' | 'cloneUrl'>;
 }): WebhookLookups {
   const run = <T>(fn: () => Promise<T>) => RequestContext.create(deps.em().fork(), fn);
   // Gone since (404): left out. Any other failure fails the pass, so no event is dropped for it.
@@ -89,21 +81,20 @@ export function webhookLookups(deps: {
       run(async () => {
         const out = new Map<number, RepoFacts>();
         for (const id of ids) {
-          const repo = await found(deps.repos.get(id));
-          const org = repo === undefined ? undefined : await found(deps.orgs.byId(repo.orgId));
-          if (repo === undefined || org === undefined) continue;
-          const json = deps.repos.json(repo, org.name);
+          const repo = await deps.repos.findHandle(id);
+          if (repo === undefined) continue;
+          const cloneUrl = deps.repos.cloneUrl(repo.org, repo.name);
           out.set(id, {
             id,
             name: repo.name,
-            org: org.name,
-            full_name: `${org.name}/${repo.name}`,
-            url: json.clone_url,
-            clone_url: json.clone_url,
-            vcs: json.vcs,
-            default_branch: json.default_branch,
-            is_private: json.is_private,
-            orgId: org.id,
+            org: repo.org,
+            full_name: `${repo.org}/${repo.name}`,
+            url: cloneUrl,
+            clone_url: cloneUrl,
+            vcs: repo.vcs,
+            default_branch: repo.defaultBranch,
+            is_private: repo.isPrivate,
+            orgId: repo.orgId,
           });
         }
         return out;
