@@ -87,3 +87,25 @@ export class Prepared<T> {
     return r.rows[0] as T | undefined;
   }
 }
+
+/**
+ * The `set` list of an update made of optional changes: `add(sql, ...values)` appends an
+ * assignment and the values of its placeholders; `sql` is the list, `params` the values in order.
+ */
+export class Assignments {
+  private readonly sets: string[];
+  readonly params: unknown[] = [];
+
+  constructor(...fixed: string[]) {
+    this.sets = [...fixed];
+  }
+
+  add(sql: string, ...values: unknown[]): void {
+    this.sets.push(sql);
+    this.params.push(...values);
+  }
+
+  get sql(): string {
+    return this.sets.join(', ');
+  }
+}

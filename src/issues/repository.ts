@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { intArray, likeEscape, textArray } from '../db/sql.ts';
 import type { IssueSort, IssueState, LabelScope, Severity, StateFilter } from './schemas.ts';
 
@@ -301,31 +301,23 @@ export type IssueChange = {
 
 /** Applies a change and `updated_at`. */
 export function updateIssue(tx: Db, id: number, c: IssueChange): Promise<IssueRow> {
-  const sets: string[] = [];
-  const params: unknown[] = [];
-  const set = (sql: string, value: unknown) => {
-    sets.push(sql);
-    params.push(value);
-  };
-  if (c.title !== undefined) set('title = ?', c.title);
-  if (c.body !== undefined) set('body = ?', c.body);
-  if (c.severity !== undefined) set('severity = ?', c.severity);
+  const a = new Assignments();
+  if (c.title !== undefined) a.add('title = ?', c.title);
+  if (c.body !== undefined) a.add('body = ?', c.body);
+  if (c.severity !== undefined) a.add('severity = ?', c.severity);
   if (c.state !== undefined) {
-    set('state = ?', c.state);
-    sets.push(c.state === 'closed' ? 'closed_at = now()' : 'closed_at = null');
+    a.add('state = ?', c.state);
+    a.add(c.state === 'closed' ? 'closed_at = now()' : 'closed_at = null');
   }
-  if (c.addLabel !== undefined) set('label_ids = array_append(label_ids, ?)', c.addLabel);
-  if (c.removeLabel !== undefined) set('label_ids = array_remove(label_ids, ?)', c.removeLabel);
+  if (c.addLabel !== undefined) a.add('label_ids = array_append(label_ids, ?)', c.addLabel);
+  if (c.removeLabel !== undefined) a.add('label_ids = array_remove(label_ids, ?)', c.removeLabel);
   if (c.addAssignee !== undefined) {
-    set('assignee_ids = array_append(assignee_ids, ?)', c.addAssignee);
-    sets.push(`state = case when state = 'new' then 'open' else state end`);
+    a.add('assignee_ids = array_append(assignee_ids, ?)', c.addAssignee);
+    a.add(`state = case when state = 'new' then 'open' else state end`);
   }
-  if (c.removeAssignee !== undefined) set('assignee_ids = array_remove(assignee_ids, ?)', c.removeAssignee);
-  return one<IssueRow>(
-    tx,
-    `update issues i set ${sets.join(', ')}, updated_at = now() where id = ? returning ${ISSUE}`,
-    [...params, id],
-  );
+  if (c.removeAssignee !== undefined) a.add('assignee_ids = array_remove(assignee_ids, ?)', c.removeAssignee);
+  a.add('updated_at = now()');
+  return one<IssueRow>(tx, `update issues i set ${a.sql} where id = ? returning ${ISSUE}`, [...a.params, id]);
 }
 
 // ----- comments ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { isUniqueViolation, textArray } from '../db/sql.ts';
 import type { MergeableState, PullStatus } from './schemas.ts';
 
@@ -132,21 +132,16 @@ export type PullChange = {
  * `closed_at`). Undefined when the change would make a second open pull request of the same refs.
  */
 export async function updatePull(tx: Db, id: number, c: PullChange): Promise<PullRow | undefined> {
-  const sets: string[] = ['updated_at = now()'];
-  const params: unknown[] = [];
-  const set = (sql: string, ...values: unknown[]) => {
-    sets.push(sql);
-    params.push(...values);
-  };
-  if (c.title !== undefined) set('title = ?', c.title);
-  if (c.body !== undefined) set('body = ?', c.body);
+  const a = new Assignments('updated_at = now()');
+  if (c.title !== undefined) a.add('title = ?', c.title);
+  if (c.body !== undefined) a.add('body = ?', c.body);
   if (c.status !== undefined) {
-    set('status = ?', c.status);
-    sets.push(c.status === 'open' ? 'closed_at = null' : 'closed_at = now()');
+    a.add('status = ?', c.status);
+    a.add(c.status === 'open' ? 'closed_at = null' : 'closed_at = now()');
   }
   if (c.check !== undefined) {
     const k = c.check;
-    set(
+    a.add(
       'head_commit = ?, base_commit = ?, mergeable_state = ?, conflicted_files = ?::text[], commits_ahead = ?, commits_behind = ?',
       k.head_commit,
       k.base_commit,
@@ -157,13 +152,12 @@ export async function updatePull(tx: Db, id: number, c: PullChange): Promise<Pul
     );
   }
   if (c.merged !== undefined)
-    set('merged_by = ?, merged_at = now(), merge_commit = ?', c.merged.by, c.merged.commit);
+    a.add('merged_by = ?, merged_at = now(), merge_commit = ?', c.merged.by, c.merged.commit);
   try {
-    return await first<PullRow>(
-      tx,
-      `update pulls p set ${sets.join(', ')} where p.id = ? returning ${PULL}`,
-      [...params, id],
-    );
+    return await first<PullRow>(tx, `update pulls p set ${a.sql} where p.id = ? returning ${PULL}`, [
+      ...a.params,
+      id,
+    ]);
   } catch (e) {
     if (isUniqueViolation(e)) return undefined;
     throw e;

@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
 
 /** The queries of releases: `releases` and `release_assets` (bytes in the blob store, by `blob_key`). */
@@ -92,23 +92,22 @@ export function update(
   id: number,
   f: Partial<Pick<ReleaseRow, 'tag_name' | 'target_commitish' | 'name' | 'body' | 'draft' | 'prerelease'>>,
 ): Promise<ReleaseRow> {
-  const sets: string[] = [];
-  const params: unknown[] = [];
+  const a = new Assignments();
   for (const k of ['tag_name', 'target_commitish', 'name', 'body', 'prerelease'] as const) {
-    if (f[k] !== undefined) {
-      sets.push(`${k} = ?`);
-      params.push(f[k]);
-    }
+    if (f[k] !== undefined) a.add(`${k} = ?`, f[k]);
   }
   if (f.draft !== undefined) {
-    sets.push(`draft = ?`, `published_at = case when ? then null else coalesce(r.published_at, now()) end`);
-    params.push(f.draft, f.draft);
+    a.add(
+      `draft = ?, published_at = case when ? then null else coalesce(r.published_at, now()) end`,
+      f.draft,
+      f.draft,
+    );
   }
-  return one<ReleaseRow>(
-    db,
-    `update releases as r set ${[...sets, 'updated_at = now()'].join(', ')} where r.id = ? returning ${RELEASE}`,
-    [...params, id],
-  );
+  a.add('updated_at = now()');
+  return one<ReleaseRow>(db, `update releases as r set ${a.sql} where r.id = ? returning ${RELEASE}`, [
+    ...a.params,
+    id,
+  ]);
 }
 
 export async function remove(db: Db, id: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { count, first, one, type Db } from '../db/query.ts';
+import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { textArray } from '../db/sql.ts';
 import { DISABLED_ENTRY } from './schemas.ts';
 
@@ -122,18 +122,13 @@ export type WebhookChange = { url?: string; secret?: string | null; events?: str
  * paused jobs due; deactivating pauses its jobs.
  */
 export async function update(tx: Db, id: number, f: WebhookChange): Promise<void> {
-  const sets: string[] = ['updated_at = now()'];
-  const params: unknown[] = [];
-  const set = (sql: string, value: unknown) => {
-    sets.push(sql);
-    params.push(value);
-  };
-  if (f.url !== undefined) set('url = ?', f.url);
-  if (f.secret !== undefined) set('secret = ?', f.secret);
-  if (f.events !== undefined) set('events = ?::text[]', textArray(f.events));
-  if (f.isActive === true) sets.push('is_active = true, disabled_reason = null, consecutive_failures = 0');
-  if (f.isActive === false) sets.push('is_active = false');
-  await tx.execute(`update webhooks set ${sets.join(', ')} where id = ?`, [...params, id]);
+  const a = new Assignments('updated_at = now()');
+  if (f.url !== undefined) a.add('url = ?', f.url);
+  if (f.secret !== undefined) a.add('secret = ?', f.secret);
+  if (f.events !== undefined) a.add('events = ?::text[]', textArray(f.events));
+  if (f.isActive === true) a.add('is_active = true, disabled_reason = null, consecutive_failures = 0');
+  if (f.isActive === false) a.add('is_active = false');
+  await tx.execute(`update webhooks set ${a.sql} where id = ?`, [...a.params, id]);
   if (f.isActive === true) {
     await tx.execute(
       `update webhook_jobs set next_attempt_at = now() where webhook_id = ? and next_attempt_at = 'infinity'`,
