@@ -11,7 +11,7 @@
 import http from 'node:http';
 import pg from 'pg';
 import { openReader } from '../../src/vcs/index.ts';
-import { ReaderPool } from '../../src/vcs/pool.ts';
+import { ReaderPool } from '../../src/vcs/process/pool.ts';
 
 const url = process.env.BARE_DATABASE_URL;
 const store = process.env.BARE_STORE;

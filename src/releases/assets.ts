@@ -6,7 +6,7 @@ import { ApiError } from '../http/errors.ts';
 import type { IncomingUpload } from '../http/multipart.ts';
 import { parseRange } from '../http/range.ts';
 import { BlobNotFound, StorageUnavailable, attachment } from '../storage/index.ts';
-import { GateFull } from '../vcs/gate.ts';
+import { GateFull } from '../vcs/process/gate.ts';
 import { driverFor, type ArchiveFormat } from '../vcs/index.ts';
 import { repoUrl, visibleRelease, type ReleasesDeps, type Shared, type Viewer } from './common.ts';
 import { assetPrefix } from './records.ts';

@@ -3,7 +3,7 @@ import type { Actor, RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
-import { GateFull } from '../vcs/gate.ts';
+import { GateFull } from '../vcs/process/gate.ts';
 import { driverFor } from '../vcs/index.ts';
 import { InvalidRefName } from '../vcs/ops.ts';
 import * as db from './repository.ts';

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
 import type { RefMove, Snapshot } from '../vcs/driver.ts';
-import { Gate } from '../vcs/gate.ts';
+import { Gate } from '../vcs/process/gate.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
 import * as db from './repository.ts';
 import type { SnapshotJson } from './repository.ts';

@@ -7,7 +7,7 @@ import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
 import { driverFor, type VcsKind } from '../vcs/index.ts';
-import { openPlainFile, type OpenedFile } from '../vcs/stream.ts';
+import { openPlainFile, type OpenedFile } from '../vcs/process/stream.ts';
 import {
   BadPath,
   blobContent,
@@ -19,7 +19,7 @@ import {
   type ContentLimits,
   type RepoReader,
 } from '../vcs/reader.ts';
-import { type ReaderPool } from '../vcs/pool.ts';
+import { type ReaderPool } from '../vcs/process/pool.ts';
 import type { RawCache } from './raw-cache.ts';
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';

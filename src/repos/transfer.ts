@@ -4,10 +4,10 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from 'pino';
-import type { CgiResult } from '../vcs/cgi.ts';
-import { BodyTooLarge, hasBody, receiveBody, type Spool } from '../vcs/spool.ts';
+import type { CgiResult } from '../vcs/process/cgi.ts';
+import { BodyTooLarge, hasBody, receiveBody, type Spool } from '../vcs/process/spool.ts';
 import type { VcsDriver } from '../vcs/driver.ts';
-import { GateFull } from '../vcs/gate.ts';
+import { GateFull } from '../vcs/process/gate.ts';
 import { serveBackend, type BackendRequest, type TransportServers } from '../vcs/transport.ts';
 import { PushLockTimeout, type ChangedRepo, type RepoChanges } from './changes.ts';
 

@@ -19,7 +19,7 @@
  * merge and `InvalidRefName` for a tag name the VCS refuses.
  */
 import type { Socket } from 'node:net';
-import type { ArchiveFormat, OpenedFile } from './stream.ts';
+import type { ArchiveFormat, OpenedFile } from './process/stream.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import type { RepoReader } from './reader.ts';

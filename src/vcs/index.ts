@@ -11,13 +11,13 @@ import { gitDriver } from './git/driver.ts';
 import { hgDriver } from './hg/driver.ts';
 import { closeBookkeeping } from './hg/refs.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
-import { ReaderPool } from './pool.ts';
-import { closeSpawner } from './spawner.ts';
+import { ReaderPool } from './process/pool.ts';
+import { closeSpawner } from './process/spawner.ts';
 import type { RepoReader } from './reader.ts';
 
 export { VCS_KINDS, type VcsKind } from './constants.ts';
 export type { VcsDriver } from './driver.ts';
-export type { ArchiveFormat } from './stream.ts';
+export type { ArchiveFormat } from './process/stream.ts';
 
 const DRIVERS: Record<VcsKind, VcsDriver> = { git: gitDriver, hg: hgDriver, fossil: fossilDriver };
 

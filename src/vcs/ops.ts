@@ -18,7 +18,7 @@
  * may run at any time, also during a push.
  */
 import type { VcsKind } from './constants.ts';
-import type { ReaderPool } from './pool.ts';
+import type { ReaderPool } from './process/pool.ts';
 
 export type Author = { name: string; email: string };
 

@@ -1,4 +1,4 @@
-import { spawnChild } from './spawner.ts';
+import { spawnChild } from './process/spawner.ts';
 import { isUtf8 } from 'node:buffer';
 
 /**

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { runCgi, type CgiRequest, type CgiResult } from './cgi.ts';
+import { runCgi, type CgiRequest, type CgiResult } from './process/cgi.ts';
 import type { VcsDriver } from './driver.ts';
-import { Gate, GateFull, holdWhileRead } from './gate.ts';
-import type { ArchiveFormat } from './stream.ts';
-import { WsgiPool, type WsgiApp } from './wsgi.ts';
+import { Gate, GateFull, holdWhileRead } from './process/gate.ts';
+import type { ArchiveFormat } from './process/stream.ts';
+import { WsgiPool, type WsgiApp } from './process/wsgi.ts';
 
 /**
  * What a request to a repository's clone URL asks for: `read` (pull: repo:read), `write` (push:

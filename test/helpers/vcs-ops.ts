@@ -6,7 +6,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { driverFor, type VcsKind } from '../../src/vcs/index.ts';
-import { PersistentProcess, type Parser } from '../../src/vcs/process.ts';
+import { PersistentProcess, type Parser } from '../../src/vcs/process/process.ts';
 import { ok, tempDir, vcsEnv, writeFile } from './vcs.ts';
 
 export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };

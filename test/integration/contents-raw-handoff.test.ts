@@ -14,7 +14,7 @@ import {
   type World,
 } from './contents-raw-handoff-fixture.ts';
 import { driverFor } from '../../src/vcs/index.ts';
-import { spawnedCount } from '../../src/vcs/spawner.ts';
+import { spawnedCount } from '../../src/vcs/process/spawner.ts';
 
 // Raw downloads written to the connection by the reading process itself (TRIAD_RAW_SOCKET_HANDOFF).
 // The server serves plain HTTP only (no TLS listener exists), so "a TLS connection is not handed

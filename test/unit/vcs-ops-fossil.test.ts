@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { openReader, VcsOpsSet } from '../../src/vcs/index.ts';
-import { ReaderPool } from '../../src/vcs/pool.ts';
+import { ReaderPool } from '../../src/vcs/process/pool.ts';
 import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 import { ok } from '../helpers/vcs.ts';

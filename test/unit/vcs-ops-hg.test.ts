@@ -4,7 +4,7 @@ import path from 'node:path';
 import { HgOps } from '../../src/vcs/hg/ops.ts';
 import { VcsOpsSet } from '../../src/vcs/index.ts';
 import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
-import { VcsTimeout } from '../../src/vcs/run.ts';
+import { VcsTimeout } from '../../src/vcs/process/run.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 
 const BASE = { 'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': 'b\n', 'c.txt': 'c1\nc2\nc3\n' };

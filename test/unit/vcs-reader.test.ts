@@ -4,8 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BadPath, blobContent, normalisePath, type RepoReader } from '../../src/vcs/reader.ts';
-import { PersistentProcess, Respawning, type Parser } from '../../src/vcs/process.ts';
-import { ReaderPool } from '../../src/vcs/pool.ts';
+import { PersistentProcess, Respawning, type Parser } from '../../src/vcs/process/process.ts';
+import { ReaderPool } from '../../src/vcs/process/pool.ts';
 import { unifiedHunks } from '../../src/vcs/diff.ts';
 
 describe('normalisePath', () => {

@@ -31,9 +31,9 @@ import {
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
-import { runChecked, runCommand, withTempDir } from '../run.ts';
+import { runChecked, runCommand, withTempDir } from '../process/run.ts';
 import { FOSSIL } from '../constants.ts';
-import type { ReaderPool } from '../pool.ts';
+import type { ReaderPool } from '../process/pool.ts';
 import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
 import { FossilReader } from './reader.ts';
 import { sqlText } from './sql.ts';

@@ -16,7 +16,7 @@ import {
   type RepoReader,
   type TreeEntry,
 } from '../reader.ts';
-import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
 import { sqlText } from './sql.ts';
 

@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { HG } from '../constants.ts';
-import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
 
 export type Extension = 'triadread' | 'triadops' | 'triadfresh';
 

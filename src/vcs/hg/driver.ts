@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Child } from '../child.ts';
-import { commandStream, openFile, producerExit } from '../stream.ts';
+import type { Child } from '../process/child.ts';
+import { commandStream, openFile, producerExit } from '../process/stream.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';

@@ -19,8 +19,8 @@ import {
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
-import { ProcessDied, type PersistentProcess } from '../process.ts';
-import { VcsTimeout } from '../run.ts';
+import { ProcessDied, type PersistentProcess } from '../process/process.ts';
+import { VcsTimeout } from '../process/run.ts';
 import { frame, resultParser, startServer } from './cmdserver.ts';
 
 const MAX_SERVERS = 16;

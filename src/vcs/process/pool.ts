@@ -1,5 +1,5 @@
-import type { VcsKind } from './constants.ts';
-import type { RepoReader } from './reader.ts';
+import type { VcsKind } from '../constants.ts';
+import type { RepoReader } from '../reader.ts';
 
 export type ReaderFactory = (vcs: VcsKind, repoPath: string) => RepoReader;
 
