@@ -13,8 +13,8 @@ import { OrgsService } from './orgs/service.ts';
 import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
-import { driverFor, openReader, VcsOpsSet } from './vcs/index.ts';
-import { ReaderPool } from './vcs/process/pool.ts';
+import { createVcs, type Vcs } from './vcs/index.ts';
+import { ProcessPool } from './vcs/process/pool.ts';
 import { Spool } from './vcs/process/spool.ts';
 import { TransportServers } from './vcs/transport.ts';
 import { AgentsService } from './agents/service.ts';
@@ -41,11 +41,9 @@ export type Services = {
   /** Delivers webhooks from the outbox; started and stopped by the server. */
   webhookDispatcher: Dispatcher;
   changes: RepoChanges;
-  /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
-  readers: ReaderPool;
   pulls: PullsService;
-  /** Merges, dry-run merges, ref deletion (Mercurial's command servers); closed at shutdown. */
-  ops: VcsOpsSet;
+  /** The VCS drivers, operations and pooled readers (the persistent processes); closed at shutdown. */
+  vcs: Vcs;
   /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
   transports: TransportServers;
   /** The transfers' per-process spool directory: made at start, removed at shutdown. */
@@ -72,6 +70,8 @@ export function blobStore(config: Config): BlobStore {
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
+  const pool = new ProcessPool();
+  const vcs = createVcs({ pool, tmpDir: path.join(deps.config.dataDir, 'tmp') });
   const users: UsersService = new UsersService({
     em,
     maxTokensPerUser: deps.config.maxTokensPerUser,
@@ -87,6 +87,7 @@ export function createServices(deps: AppDeps): Services {
     orgs,
     repoDir: deps.config.repoDir,
     baseUrl: deps.baseUrl,
+    vcs,
     ...(rawCache === undefined ? {} : { forget: (dir: string) => rawCache.forget(dir) }),
   });
   const resolveTarget: TargetDirectory['resolve'] = async (level, target, userId) => {
@@ -134,7 +135,7 @@ export function createServices(deps: AppDeps): Services {
     limits: deps.config.pipelineLimits,
     readFiles: async (repoId, revs, file, maxBytes) => {
       const repo = await repos.get(repoId);
-      return driverFor(repo.vcs).filesAt(repos.path(repo), revs, file, maxBytes);
+      return vcs.driver(repo.vcs).filesAt(repos.path(repo), revs, file, maxBytes);
     },
     repoInfo: async (repoId) => {
       const repo = await repos.get(repoId);
@@ -152,7 +153,6 @@ export function createServices(deps: AppDeps): Services {
     agents,
   });
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
-  const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
   const { concurrency, queue, hgWorkers, hgStreamClones } = deps.config.transport;
   const transports = new TransportServers({
     concurrency,
@@ -161,6 +161,7 @@ export function createServices(deps: AppDeps): Services {
     wsgiEnv: { TRIAD_HG_STREAM_CLONES: hgStreamClones },
     nice: deps.config.backendNice,
     timeoutMs: deps.config.transport.timeoutMs,
+    pool,
   });
   const lookups = webhookLookups({ orm: deps.orm, users, orgs, repos });
   const webhookDispatcher = new Dispatcher({
@@ -182,6 +183,7 @@ export function createServices(deps: AppDeps): Services {
     log: deps.log,
     baseUrl: deps.baseUrl,
     markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
+    vcs,
     repoById: async (id) => {
       const repo = await repos.get(id).catch((e: unknown) => {
         if (e instanceof ApiError && e.status === 404) return undefined; // deleted since
@@ -191,7 +193,7 @@ export function createServices(deps: AppDeps): Services {
       return repos.changed(repo, (await orgs.byId(repo.orgId)).name);
     },
     // the next read after a push starts with fresh reader processes and caches
-    onChanged: (repo) => readers.invalidate(repo.path),
+    onChanged: (repo) => vcs.invalidate(repo.path),
     // Pull requests first (source pushes, manual merges; their own savepoint), then one CI
     // trigger call, so a commit reached by a push and a pull request gets one pipeline.
     onRefMoves: async (tx, repo, moves, senderId) => {
@@ -209,7 +211,6 @@ export function createServices(deps: AppDeps): Services {
       return pipelines.trigger(tx, repo.id, [...pushTriggers, ...prTriggers]);
     },
   });
-  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp'), readers });
   const releases = new ReleasesService({
     em,
     log: deps.log.child({ component: 'releases' }),
@@ -218,7 +219,7 @@ export function createServices(deps: AppDeps): Services {
     users,
     repos,
     changes,
-    ops,
+    vcs,
     assetMaxBytes: deps.config.assetMaxBytes,
     redirectDownloads: deps.config.blobs.redirectDownloads,
     archives: transports,
@@ -230,9 +231,9 @@ export function createServices(deps: AppDeps): Services {
     users,
     repos,
     changes,
-    ops,
+    vcs,
     mergeability: new Mergeability({
-      ops: (kind) => ops.get(kind),
+      ops: (kind) => vcs.ops(kind),
       budgetMs: deps.config.pullCheckBudgetMs,
       onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
     }),
@@ -248,9 +249,8 @@ export function createServices(deps: AppDeps): Services {
     webhooks,
     webhookDispatcher,
     changes,
-    readers,
     pulls,
-    ops,
+    vcs,
     transports,
     spool: new Spool(deps.config.transport.spoolDir),
     releases,

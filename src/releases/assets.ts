@@ -7,7 +7,7 @@ import type { IncomingUpload } from '../http/multipart.ts';
 import { parseRange } from '../http/range.ts';
 import { BlobNotFound, StorageUnavailable, attachment } from '../storage/index.ts';
 import { GateFull } from '../vcs/process/gate.ts';
-import { driverFor, type ArchiveFormat } from '../vcs/index.ts';
+import type { ArchiveFormat } from '../vcs/index.ts';
 import { repoUrl, visibleRelease, type ReleasesDeps, type Shared, type Viewer } from './common.ts';
 import { assetPrefix } from './records.ts';
 import * as db from './repository.ts';
@@ -236,11 +236,11 @@ export class ReleaseAssets {
   ): Promise<{ headers: Record<string, string>; body: AsyncIterable<Buffer> }> {
     const repo = await this.d.repos.get(t.repo.id);
     const dir = this.d.repos.path(repo);
-    const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, rev);
+    const commit = await this.d.vcs.ops(repo.vcs).resolveCommit(dir, rev);
     if (commit === undefined) throw ApiError.notFound('revision');
     const prefix = `${t.repo.name}-${rev}`.replace(/[^A-Za-z0-9._+-]+/g, '-');
     const body = await this.d.archives
-      .archive(driverFor(repo.vcs), { dir, commit, format, prefix }, signal)
+      .archive(this.d.vcs.driver(repo.vcs), { dir, commit, format, prefix }, signal)
       .catch((e: unknown) => {
         if (!(e instanceof GateFull) && !signal.aborted) throw e;
         const message = 'too many archive, clone and push requests at once; try again later';

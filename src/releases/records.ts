@@ -4,7 +4,6 @@ import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
 import { GateFull } from '../vcs/process/gate.ts';
-import { driverFor } from '../vcs/index.ts';
 import { InvalidRefName } from '../vcs/ops.ts';
 import * as db from './repository.ts';
 import type { CreateReleaseBody, ReleaseJson, UpdateReleaseBody } from './schemas.ts';
@@ -143,7 +142,7 @@ export class ReleaseRecords {
     const dir = this.d.repos.path(repo);
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
-    const ops = this.d.ops.get(repo.vcs);
+    const ops = this.d.vcs.ops(repo.vcs);
     const queueWait = AbortSignal.timeout(this.queueWaitMs);
     let outcome;
     try {
@@ -151,7 +150,7 @@ export class ReleaseRecords {
         this.d.repos.changed(repo, t.org.name),
         actor.id,
         async () => {
-          const existing = (await driverFor(repo.vcs).snapshot(dir)).tags.get(name);
+          const existing = (await this.d.vcs.driver(repo.vcs).snapshot(dir)).tags.get(name);
           if (existing !== undefined) return { kind: 'tag_exists' as const, commit: existing };
           if (commitish === undefined) return { kind: 'unknown' as const };
           return ops.createTag(dir, { name, target: commitish, author });
@@ -182,10 +181,10 @@ export class ReleaseRecords {
   private async planTag(t: RepoTarget, name: string, commitish: string | undefined): Promise<string> {
     const repo = await this.d.repos.get(t.repo.id);
     const dir = this.d.repos.path(repo);
-    const existing = (await driverFor(repo.vcs).snapshot(dir)).tags.get(name);
+    const existing = (await this.d.vcs.driver(repo.vcs).snapshot(dir)).tags.get(name);
     if (existing !== undefined) return existing;
     if (commitish === undefined) throw unknownTag(name);
-    const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, commitish);
+    const commit = await this.d.vcs.ops(repo.vcs).resolveCommit(dir, commitish);
     if (commit === undefined) throw namesNothing(commitish);
     return commit;
   }

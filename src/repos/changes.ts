@@ -7,7 +7,7 @@ import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
 import type { RefMove, Snapshot } from '../vcs/driver.ts';
 import { Gate } from '../vcs/process/gate.ts';
-import { driverFor, type VcsKind } from '../vcs/index.ts';
+import type { Vcs, VcsKind } from '../vcs/index.ts';
 import * as db from './repository.ts';
 import type { SnapshotJson } from './repository.ts';
 
@@ -29,6 +29,7 @@ type Deps = {
   baseUrl: () => string;
   /** Where in-flight push markers live (on the repository volume, shared by replicas). */
   markerDir: string;
+  vcs: Pick<Vcs, 'driver'>;
   repoById: (id: number) => Promise<ChangedRepo | undefined>;
   /**
    * Called inside the change's transaction (in a savepoint) with the refs that moved: pull
@@ -94,7 +95,7 @@ export class RepoChanges {
    */
   prepare(repo: ChangedRepo): void {
     try {
-      driverFor(repo.vcs).prepare?.(repo.path);
+      this.deps.vcs.driver(repo.vcs).prepare?.(repo.path);
     } catch (err) {
       this.deps.log.warn({ err, repo: repo.id }, 'preparing the push bookkeeping failed');
     }
@@ -169,7 +170,7 @@ export class RepoChanges {
     let seen: Marker[] = [];
     let outcome: { value: T } | { error: unknown } | undefined;
     let changed = false;
-    const driver = driverFor(repo.vcs);
+    const driver = this.deps.vcs.driver(repo.vcs);
     const links: CommitLinks = {
       shortId: driver.constants.shortId,
       commitUrl: (id) => `${this.deps.baseUrl()}/api/v1/repos/${repo.org}/${repo.name}/changeset/${id}`,

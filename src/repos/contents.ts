@@ -6,7 +6,7 @@ import { handOffSocket } from '../http/stream-reply.ts';
 import type { RepoTarget } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
-import { driverFor, type VcsKind } from '../vcs/index.ts';
+import type { Vcs, VcsKind } from '../vcs/index.ts';
 import { openPlainFile, type OpenedFile } from '../vcs/process/stream.ts';
 import {
   BadPath,
@@ -19,7 +19,6 @@ import {
   type ContentLimits,
   type RepoReader,
 } from '../vcs/reader.ts';
-import { type ReaderPool } from '../vcs/process/pool.ts';
 import type { RawCache } from './raw-cache.ts';
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
@@ -52,7 +51,7 @@ const pathParam = z.string().meta({
  */
 export class ContentsService {
   private readonly repos: ReposService;
-  private readonly pool: ReaderPool;
+  private readonly vcs: Pick<Vcs, 'reader' | 'driver'>;
   /** Repository id -> storage path and kind (neither ever changes for an id). */
   private readonly where = new Map<number, { vcs: VcsKind; path: string }>();
 
@@ -64,12 +63,12 @@ export class ContentsService {
 
   constructor(
     repos: ReposService,
-    pool: ReaderPool,
+    vcs: Pick<Vcs, 'reader' | 'driver'>,
     limits: ContentLimits = DEFAULT_LIMITS,
     opts: { nice?: number; cache?: RawCache } = {},
   ) {
     this.repos = repos;
-    this.pool = pool;
+    this.vcs = vcs;
     this.limits = limits;
     this.nice = opts.nice ?? 0;
     this.cache = opts.cache;
@@ -88,7 +87,7 @@ export class ContentsService {
 
   private async reader(target: RepoTarget): Promise<RepoReader> {
     const w = await this.location(target);
-    return this.pool.get(w.vcs, w.path);
+    return this.vcs.reader(w.vcs, w.path);
   }
 
   private async read<T>(fn: () => Promise<T>): Promise<T> {
@@ -149,7 +148,7 @@ export class ContentsService {
     const r = ContentsService.rev(rev);
     if (p === '') throw ApiError.notFound('file');
     const w = await this.location(target);
-    const reader = this.pool.get(w.vcs, w.path);
+    const reader = this.vcs.reader(w.vcs, w.path);
     const { commit, size, data, object } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
     const file: OpenedFile =
       data !== undefined
@@ -177,7 +176,8 @@ export class ContentsService {
     f: { size: number | undefined; object: string | undefined; socket: Socket | undefined },
   ): Promise<OpenedFile> {
     const opts = { head: RAW_SNIFF_BYTES, nice: this.nice, socket: f.socket };
-    const fromStore = (o: typeof opts) => driverFor(w.vcs).catFile(w.path, commit, p, { ...o, size: f.size });
+    const fromStore = (o: typeof opts) =>
+      this.vcs.driver(w.vcs).catFile(w.path, commit, p, { ...o, size: f.size });
     const { cache } = this;
     const object = f.object;
     if (cache === undefined || object === undefined) return fromStore(opts);
@@ -255,11 +255,11 @@ const READ_ERRORS = {
 export function contentRoutes(
   api: Api,
   repos: ReposService,
-  pool: ReaderPool,
+  vcs: Pick<Vcs, 'reader' | 'driver'>,
   limits: ContentLimits = DEFAULT_LIMITS,
   opts: { socketHandOff: boolean; nice: number; cache?: RawCache } = { socketHandOff: true, nice: 0 },
 ): ContentsService {
-  const svc = new ContentsService(repos, pool, limits, {
+  const svc = new ContentsService(repos, vcs, limits, {
     nice: opts.nice,
     ...(opts.cache ? { cache: opts.cache } : {}),
   });

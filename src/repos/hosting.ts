@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Access, hashToken, type Directory, type Principal } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import { driverFor } from '../vcs/index.ts';
+import type { Vcs } from '../vcs/index.ts';
 import type { Spool } from '../vcs/process/spool.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
@@ -16,6 +16,7 @@ type Deps = {
   log: Logger;
   baseUrl: () => string;
   changes: RepoChanges;
+  vcs: Pick<Vcs, 'driver'>;
   spool: Spool;
   limits: Omit<TransferLimits, 'spool' | 'log'>;
   /** Failed-authentication throttle shared with the API (429 for a blocked client address). */
@@ -98,7 +99,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
       }
       const repo = await deps.repos.get(target.repo.id);
       const vcs = repo.vcs;
-      const driver = driverFor(vcs);
+      const driver = deps.vcs.driver(vcs);
       const query = new URL(req.originalUrl, 'http://x').searchParams;
       const wire = driver.transport.classify(req.method, subpath, query, req.headers['content-type']);
       if (wire.kind === 'refuse') {

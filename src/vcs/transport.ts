@@ -3,6 +3,7 @@ import { runCgi, type CgiRequest, type CgiResult } from './process/cgi.ts';
 import type { VcsDriver } from './driver.ts';
 import { Gate, GateFull, holdWhileRead } from './process/gate.ts';
 import type { ArchiveFormat } from './process/stream.ts';
+import type { ProcessPool } from './process/pool.ts';
 import { WsgiPool, type WsgiApp } from './process/wsgi.ts';
 
 /**
@@ -133,6 +134,8 @@ export type TransportServerOptions = {
   wsgiEnv?: Record<string, string>;
   /** An idle WSGI worker is closed after this long. */
   wsgiIdleMs?: number;
+  /** The server's process pool, which keeps the WSGI workers. */
+  pool: ProcessPool;
   /** Niceness added to every backend process (priority.ts); 0 or absent: the server's own. */
   nice?: number;
   /** Longest a source archive may wait for its slot and run (`archive`); none when absent. */
@@ -162,6 +165,7 @@ export class TransportServers {
         { ...app, env: { ...app.env, ...this.opts.wsgiEnv } },
         {
           workers: this.opts.wsgiWorkers,
+          pool: this.opts.pool,
           nice: this.nice,
           ...(this.opts.wsgiIdleMs === undefined ? {} : { idleMs: this.opts.wsgiIdleMs }),
         },

@@ -27,13 +27,13 @@ import {
   type MergeCheck,
   type MergeInput,
   type MergeOutcome,
+  type OpsOptions,
   type TagInput,
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
 import { runChecked, runCommand, withTempDir } from '../process/run.ts';
 import { FOSSIL } from '../constants.ts';
-import type { ReaderPool } from '../process/pool.ts';
 import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
 import { FossilReader } from './reader.ts';
 import { sqlText } from './sql.ts';
@@ -81,21 +81,17 @@ export class FossilOps implements VcsOps {
   readonly kind = 'fossil' as const;
   private readonly timeoutMs: number;
   private readonly tmpDir: string;
-  private readonly readers: ReaderPool;
+  private readonly reader: OpsOptions['reader'];
 
-  constructor(opts: { tmpDir: string; timeoutMs: number; readers: ReaderPool }) {
+  constructor(opts: OpsOptions) {
     this.timeoutMs = opts.timeoutMs;
     this.tmpDir = opts.tmpDir;
-    this.readers = opts.readers;
-  }
-
-  close(): void {
-    // the pooled readers belong to the pool's owner
+    this.reader = opts.reader;
   }
 
   /** One read-only SQL statement answering one JSON value per row, on the repository's pooled reader. */
   private async query<T>(file: string, sql: string): Promise<T[]> {
-    const reader = this.readers.get('fossil', file);
+    const reader = this.reader(file);
     if (!(reader instanceof FossilReader)) throw new Error(`not a Fossil reader: ${file}`);
     return reader.sqlRows<T>(sql);
   }

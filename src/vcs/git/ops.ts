@@ -42,10 +42,6 @@ export class GitOps implements VcsOps {
     this.timeoutMs = opts.timeoutMs;
   }
 
-  close(): void {
-    // no persistent processes
-  }
-
   private git(dir: string, args: string[], extra: { input?: string; env?: NodeJS.ProcessEnv } = {}) {
     return runCommand(GIT.bin, ['-C', dir, ...args], {
       env: extra.env ?? GIT.env,

@@ -1,83 +1,127 @@
-import type { VcsKind } from '../constants.ts';
-import type { RepoReader } from '../reader.ts';
+/**
+ * The persistent processes a server keeps between calls, in one pool per server: the contents
+ * readers, Mercurial's command servers (bookkeeping and operations) and the WSGI workers. An
+ * entry belongs to a group (its limits) and is keyed by the group's name and an id, the
+ * repository's storage path for the per-repository groups.
+ */
 
-export type ReaderFactory = (vcs: VcsKind, repoPath: string) => RepoReader;
+/** A process-like value the pool keeps: closing it is graceful (queued work finishes first). */
+export interface Pooled {
+  busy(): boolean;
+  close(): void;
+  /** A dead entry is replaced by the next `get`. */
+  readonly dead?: boolean;
+}
 
-export type PoolOptions = {
-  /** Most repositories with live processes at once (one persistent process each). */
+export type PoolGroup = {
+  name: string;
+  /** Most entries of the group at once: beyond, the least recently used are closed. */
   max?: number;
-  /** A reader unused this long is closed. */
-  idleMs?: number;
+  /** An entry unused this long, and not busy, is closed. */
+  idleMs: number;
+  /** The entries see a change of the repository by themselves: `invalidate` leaves them. */
+  survivesChange?: boolean;
 };
 
-type Slot = { reader: RepoReader; vcs: VcsKind; lastUsed: number };
+type Entry = { group: PoolGroup; id: string; value: Pooled; lastUsed: number };
 
 /**
- * At most `max` readers (each one persistent process) across all repositories, least recently
- * used evicted first, idle ones closed after `idleMs`. `invalidate` drops a repository's reader
- * after a push so the next read starts afresh.
+ * Entries in least-recently-used order, one unref'd timer closing idle ones (started with the
+ * first entry, stopped when none is left), `invalidate` for a changed or removed repository,
+ * `close` at shutdown (the pool stays usable: a later `get` starts afresh).
  */
-export class ReaderPool {
-  private readonly slots = new Map<string, Slot>();
-  private readonly max: number;
-  private readonly idleMs: number;
-  private readonly factory: ReaderFactory;
-  private readonly timer: NodeJS.Timeout;
+export class ProcessPool {
+  private readonly entries = new Map<string, Entry>();
+  private timer: NodeJS.Timeout | undefined;
+  private every = Infinity;
 
-  constructor(factory: ReaderFactory, opts: PoolOptions = {}) {
-    this.factory = factory;
-    this.max = Math.max(1, opts.max ?? 32);
-    this.idleMs = opts.idleMs ?? 60_000;
-    this.timer = setInterval(() => this.evictIdle(), Math.max(1000, Math.min(this.idleMs / 2, 15_000)));
-    this.timer.unref();
-  }
-
-  get(vcs: VcsKind, repoPath: string): RepoReader {
+  /**
+   * The entry `id` of `group`, made by `open` when there is none (or it died). All entries of a
+   * group are made by its one user, so they have the type its `open` gives.
+   */
+  get<T extends Pooled>(group: PoolGroup, id: string, open: () => T): T {
+    const key = `${group.name}:${id}`;
     const now = Date.now();
-    const slot = this.slots.get(repoPath);
-    if (slot !== undefined && slot.vcs === vcs) {
-      this.slots.delete(repoPath);
-      slot.lastUsed = now;
-      this.slots.set(repoPath, slot);
-      return slot.reader;
-    }
-    if (slot !== undefined) this.drop(repoPath);
-    const reader = this.factory(vcs, repoPath);
-    this.slots.set(repoPath, { reader, vcs, lastUsed: now });
-    if (this.slots.size > this.max) {
-      // Least recently used first; a busy reader is closed gracefully (after its queue drains).
-      for (const key of this.slots.keys()) {
-        if (this.slots.size <= this.max) break;
-        if (key !== repoPath) this.drop(key);
+    const entry = this.entries.get(key);
+    if (entry !== undefined) {
+      this.entries.delete(key);
+      if (entry.value.dead !== true) {
+        entry.lastUsed = now;
+        this.entries.set(key, entry);
+        return entry.value as T;
       }
+      entry.value.close();
     }
-    return reader;
+    const value = open();
+    this.entries.set(key, { group, id, value, lastUsed: now });
+    if (group.max !== undefined) this.shrink(group, key);
+    this.schedule(group);
+    return value;
   }
 
-  /** Forget a repository's processes and caches (after a push, a delete). */
-  invalidate(repoPath: string): void {
-    this.drop(repoPath);
+  /** Closes the entry `id` of `group` (only if it is `value`, when given). */
+  drop(group: PoolGroup, id: string, value?: Pooled): void {
+    const key = `${group.name}:${id}`;
+    if (value === undefined || this.entries.get(key)?.value === value) this.close1(key);
   }
 
-  size(): number {
-    return this.slots.size;
+  /** Closes the entries of a repository (after a change, a deletion) but those that see changes. */
+  invalidate(dir: string): void {
+    for (const [key, e] of this.entries)
+      if (e.id === dir && e.group.survivesChange !== true) this.close1(key);
+  }
+
+  /** Entries now, of one group or all. */
+  size(group?: PoolGroup): number {
+    if (group === undefined) return this.entries.size;
+    let n = 0;
+    for (const e of this.entries.values()) if (e.group.name === group.name) n += 1;
+    return n;
   }
 
   evictIdle(now = Date.now()): void {
-    for (const [key, slot] of this.slots) {
-      if (now - slot.lastUsed >= this.idleMs && !slot.reader.busy()) this.drop(key);
+    for (const [key, e] of this.entries) {
+      if (now - e.lastUsed >= e.group.idleMs && !e.value.busy()) this.close1(key);
     }
+    if (this.entries.size === 0) this.stop();
   }
 
   close(): void {
-    clearInterval(this.timer);
-    for (const key of [...this.slots.keys()]) this.drop(key);
+    this.stop();
+    for (const key of [...this.entries.keys()]) this.close1(key);
   }
 
-  private drop(key: string): void {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return;
-    this.slots.delete(key);
-    slot.reader.close();
+  /** Least recently used first; a busy entry is closed gracefully (after its queue drains). */
+  private shrink(group: PoolGroup, keep: string): void {
+    let over = this.size(group) - (group.max ?? Infinity);
+    for (const [key, e] of this.entries) {
+      if (over <= 0) break;
+      if (e.group.name !== group.name || key === keep) continue;
+      this.close1(key);
+      over -= 1;
+    }
+  }
+
+  /** The idle check runs every half of the shortest idle time, 1 to 15 s apart. */
+  private schedule(group: PoolGroup): void {
+    const every = Math.max(1000, Math.min(group.idleMs / 2, 15_000));
+    if (this.timer !== undefined && this.every <= every) return;
+    this.stop();
+    this.every = every;
+    this.timer = setInterval(() => this.evictIdle(), every);
+    this.timer.unref();
+  }
+
+  private stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.every = Infinity;
+  }
+
+  private close1(key: string): void {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return;
+    this.entries.delete(key);
+    entry.value.close();
   }
 }
