@@ -47,7 +47,7 @@ export type BackendRequest = {
 export type CgiProgram = Pick<CgiRequest, 'command' | 'args' | 'pathInfo' | 'env'>;
 
 /**
- * Or the pooled WSGI program (wsgi.ts) that serves a kind's requests, with the request's CGI
+ * Or the pooled WSGI program (process/wsgi.ts) that serves a kind's requests, with the request's CGI
  * variables beyond the derived ones and the worker's own fields.
  */
 export type WsgiProgram = {
@@ -136,7 +136,7 @@ export type TransportServerOptions = {
   wsgiIdleMs?: number;
   /** The server's process pool, which keeps the WSGI workers. */
   pool: ProcessPool;
-  /** Niceness added to every backend process (priority.ts); 0 or absent: the server's own. */
+  /** Niceness added to every backend process (process/priority.ts); 0 or absent: the server's own. */
   nice?: number;
   /** Longest a source archive may wait for its slot and run (`archive`); none when absent. */
   timeoutMs?: number;

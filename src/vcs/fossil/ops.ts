@@ -2,7 +2,7 @@
  * Fossil operations on a repository file. Lookups, ancestry and the dry-run merge read the
  * repository with SQL (every name as a hex literal; see dryrun.ts) on the repository's pooled
  * reader: the same long-lived `fossil sql --readonly` process the contents reads use (reader.ts,
- * pool.ts), so a read pays no process start and no repository open. Each statement is its own
+ * in the server's process pool), so a read pays no process start and no repository open. Each statement is its own
  * SQLite read transaction, so it sees every check-in committed before it (a push's own pull
  * request updates read through the process that was live before the push; after the push
  * `RepoChanges` drops it anyway). Only `fossil 3-way-merge` and the writes spawn processes. Merges
