@@ -47,22 +47,25 @@ class Worker implements Pooled {
   private stderr = '';
   private onFrame: ((type: string, data: Buffer) => void) | undefined;
   private onDeath: (() => void) | undefined;
+  /** Its key in the pool. */
+  readonly id: string;
   dead = false;
   private closed = false;
   readonly exited: Promise<void>;
 
-  static async start(app: WsgiApp, nice: number): Promise<Worker> {
+  static async start(app: WsgiApp, nice: number, id: string): Promise<Worker> {
     const [command, args] = niced(nice, app.command, app.args);
     // fd 3: the lifeline, held by the spawner
     const child = await spawnChild('/bin/sh', ['-c', LIFELINE, 'triad-wsgi', command, ...args], {
       env: app.env,
       stdio: ['pipe', 'pipe', 'pipe', 'hold'],
     });
-    return new Worker(child);
+    return new Worker(child, id);
   }
 
-  private constructor(child: Child) {
+  private constructor(child: Child, id: string) {
     this.child = child;
+    this.id = id;
     const [stdin, stdout, stderr] = child.stdio as [Socket, Socket, Socket];
     this.stdin = stdin;
     this.stdout = stdout;
@@ -82,11 +85,6 @@ class Worker implements Pooled {
 
   get pid(): number {
     return this.child.pid;
-  }
-
-  /** Its key in the pool. */
-  get id(): string {
-    return String(this.child.pid);
   }
 
   /** Serving a request. */
@@ -121,7 +119,7 @@ class Worker implements Pooled {
 
   /** Ends stdin: the worker exits once it is idle; killed if it lingers. */
   close(): void {
-    if (this.closed) return;
+    if (this.closed || this.dead) return;
     this.closed = true;
     this.stdin.end();
     const t = setTimeout(() => this.kill(), CLOSE_GRACE_MS);
@@ -209,6 +207,7 @@ export class WsgiPool {
   private readonly nice: number;
   private readonly idle: Worker[] = [];
   private readonly live = new Set<Worker>();
+  private started = 0;
   private closed = false;
 
   /** `nice`: niceness added to the workers' (priority.ts), 0 by default. */
@@ -252,7 +251,8 @@ export class WsgiPool {
 
   private async take(): Promise<Worker> {
     for (let w = this.idle.pop(); w !== undefined; w = this.idle.pop()) if (w.usable()) return w;
-    const w = await Worker.start(this.app, this.nice);
+    this.started += 1;
+    const w = await Worker.start(this.app, this.nice, String(this.started));
     this.live.add(w);
     this.pool.get(this.group, w.id, () => w);
     void w.exited.then(() => {
