@@ -19,7 +19,7 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { treeCpuMs } from './lib/cpu.ts';
 import { apiCaller, startServerProcess } from './lib/server.ts';
-import { runCgi } from '../src/vcs/cgi.ts';
+import { runCgi } from '../src/vcs/process/cgi.ts';
 import { ENV, generateRepos } from './repos.ts';
 
 const exec = promisify(execFile);

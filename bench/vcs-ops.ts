@@ -14,7 +14,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { VcsOpsSet, type VcsKind } from '../src/vcs/index.ts';
+import { createVcs, type VcsKind } from '../src/vcs/index.ts';
+import { ProcessPool } from '../src/vcs/process/pool.ts';
 import type { VcsOps } from '../src/vcs/ops.ts';
 import { generateHistory, prepare } from './history.ts';
 
@@ -107,10 +108,10 @@ async function benchKind(kind: VcsKind, work: string, ops: VcsOps) {
 
 await generateHistory(STORE, COMMITS);
 const work = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-ops-'));
-const set = new VcsOpsSet({ tmpDir: path.join(work, 'tmp') });
+const set = createVcs({ pool: new ProcessPool(), tmpDir: path.join(work, 'tmp') });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    set.close();
+    set.closeProcesses();
     void fs.rm(work, { recursive: true, force: true }).finally(() => process.exit(130));
   });
 }
@@ -118,14 +119,14 @@ const ms = (n: number) => `${n.toFixed(1)} ms`;
 const rows: string[] = [];
 try {
   for (const kind of values.kinds.split(',') as VcsKind[]) {
-    const r = await benchKind(kind, work, set.get(kind));
+    const r = await benchKind(kind, work, set.ops(kind));
     rows.push(
       `| ${kind} | ${ms(r.clean.p50)} | ${ms(r.clean.p99)} | ${ms(r.clean.cpu)} | ${ms(r.clean.first)} | ${ms(r.conflict.p50)} | ${ms(r.conflict.p99)} | ${ms(r.conflict.cpu)} | ${ms(r.merge.p50)} | ${ms(r.merge.max)} | ${ms(r.merge.cpu)} |`,
     );
     console.log(rows.at(-1));
   }
 } finally {
-  set.close();
+  set.closeProcesses();
   await fs.rm(work, { recursive: true, force: true });
 }
 console.log(

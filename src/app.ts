@@ -142,7 +142,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, services.readers, config.limits, {
+  contentRoutes(api, services.repos, services.vcs, config.limits, {
     socketHandOff: config.rawSocketHandOff,
     nice: config.backendNice,
     ...(services.rawCache === undefined ? {} : { cache: services.rawCache }),

@@ -58,7 +58,7 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
       try {
         return await fn({ orm, services });
       } finally {
-        services.readers.close();
+        services.vcs.closeProcesses();
         services.transports.close();
       }
     } finally {

@@ -156,7 +156,8 @@ export type Config = {
   idleGcMs: number;
   /**
    * Niceness added to the processes doing bulk VCS work (clone URL backends, raw download and
-   * archive processes), so they yield the CPUs to the API and the database (vcs/priority.ts).
+   * archive processes), so they yield the CPUs to the API and the database
+   * (vcs/process/priority.ts).
    */
   backendNice: number;
   otlpEndpoint: string | undefined;

@@ -6,7 +6,6 @@ import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
 import { serveConnections } from './http/connections.ts';
 import { createApp } from './app.ts';
 import { createServices, type Services } from './services.ts';
-import { closeDriverProcesses } from './vcs/index.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
@@ -70,7 +69,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await services?.pipelines.stop().catch(() => undefined);
     await services?.webhookDispatcher.stop().catch(() => undefined);
     services?.releases.stop();
-    services?.ops.close();
+    services?.vcs.closeProcesses();
     await services?.spool.close().catch(() => undefined);
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
@@ -200,12 +199,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       clearTimeout(hard);
       log.debug('shutdown: HTTP connections closed');
       idleGc.stop();
-      services.readers.close();
       services.releases.stop();
-      services.ops.close();
       services.transports.close();
-      // (the readers, command servers and workers just closed end on their closed input)
-      await closeDriverProcesses(Math.min(5_000, Math.max(500, left())));
+      // the pooled readers, command servers and workers end on their closed input
+      await services.vcs.close(Math.min(5_000, Math.max(500, left())));
       // no transfer runs any more: this process's spool directory goes
       await services.spool
         .close()

@@ -11,9 +11,9 @@ import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { TokenTargets } from './repos/targets.ts';
-import { openReader, VcsOpsSet } from './vcs/index.ts';
-import { ReaderPool } from './vcs/pool.ts';
-import { Spool } from './vcs/spool.ts';
+import { createVcs, type Vcs } from './vcs/index.ts';
+import { ProcessPool } from './vcs/process/pool.ts';
+import { Spool } from './vcs/process/spool.ts';
 import { TransportServers } from './vcs/transport.ts';
 import { AgentsService } from './agents/service.ts';
 import { PipelinesService } from './pipelines/service.ts';
@@ -38,11 +38,9 @@ export type Services = {
   /** Delivers webhooks from the outbox; started and stopped by the server. */
   webhookDispatcher: Dispatcher;
   changes: RepoChanges;
-  /** Pooled contents readers (persistent VCS processes); closed at shutdown. */
-  readers: ReaderPool;
   pulls: PullsService;
-  /** Merges, dry-run merges, ref deletion (Mercurial's command servers); closed at shutdown. */
-  ops: VcsOpsSet;
+  /** The VCS drivers, operations and pooled readers (the persistent processes); closed at shutdown. */
+  vcs: Vcs;
   /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
   transports: TransportServers;
   /** The transfers' per-process spool directory: made at start, removed at shutdown. */
@@ -69,6 +67,8 @@ export function blobStore(config: Config): BlobStore {
 /** Wires the services together. Each service takes the request-scoped entity manager through `em`. */
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
+  const pool = new ProcessPool();
+  const vcs = createVcs({ pool, tmpDir: path.join(deps.config.dataDir, 'tmp') });
   const users: UsersService = new UsersService({
     em,
     maxTokensPerUser: deps.config.maxTokensPerUser,
@@ -85,6 +85,7 @@ export function createServices(deps: AppDeps): Services {
     orgs,
     repoDir: deps.config.repoDir,
     baseUrl: deps.baseUrl,
+    vcs,
     ...(rawCache === undefined ? {} : { forget: (dir: string) => rawCache.forget(dir) }),
   });
   const tokenTargets = new TokenTargets({ orgs, repos });
@@ -106,7 +107,6 @@ export function createServices(deps: AppDeps): Services {
     agents,
   });
   const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
-  const readers = new ReaderPool(openReader, { max: 64, idleMs: 60_000 });
   const { concurrency, queue, hgWorkers, hgStreamClones } = deps.config.transport;
   const transports = new TransportServers({
     concurrency,
@@ -115,6 +115,7 @@ export function createServices(deps: AppDeps): Services {
     wsgiEnv: { TRIAD_HG_STREAM_CLONES: hgStreamClones },
     nice: deps.config.backendNice,
     timeoutMs: deps.config.transport.timeoutMs,
+    pool,
   });
   const lookups = webhookLookups({ em, users, repos });
   const webhookDispatcher = new Dispatcher({
@@ -138,7 +139,6 @@ export function createServices(deps: AppDeps): Services {
     markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
     repos,
   });
-  const ops = new VcsOpsSet({ tmpDir: path.join(deps.config.dataDir, 'tmp'), readers });
   const releases = new ReleasesService({
     em,
     log: deps.log.child({ component: 'releases' }),
@@ -147,7 +147,7 @@ export function createServices(deps: AppDeps): Services {
     users,
     repos,
     changes,
-    ops,
+    vcs,
     assetMaxBytes: deps.config.assetMaxBytes,
     redirectDownloads: deps.config.blobs.redirectDownloads,
     archives: transports,
@@ -159,9 +159,9 @@ export function createServices(deps: AppDeps): Services {
     users,
     repos,
     changes,
-    ops,
+    vcs,
     mergeability: new Mergeability({
-      ops: (kind) => ops.get(kind),
+      ops: (kind) => vcs.ops(kind),
       budgetMs: deps.config.pullCheckBudgetMs,
       onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
     }),
@@ -170,7 +170,7 @@ export function createServices(deps: AppDeps): Services {
   changes.listen(pulls.sync, pipelines.triggers, {
     phase: 'committed',
     // the next read after a push starts with fresh reader processes and caches
-    onCommitted: (repo) => readers.invalidate(repo.path),
+    onCommitted: (repo) => vcs.invalidate(repo.path),
   });
   return {
     users,
@@ -182,9 +182,8 @@ export function createServices(deps: AppDeps): Services {
     webhooks,
     webhookDispatcher,
     changes,
-    readers,
     pulls,
-    ops,
+    vcs,
     transports,
     spool: new Spool(deps.config.transport.spoolDir),
     releases,

@@ -10,15 +10,15 @@
  */
 import http from 'node:http';
 import pg from 'pg';
-import { openReader } from '../../src/vcs/index.ts';
-import { ReaderPool } from '../../src/vcs/pool.ts';
+import { createVcs } from '../../src/vcs/index.ts';
+import { ProcessPool } from '../../src/vcs/process/pool.ts';
 
 const url = process.env.BARE_DATABASE_URL;
 const store = process.env.BARE_STORE;
 if (url === undefined || store === undefined)
   throw new Error('BARE_DATABASE_URL and BARE_STORE are required');
 const db = new pg.Pool({ connectionString: url, max: Number(process.env.BARE_POOL ?? 20) });
-const readers = new ReaderPool(openReader);
+const vcs = createVcs({ pool: new ProcessPool(), tmpDir: '/tmp' });
 const ISSUE = `i.id, i.repo_id, i.number, i.title, i.body, i.state, i.severity, i.author_id,
   i.label_ids, i.assignee_ids, i.comment_count, i.created_at, i.updated_at`;
 
@@ -33,7 +33,7 @@ async function answer(reqUrl: string): Promise<unknown> {
   const r = found.rows[0]!;
   if (r.is_private) throw new Error('private');
   if (!reqUrl.startsWith('/issues'))
-    return { data: await readers.get('git', store!).blob('main', 'README.md') };
+    return { data: await vcs.reader('git', store!).blob('main', 'README.md') };
   const counts = await db.query<{ n: number; o: number; c: number }>(
     'select issues_new as n, issues_open as o, issues_closed as c from repo_counters where repo_id = $1',
     [r.id],
@@ -72,6 +72,6 @@ server.listen(0, '127.0.0.1', () => {
 process.on('SIGTERM', () => {
   server.close();
   server.closeAllConnections();
-  readers.close();
+  vcs.closeProcesses();
   void db.end().then(() => process.exit(0));
 });

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { TLSSocket } from 'node:tls';
 import type { Request, Response } from 'express';
-import { drained } from '../vcs/stream.ts';
+import { drained } from '../vcs/process/stream.ts';
 
 /** A streamed 200 (`reply.stream`): headers, body, and maybe a producer that writes the body to the connection itself. */
 export type StreamReply = {

@@ -72,7 +72,7 @@ export class PullMerges {
     if (row.status !== 'open') throw ApiError.mergeRefused('not_open', `the pull request is ${row.status}`);
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
-    const ops = this.d.ops.get(repo.vcs);
+    const ops = this.d.vcs.ops(repo.vcs);
     let cause: ChangeCause | undefined;
     let outcome: Outcome;
     try {

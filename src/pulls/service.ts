@@ -15,7 +15,7 @@ import type { RepoChanges } from '../repos/changes.ts';
 import type { ReposService } from '../repos/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import type { UsersService } from '../users/service.ts';
-import type { VcsOpsSet } from '../vcs/index.ts';
+import type { Vcs } from '../vcs/index.ts';
 import { PullMerges } from './merge.ts';
 import type { Mergeability } from './mergeability.ts';
 import { PullReads } from './reads.ts';
@@ -29,7 +29,7 @@ export type PullsDeps = {
   repos: Pick<ReposService, 'handle'>;
   /** The one repository-change path (merges run as its mutation). */
   changes: Pick<RepoChanges, 'change'>;
-  ops: Pick<VcsOpsSet, 'get'>;
+  vcs: Pick<Vcs, 'ops'>;
   mergeability: Mergeability;
   /** CI: pipelines for `pull_request` triggers, in the caller's transaction. */
   ci: Pick<PipelinesService, 'trigger'>;

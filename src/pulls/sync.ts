@@ -47,7 +47,7 @@ export class PullSync {
     const moved = new Map<string, BranchMove>();
     for (const m of moves) if (m.type === refType) moved.set(m.name, m);
     const rows = await db.openTouching(tx, repo.id, [...moved.keys()]);
-    const ops = this.d.ops.get(repo.vcs);
+    const ops = this.d.vcs.ops(repo.vcs);
     const heads = await this.unmovedHeads(repo, rows, moved);
     const contains = memoAncestry((a, d) => ops.isAncestor(repo.path, a, d));
     const triggers: Trigger[] = [];
@@ -105,7 +105,7 @@ export class PullSync {
       (n) => !moved.has(n),
     );
     if (names.length === 0) return new Map();
-    const ids = await this.d.ops.get(repo.vcs).resolveRefs(repo.path, names);
+    const ids = await this.d.vcs.ops(repo.vcs).resolveRefs(repo.path, names);
     return new Map(names.map((n, i) => [n, ids[i]]));
   }
 

@@ -7,7 +7,7 @@ import { ApiError } from '../http/errors.ts';
 import type { IncomingUpload } from '../http/multipart.ts';
 import { parseRange } from '../http/range.ts';
 import { BlobNotFound, StorageUnavailable, attachment } from '../storage/index.ts';
-import { GateFull } from '../vcs/gate.ts';
+import { GateFull } from '../vcs/process/gate.ts';
 import type { ArchiveFormat } from '../vcs/index.ts';
 import { repoUrl, visibleRelease, type ReleasesDeps, type Shared, type Viewer } from './common.ts';
 import { assetPrefix } from './records.ts';
@@ -237,7 +237,7 @@ export class ReleaseAssets {
   ): Promise<{ headers: Record<string, string>; body: AsyncIterable<Buffer> }> {
     const repo = await this.d.repos.handle(t);
     const dir = repo.path;
-    const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, rev);
+    const commit = await this.d.vcs.ops(repo.vcs).resolveCommit(dir, rev);
     if (commit === undefined) throw ApiError.notFound('revision');
     const prefix = `${t.repo.name}-${rev}`.replace(/[^A-Za-z0-9._+-]+/g, '-');
     const body = await this.d.archives

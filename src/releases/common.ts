@@ -7,7 +7,7 @@ import type { RepoChanges } from '../repos/changes.ts';
 import type { ReposService } from '../repos/service.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { UsersService } from '../users/service.ts';
-import type { VcsOpsSet } from '../vcs/index.ts';
+import type { Vcs } from '../vcs/index.ts';
 import type { TransportServers } from '../vcs/transport.ts';
 import * as db from './repository.ts';
 import type { ReleaseJson } from './schemas.ts';
@@ -22,7 +22,7 @@ export type ReleasesDeps = {
   users: Pick<UsersService, 'refs' | 'get'>;
   repos: Pick<ReposService, 'handle'>;
   changes: Pick<RepoChanges, 'change'>;
-  ops: VcsOpsSet;
+  vcs: Pick<Vcs, 'ops' | 'driver'>;
   /** Largest asset accepted. */
   assetMaxBytes: number;
   /** Downloads answer 302 to a presigned URL when the store can make one. */

@@ -4,7 +4,7 @@ import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import { PushLockTimeout } from '../repos/changes.ts';
-import { GateFull } from '../vcs/gate.ts';
+import { GateFull } from '../vcs/process/gate.ts';
 import { InvalidRefName } from '../vcs/ops.ts';
 import * as db from './repository.ts';
 import type { CreateReleaseBody, ReleaseJson, UpdateReleaseBody } from './schemas.ts';
@@ -143,7 +143,7 @@ export class ReleaseRecords {
     const dir = repo.path;
     const user = await this.d.users.get(actor.id);
     const author = { name: user.displayName || user.username, email: user.email };
-    const ops = this.d.ops.get(repo.vcs);
+    const ops = this.d.vcs.ops(repo.vcs);
     const queueWait = AbortSignal.timeout(this.queueWaitMs);
     let outcome;
     try {
@@ -185,7 +185,7 @@ export class ReleaseRecords {
     const existing = (await repo.driver.snapshot(dir)).tags.get(name);
     if (existing !== undefined) return existing;
     if (commitish === undefined) throw unknownTag(name);
-    const commit = await this.d.ops.get(repo.vcs).resolveCommit(dir, commitish);
+    const commit = await this.d.vcs.ops(repo.vcs).resolveCommit(dir, commitish);
     if (commit === undefined) throw namesNothing(commitish);
     return commit;
   }

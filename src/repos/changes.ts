@@ -9,7 +9,7 @@ import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
 import type { Trigger } from '../pipelines/model.ts';
 import type { RefMove, Snapshot } from '../vcs/driver.ts';
-import { Gate } from '../vcs/gate.ts';
+import { Gate } from '../vcs/process/gate.ts';
 import * as db from './repository.ts';
 import type { SnapshotJson } from './repository.ts';
 import type { ReposService } from './service.ts';

@@ -6,7 +6,8 @@ import { handOffSocket } from '../http/stream-reply.ts';
 import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery, type Page } from '../http/pagination.ts';
-import { openPlainFile, type OpenedFile } from '../vcs/stream.ts';
+import type { Vcs } from '../vcs/index.ts';
+import { openPlainFile, type OpenedFile } from '../vcs/process/stream.ts';
 import {
   BadPath,
   blobContent,
@@ -18,7 +19,6 @@ import {
   type ContentLimits,
   type RepoReader,
 } from '../vcs/reader.ts';
-import { type ReaderPool } from '../vcs/pool.ts';
 import type { RawCache } from './raw-cache.ts';
 import type { ReposService } from './service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
@@ -54,7 +54,7 @@ type Stored = Pick<RepoHandle, 'vcs' | 'path' | 'driver'>;
  */
 export class ContentsService {
   private readonly repos: ReposService;
-  private readonly pool: ReaderPool;
+  private readonly vcs: Pick<Vcs, 'reader' | 'driver'>;
   /** Repository id -> storage path and kind (neither ever changes for an id). */
   private readonly where = new Map<number, Stored>();
 
@@ -66,12 +66,12 @@ export class ContentsService {
 
   constructor(
     repos: ReposService,
-    pool: ReaderPool,
+    vcs: Pick<Vcs, 'reader' | 'driver'>,
     limits: ContentLimits = DEFAULT_LIMITS,
     opts: { nice?: number; cache?: RawCache } = {},
   ) {
     this.repos = repos;
-    this.pool = pool;
+    this.vcs = vcs;
     this.limits = limits;
     this.nice = opts.nice ?? 0;
     this.cache = opts.cache;
@@ -90,7 +90,7 @@ export class ContentsService {
 
   private async reader(target: RepoTarget): Promise<RepoReader> {
     const w = await this.location(target);
-    return this.pool.get(w.vcs, w.path);
+    return this.vcs.reader(w.vcs, w.path);
   }
 
   private async read<T>(fn: () => Promise<T>): Promise<T> {
@@ -151,7 +151,7 @@ export class ContentsService {
     const r = ContentsService.rev(rev);
     if (p === '') throw ApiError.notFound('file');
     const w = await this.location(target);
-    const reader = this.pool.get(w.vcs, w.path);
+    const reader = this.vcs.reader(w.vcs, w.path);
     const { commit, size, data, object } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
     const file: OpenedFile =
       data !== undefined
@@ -257,11 +257,11 @@ const READ_ERRORS = {
 export function contentRoutes(
   api: Api,
   repos: ReposService,
-  pool: ReaderPool,
+  vcs: Pick<Vcs, 'reader' | 'driver'>,
   limits: ContentLimits = DEFAULT_LIMITS,
   opts: { socketHandOff: boolean; nice: number; cache?: RawCache } = { socketHandOff: true, nice: 0 },
 ): ContentsService {
-  const svc = new ContentsService(repos, pool, limits, {
+  const svc = new ContentsService(repos, vcs, limits, {
     nice: opts.nice,
     ...(opts.cache ? { cache: opts.cache } : {}),
   });

@@ -4,7 +4,7 @@ import { Access, type Directory, type Principal } from '../http/auth.ts';
 import { hashToken } from '../domain/access.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AuthThrottle } from '../http/throttle.ts';
-import type { Spool } from '../vcs/spool.ts';
+import type { Spool } from '../vcs/process/spool.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
 import { transfer, type TransferLimits } from './transfer.ts';

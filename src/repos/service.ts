@@ -3,7 +3,7 @@ import { ApiError } from '../http/errors.ts';
 import type { OrgRef, PrivateShown, RepoHandle, RepoRef, RepoTarget } from '../domain/repo.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { driverFor, removeRepository, repoPath } from '../vcs/index.ts';
+import { removeRepository, repoPath, type Vcs } from '../vcs/index.ts';
 import type { OrgsService } from '../orgs/service.ts';
 import * as db from './repository.ts';
 import type { RepoRow } from './repository.ts';
@@ -16,6 +16,7 @@ export class ReposService {
   private readonly orgs: Pick<OrgsService, 'lock'>;
   private readonly root: string;
   private readonly baseUrl: () => string;
+  private readonly vcs: Pick<Vcs, 'driver'>;
   /** What else holds a repository's files by its storage path (the raw cache): cleared on delete. */
   private readonly forget: ((dir: string) => Promise<void>) | undefined;
 
@@ -24,12 +25,14 @@ export class ReposService {
     orgs: Pick<OrgsService, 'lock'>;
     repoDir: string;
     baseUrl: () => string;
+    vcs: Pick<Vcs, 'driver'>;
     forget?: (dir: string) => Promise<void>;
   }) {
     this.em = deps.em;
     this.orgs = deps.orgs;
     this.root = deps.repoDir;
     this.baseUrl = deps.baseUrl;
+    this.vcs = deps.vcs;
     this.forget = deps.forget;
   }
 
@@ -68,7 +71,7 @@ export class ReposService {
       vcs: r.vcs,
       defaultBranch: r.defaultBranch,
       path: this.path(r),
-      driver: driverFor(r.vcs),
+      driver: this.vcs.driver(r.vcs),
     };
   }
 
@@ -132,11 +135,11 @@ export class ReposService {
           description: body.description ?? '',
           isPrivate: body.is_private ?? false,
           vcs,
-          defaultBranch: driverFor(vcs).constants.defaultBranch,
+          defaultBranch: this.vcs.driver(vcs).constants.defaultBranch,
         });
         created = this.path(repo);
         await removeRepository(created);
-        await driverFor(vcs).init(created);
+        await this.vcs.driver(vcs).init(created);
         return repo;
       });
     } catch (e) {

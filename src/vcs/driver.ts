@@ -1,8 +1,10 @@
 /**
  * The contract of a VCS driver. Each kind has one folder (`git/`, `hg/`, `fossil/`) whose
- * `driver.ts` exports one object implementing `VcsDriver`; `index.ts` looks them up by kind.
- * Callers never switch on the kind: what differs between Git, Mercurial and Fossil is behind
- * these calls.
+ * `driver.ts` exports its `VcsDriver` (Mercurial's made from the server's process pool, which
+ * its push bookkeeping uses); `index.ts` puts them together per server (`createVcs`). Callers
+ * never switch on the kind: what differs between Git, Mercurial and Fossil is behind these
+ * calls. How processes are started and kept (spawner, persistent processes, CGI and WSGI
+ * backends, the pool) is `process/`'s business, shared by the kinds.
  *
  * Repositories are named by their storage path `dir` (a bare git directory, an hg repository, a
  * fossil file). Nothing here knows about HTTP, the database or webhooks: the driver answers facts
@@ -14,12 +16,12 @@
  * and may run at any time, also while a push is running.
  *
  * Errors. Unless a call says otherwise, a VCS command that fails throws (`VcsCommandFailed` from
- * run.ts, or the error of the process module); "not found" is never an exception except where
- * documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs of a
- * merge and `InvalidRefName` for a tag name the VCS refuses.
+ * process/run.ts, or the error of process/process.ts); "not found" is never an exception except
+ * where documented: readers throw `ReadNotFound`, operations throw `RefNotFound` for unknown refs
+ * of a merge and `InvalidRefName` for a tag name the VCS refuses.
  */
 import type { Socket } from 'node:net';
-import type { ArchiveFormat, OpenedFile } from './stream.ts';
+import type { ArchiveFormat, OpenedFile } from './process/stream.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import type { RepoReader } from './reader.ts';
@@ -96,7 +98,7 @@ export interface VcsDriver {
 
   /**
    * A reader for the contents API. Its persistent process starts on the first read; the server
-   * keeps readers in its `ReaderPool` (pool.ts). Reads throw `ReadNotFound` (see reader.ts).
+   * keeps readers in its process pool (`Vcs.reader`). Reads throw `ReadNotFound` (see reader.ts).
    */
   openReader(dir: string): RepoReader;
 
@@ -145,10 +147,10 @@ export interface VcsDriver {
   /**
    * A file's bytes at a commit (a full id the reader resolved; the file known to exist, `size`
    * as `RepoReader.file` answered it), streamed from a process of its own (`openFile`,
-   * stream.ts), so a large file neither sits in memory nor holds the repository's pooled reader,
-   * and is read once. Answers when the size and the first `head` bytes are known; ending the
-   * body early kills the process, which runs `nice` niceness steps below the server
-   * (priority.ts). With `socket` (a plain HTTP/1.x connection the response goes
+   * process/stream.ts), so a large file neither sits in memory nor holds the repository's pooled
+   * reader, and is read once. Answers when the size and the first `head` bytes are known; ending
+   * the body early kills the process, which runs `nice` niceness steps below the server
+   * (process/priority.ts). With `socket` (a plain HTTP/1.x connection the response goes
    * out on), the driver adds `handOff`: git and Mercurial write to the non-blocking socket
    * themselves; Fossil's `fossil cat` cannot, so its pipe goes on to `cat`, which makes the
    * connection blocking: `closes`, the response then closes its connection.
@@ -178,7 +180,7 @@ export interface VcsDriver {
 
   /**
    * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need
-   * the push lock). Made once per server; `close()` ends their persistent processes.
+   * the push lock). Made once per server; their persistent processes are in the server's pool.
    */
-  createOps(opts: Required<OpsOptions>): VcsOps;
+  createOps(opts: OpsOptions): VcsOps;
 }

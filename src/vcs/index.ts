@@ -1,6 +1,8 @@
 /**
- * The VCS drivers by kind (driver.ts documents the contract) and what the rest of the server
- * needs beyond them: where a repository is stored, the operations set of a server.
+ * The VCS layer of a server (`createVcs`): the driver of each kind (driver.ts documents the
+ * contract; one folder per kind), their operations (ops.ts) and the pooled readers (reader.ts),
+ * all keeping their persistent processes in the server's one `ProcessPool`. How processes are
+ * started and kept is in `process/`. Also where a repository is stored.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -8,22 +10,15 @@ import type { VcsKind } from './constants.ts';
 import type { VcsDriver } from './driver.ts';
 import { fossilDriver } from './fossil/driver.ts';
 import { gitDriver } from './git/driver.ts';
-import { hgDriver } from './hg/driver.ts';
-import { closeBookkeeping } from './hg/refs.ts';
-import type { OpsOptions, VcsOps } from './ops.ts';
-import { ReaderPool } from './pool.ts';
-import { closeSpawner } from './spawner.ts';
+import { createHgDriver } from './hg/driver.ts';
+import type { VcsOps } from './ops.ts';
+import type { PoolGroup, ProcessPool } from './process/pool.ts';
+import { closeSpawner } from './process/spawner.ts';
 import type { RepoReader } from './reader.ts';
 
 export { VCS_KINDS, type VcsKind } from './constants.ts';
 export type { VcsDriver } from './driver.ts';
-export type { ArchiveFormat } from './stream.ts';
-
-const DRIVERS: Record<VcsKind, VcsDriver> = { git: gitDriver, hg: hgDriver, fossil: fossilDriver };
-
-export function driverFor(kind: VcsKind): VcsDriver {
-  return DRIVERS[kind];
-}
+export type { ArchiveFormat } from './process/stream.ts';
 
 /** Storage is keyed by the repository id, so renames and org renames never move files. */
 export function repoPath(root: string, id: number, vcs: VcsKind): string {
@@ -34,46 +29,55 @@ export async function removeRepository(dest: string): Promise<void> {
   await fs.rm(dest, { recursive: true, force: true });
 }
 
+/** The contents readers: at most 64 repositories' (one persistent process each). */
+const READERS: PoolGroup = { name: 'reader', max: 64, idleMs: 60_000 };
+
+/** The VCS side of one server. */
+export type Vcs = {
+  driver(kind: VcsKind): VcsDriver;
+  ops(kind: VcsKind): VcsOps;
+  /** The pooled reader of a repository (its process starts on the first read). */
+  reader(kind: VcsKind, dir: string): RepoReader;
+  /** Forgets a repository's pooled processes and caches (after a push, a change). */
+  invalidate(dir: string): void;
+  /** Ends the pooled processes (on their closed input); later calls start new ones. */
+  closeProcesses(): void;
+  /**
+   * At shutdown: `closeProcesses`, then ends this process's spawner, which starts every process,
+   * once the processes already asked to end (also the WSGI workers) have exited, at most
+   * `graceMs` later.
+   */
+  close(graceMs: number): Promise<void>;
+};
+
 /**
- * Ends the processes the drivers keep between calls (Mercurial's bookkeeping command servers) and
- * the spawner that starts every process, once the processes already asked to end (closed readers,
- * command servers, workers) have exited, at most `graceMs` later.
+ * The drivers and operations of every kind over `pool` (made once per server, also given to the
+ * transports' WSGI workers). `timeoutMs`: the operations' time limit of one VCS command.
  */
-export async function closeDriverProcesses(graceMs: number): Promise<void> {
-  closeBookkeeping();
-  await closeSpawner(graceMs);
-}
-
-/** A reader for one repository (the `ReaderPool`'s factory). */
-export function openReader(vcs: VcsKind, dir: string): RepoReader {
-  return DRIVERS[vcs].openReader(dir);
-}
-
-/**
- * The operations of every kind, sharing options (one set per server); `close` ends all persistent
- * processes it owns (a reader pool it was given stays open: its owner closes it).
- */
-export class VcsOpsSet {
-  private readonly byKind: Record<VcsKind, VcsOps>;
-  private readonly ownReaders: ReaderPool | undefined;
-
-  constructor(opts: OpsOptions) {
-    const readers = opts.readers ?? new ReaderPool(openReader);
-    this.ownReaders = opts.readers === undefined ? readers : undefined;
-    const o = { tmpDir: opts.tmpDir, timeoutMs: opts.timeoutMs ?? 60_000, readers };
-    this.byKind = {
-      git: gitDriver.createOps(o),
-      hg: hgDriver.createOps(o),
-      fossil: fossilDriver.createOps(o),
-    };
-  }
-
-  get(kind: VcsKind): VcsOps {
-    return this.byKind[kind];
-  }
-
-  close(): void {
-    for (const ops of Object.values(this.byKind)) ops.close();
-    this.ownReaders?.close();
-  }
+export function createVcs(opts: { pool: ProcessPool; tmpDir: string; timeoutMs?: number }): Vcs {
+  const { pool } = opts;
+  const drivers: Record<VcsKind, VcsDriver> = {
+    git: gitDriver,
+    hg: createHgDriver(pool),
+    fossil: fossilDriver,
+  };
+  const reader = (kind: VcsKind, dir: string) => pool.get(READERS, dir, () => drivers[kind].openReader(dir));
+  const opsOf = (kind: VcsKind) =>
+    drivers[kind].createOps({
+      tmpDir: opts.tmpDir,
+      timeoutMs: opts.timeoutMs ?? 60_000,
+      reader: (dir) => reader(kind, dir),
+    });
+  const ops: Record<VcsKind, VcsOps> = { git: opsOf('git'), hg: opsOf('hg'), fossil: opsOf('fossil') };
+  return {
+    driver: (kind) => drivers[kind],
+    ops: (kind) => ops[kind],
+    reader,
+    invalidate: (dir) => pool.invalidate(dir),
+    closeProcesses: () => pool.close(),
+    close: async (graceMs) => {
+      pool.close();
+      await closeSpawner(graceMs);
+    },
+  };
 }

@@ -18,7 +18,7 @@
  * may run at any time, also during a push.
  */
 import type { VcsKind } from './constants.ts';
-import type { ReaderPool } from './pool.ts';
+import type { RepoReader } from './reader.ts';
 
 export type Author = { name: string; email: string };
 
@@ -155,21 +155,16 @@ export interface VcsOps {
    * the source head became reachable from the target). False when either id names no commit.
    */
   isAncestor(dir: string, ancestor: string, descendant: string): Promise<boolean>;
-
-  /** Ends persistent processes (Mercurial's command servers); later calls start new ones. */
-  close(): void;
 }
 
+/** What each kind's operations are made with (`VcsDriver.createOps`, once per server). */
 export type OpsOptions = {
   /** Parent of throw-away working directories (for example `<data dir>/tmp`); created on demand. */
   tmpDir: string;
-  /** Time limit of one VCS command (and of one Mercurial command-server request). Default 60 s. */
-  timeoutMs?: number;
-  /**
-   * The server's pool of persistent readers, keyed by the same repository paths: Fossil's reads
-   * run on the repository's pooled `fossil sql` process. Without one, the set keeps its own.
-   */
-  readers?: ReaderPool;
+  /** Time limit of one VCS command (and of one Mercurial command-server request). */
+  timeoutMs: number;
+  /** The server's pooled reader of a repository: Fossil's reads run on its `fossil sql` process. */
+  reader: (dir: string) => RepoReader;
 };
 
 // ------------------------------------------------------------------ helpers for the drivers

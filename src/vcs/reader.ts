@@ -1,10 +1,10 @@
-import { spawnChild } from './spawner.ts';
+import { spawnChild } from './process/spawner.ts';
 import { isUtf8 } from 'node:buffer';
 
 /**
  * The read contract every VCS reader fulfils (tree, blob, log, changeset), its errors, and the
- * helpers the readers share. Persistent processes: process.ts; the bounded pool: pool.ts; capped
- * diffs: diff.ts.
+ * helpers the readers share. Persistent processes: process/process.ts; their pool:
+ * process/pool.ts; capped diffs: diff.ts.
  */
 
 // ------------------------------------------------------------------ shapes
@@ -83,7 +83,7 @@ export interface RepoReader {
   log(rev: string, page: number, perPage: number): Promise<LogPage>;
   /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
   changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;
-  /** True while a request is queued or running (the pool never evicts a busy reader). */
+  /** True while a request is queued or running (the pool closes no busy reader as idle). */
   busy(): boolean;
   /** Ends the persistent processes once queued work is done. */
   close(): void;

@@ -4,7 +4,7 @@
  * plus the tag rule common to all kinds.
  */
 import type { BranchMove, CommitInfo, MoveOptions, Snapshot, TagMove } from './driver.ts';
-import { execute, VcsCommandFailed } from './run.ts';
+import { execute, VcsCommandFailed } from './process/run.ts';
 
 /**
  * Standard output of a command, which has no time limit (throws `VcsCommandFailed` when it exits

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { runCgi, type CgiRequest, type CgiResult } from './cgi.ts';
+import { runCgi, type CgiRequest, type CgiResult } from './process/cgi.ts';
 import type { VcsDriver } from './driver.ts';
-import { Gate, GateFull, holdWhileRead } from './gate.ts';
-import type { ArchiveFormat } from './stream.ts';
-import { WsgiPool, type WsgiApp } from './wsgi.ts';
+import { Gate, GateFull, holdWhileRead } from './process/gate.ts';
+import type { ArchiveFormat } from './process/stream.ts';
+import type { ProcessPool } from './process/pool.ts';
+import { WsgiPool, type WsgiApp } from './process/wsgi.ts';
 
 /**
  * What a request to a repository's clone URL asks for: `read` (pull: repo:read), `write` (push:
@@ -46,7 +47,7 @@ export type BackendRequest = {
 export type CgiProgram = Pick<CgiRequest, 'command' | 'args' | 'pathInfo' | 'env'>;
 
 /**
- * Or the pooled WSGI program (wsgi.ts) that serves a kind's requests, with the request's CGI
+ * Or the pooled WSGI program (process/wsgi.ts) that serves a kind's requests, with the request's CGI
  * variables beyond the derived ones and the worker's own fields.
  */
 export type WsgiProgram = {
@@ -133,7 +134,9 @@ export type TransportServerOptions = {
   wsgiEnv?: Record<string, string>;
   /** An idle WSGI worker is closed after this long. */
   wsgiIdleMs?: number;
-  /** Niceness added to every backend process (priority.ts); 0 or absent: the server's own. */
+  /** The server's process pool, which keeps the WSGI workers. */
+  pool: ProcessPool;
+  /** Niceness added to every backend process (process/priority.ts); 0 or absent: the server's own. */
   nice?: number;
   /** Longest a source archive may wait for its slot and run (`archive`); none when absent. */
   timeoutMs?: number;
@@ -162,6 +165,7 @@ export class TransportServers {
         { ...app, env: { ...app.env, ...this.opts.wsgiEnv } },
         {
           workers: this.opts.wsgiWorkers,
+          pool: this.opts.pool,
           nice: this.nice,
           ...(this.opts.wsgiIdleMs === undefined ? {} : { idleMs: this.opts.wsgiIdleMs }),
         },

@@ -5,8 +5,10 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { driverFor, type VcsKind } from '../../src/vcs/index.ts';
-import { PersistentProcess, type Parser } from '../../src/vcs/process.ts';
+import { fossilDriver } from '../../src/vcs/fossil/driver.ts';
+import { createVcs, type VcsKind } from '../../src/vcs/index.ts';
+import { ProcessPool } from '../../src/vcs/process/pool.ts';
+import { PersistentProcess, type Parser } from '../../src/vcs/process/process.ts';
 import { ok, tempDir, vcsEnv, writeFile } from './vcs.ts';
 
 export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };
@@ -100,7 +102,7 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
   const srv = path.join(root, kind === 'fossil' ? 'srv.fossil' : 'srv');
   const work = path.join(root, 'work');
   const tmp = path.join(root, 'tmp');
-  await driverFor(kind).init(srv);
+  await createVcs({ pool: new ProcessPool(), tmpDir: tmp }).driver(kind).init(srv);
   const base = {
     kind,
     root,
@@ -227,9 +229,7 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
           `select b.uuid, coalesce((select group_concat(t.tagname || ':' || x.tagtype) from tagxref x join tag t on t.tagid = x.tagid where x.rid = e.objid), '') from event e join blob b on b.rid = e.objid order by e.objid`,
         ],
         root,
-      ).then(
-        async (rows) => `${rows}${JSON.stringify([...(await driverFor('fossil').snapshot(srv)).branches])}`,
-      );
+      ).then(async (rows) => `${rows}${JSON.stringify([...(await fossilDriver.snapshot(srv)).branches])}`);
     },
     fileAt: (rev, file) => ok('fossil', ['cat', '-R', srv, '-r', rev, file], root).catch(() => undefined),
     async parents(rev) {

@@ -3,10 +3,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.ts';
-import { runCgi } from '../../src/vcs/cgi.ts';
+import { runCgi } from '../../src/vcs/process/cgi.ts';
 import type { VcsDriver } from '../../src/vcs/driver.ts';
 import { serveBackend, TransportServers } from '../../src/vcs/transport.ts';
-import { commandStream } from '../../src/vcs/stream.ts';
+import { ProcessPool } from '../../src/vcs/process/pool.ts';
+import { commandStream } from '../../src/vcs/process/stream.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { tempDir } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
@@ -116,7 +117,13 @@ describe('a push runs at the server priority, a clone below it', () => {
           }),
       },
     } as unknown as VcsDriver;
-    const servers = new TransportServers({ concurrency: 2, queue: 2, wsgiWorkers: 1, nice: 6 });
+    const servers = new TransportServers({
+      concurrency: 2,
+      queue: 2,
+      wsgiWorkers: 1,
+      nice: 6,
+      pool: new ProcessPool(),
+    });
     let push = false;
     const server = http.createServer((req, res) => {
       const b = {

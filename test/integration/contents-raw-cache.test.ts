@@ -16,7 +16,7 @@ import {
 } from './contents-raw-handoff-fixture.ts';
 import { addCommit } from './contents-fixture.ts';
 import { tempDir } from '../helpers/vcs.ts';
-import { spawnedCount } from '../../src/vcs/spawner.ts';
+import { spawnedCount } from '../../src/vcs/process/spawner.ts';
 
 // The raw cache (TRIAD_RAW_CACHE_BYTES): a larger file downloaded once is kept as a plain file,
 // and later downloads are written from it by `cat`.

@@ -13,8 +13,7 @@ import {
   world,
   type World,
 } from './contents-raw-handoff-fixture.ts';
-import { driverFor } from '../../src/vcs/index.ts';
-import { spawnedCount } from '../../src/vcs/spawner.ts';
+import { spawnedCount } from '../../src/vcs/process/spawner.ts';
 
 // Raw downloads written to the connection by the reading process itself (TRIAD_RAW_SOCKET_HANDOFF).
 // The server serves plain HTTP only (no TLS listener exists), so "a TLS connection is not handed
@@ -166,7 +165,7 @@ describe('hg: a connection offered but not taken', () => {
     const client = net.connect((listener.address() as net.AddressInfo).port, '127.0.0.1');
     const socket = await accepted;
     try {
-      const file = await driverFor('hg').catFile(store, commit, 'big.bin', {
+      const file = await w.s.running.services.vcs.driver('hg').catFile(store, commit, 'big.bin', {
         size: undefined,
         nice: 0,
         head: 8000,

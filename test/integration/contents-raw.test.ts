@@ -7,7 +7,7 @@ import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { addCommit, LOGO, MAIN_C1, populate, type Fixture } from './contents-fixture.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
-import { spawnedCount } from '../../src/vcs/spawner.ts';
+import { spawnedCount } from '../../src/vcs/process/spawner.ts';
 
 /** A 60 MB file of random bytes (nothing compresses it). */
 const BIG = randomBytes(60 * 1024 * 1024);

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { driverFor } from '../../src/vcs/index.ts';
+import { fossilDriver } from '../../src/vcs/fossil/driver.ts';
 import type { Snapshot } from '../../src/vcs/driver.ts';
 import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
 
 // The Fossil push snapshot is one SQL run, remembered while the repository file is unchanged:
 // every committed write must be seen by the next snapshot.
-const driver = driverFor('fossil');
+const driver = fossilDriver;
 let dir: string;
 let repo: string;
 let work: string;

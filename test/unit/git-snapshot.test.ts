@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { driverFor } from '../../src/vcs/index.ts';
+import { gitDriver } from '../../src/vcs/git/driver.ts';
 import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
 
 // The Git push snapshot: branch heads, tags peeled to their commits, and the tip (the commit of
 // the branch HEAD names), as the push bookkeeping compares them.
-const driver = driverFor('git');
+const driver = gitDriver;
 let dir: string;
 let repo: string;
 let work: string;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { runCgi, type CgiResult } from '../../src/vcs/cgi.ts';
+import { runCgi, type CgiResult } from '../../src/vcs/process/cgi.ts';
 import { tempDir } from '../helpers/vcs.ts';
 
 // runCgi's outcome when the client goes away: before the answer is whole, the run is aborted and

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
-import { openReader, VcsOpsSet } from '../../src/vcs/index.ts';
-import { ReaderPool } from '../../src/vcs/pool.ts';
+import { createVcs, type Vcs } from '../../src/vcs/index.ts';
+import { ProcessPool } from '../../src/vcs/process/pool.ts';
 import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 import { ok } from '../helpers/vcs.ts';
@@ -16,19 +16,19 @@ const BASE = {
 
 let fx: Fixture;
 let main: string;
-let set: VcsOpsSet;
+let set: Vcs;
 let ops: VcsOps;
 let base: string;
 
 beforeAll(async () => {
   ({ fx, main } = await makeFixture('fossil', BASE));
-  set = new VcsOpsSet({ tmpDir: fx.tmp, timeoutMs: 20_000 });
-  ops = set.get('fossil');
+  set = createVcs({ pool: new ProcessPool(), tmpDir: fx.tmp, timeoutMs: 20_000 });
+  ops = set.ops('fossil');
   base = (await ops.resolveRef(fx.srv, main)) ?? '';
 });
 
 afterAll(async () => {
-  set.close();
+  set.closeProcesses();
   await fx.cleanup();
 });
 
@@ -352,14 +352,14 @@ describe('fossil operations', () => {
   });
 
   test('reads share the pooled fossil sql process and see a new check-in on either side right away', async () => {
-    const readers = new ReaderPool(openReader);
-    const own = new VcsOpsSet({ tmpDir: fx.tmp, timeoutMs: 20_000, readers });
-    const o = own.get('fossil');
+    const readers = new ProcessPool();
+    const own = createVcs({ pool: readers, tmpDir: fx.tmp, timeoutMs: 20_000 });
+    const o = own.ops('fossil');
     try {
       const t = await line('t-fresh');
       const s = await fx.commit('s-fresh', base, { 'f.txt': 'f\n' });
       expect(await o.resolveRefs(fx.srv, ['s-fresh', 't-fresh'])).toEqual([s, t]);
-      const reader = readers.get('fossil', fx.srv);
+      const reader = own.reader('fossil', fx.srv);
       expect(await o.checkMerge(fx.srv, 's-fresh', 't-fresh')).toMatchObject({
         state: 'clean',
         commitsAhead: 1,
@@ -388,9 +388,8 @@ describe('fossil operations', () => {
       expect(await o.isAncestor(fx.srv, s3, m.mergeCommit)).toBe(true);
       // One process served every read.
       expect(readers.size()).toBe(1);
-      expect(readers.get('fossil', fx.srv)).toBe(reader);
+      expect(own.reader('fossil', fx.srv)).toBe(reader);
     } finally {
-      own.close();
       readers.close();
     }
   });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
-import { VcsOpsSet } from '../../src/vcs/index.ts';
+import { createVcs, type Vcs } from '../../src/vcs/index.ts';
+import { ProcessPool } from '../../src/vcs/process/pool.ts';
 import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 import { ok } from '../helpers/vcs.ts';
@@ -9,19 +10,19 @@ const BASE = { 'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': 'b\n', 'c.txt': 
 
 let fx: Fixture;
 let main: string;
-let set: VcsOpsSet;
+let set: Vcs;
 let ops: VcsOps;
 let base: string;
 
 beforeAll(async () => {
   ({ fx, main } = await makeFixture('git', BASE));
-  set = new VcsOpsSet({ tmpDir: fx.tmp, timeoutMs: 20_000 });
-  ops = set.get('git');
+  set = createVcs({ pool: new ProcessPool(), tmpDir: fx.tmp, timeoutMs: 20_000 });
+  ops = set.ops('git');
   base = (await ops.resolveRef(fx.srv, main)) ?? '';
 });
 
 afterAll(async () => {
-  set.close();
+  set.closeProcesses();
   await fx.cleanup();
 });
 

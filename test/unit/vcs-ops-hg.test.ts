@@ -2,28 +2,29 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { HgOps } from '../../src/vcs/hg/ops.ts';
-import { VcsOpsSet } from '../../src/vcs/index.ts';
+import { createVcs, type Vcs } from '../../src/vcs/index.ts';
+import { ProcessPool } from '../../src/vcs/process/pool.ts';
 import { InvalidRefName, RefNotFound, type VcsOps } from '../../src/vcs/ops.ts';
-import { VcsTimeout } from '../../src/vcs/run.ts';
+import { VcsTimeout } from '../../src/vcs/process/run.ts';
 import { BOB, makeFixture, type Fixture } from '../helpers/vcs-ops.ts';
 
 const BASE = { 'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': 'b\n', 'c.txt': 'c1\nc2\nc3\n' };
 
 let fx: Fixture;
 let main: string;
-let set: VcsOpsSet;
+let set: Vcs;
 let ops: VcsOps;
 let base: string;
 
 beforeAll(async () => {
   ({ fx, main } = await makeFixture('hg', BASE));
-  set = new VcsOpsSet({ tmpDir: fx.tmp, timeoutMs: 20_000 });
-  ops = set.get('hg');
+  set = createVcs({ pool: new ProcessPool(), tmpDir: fx.tmp, timeoutMs: 20_000 });
+  ops = set.ops('hg');
   base = (await ops.resolveRef(fx.srv, main)) ?? '';
 });
 
 afterAll(async () => {
-  set.close();
+  set.closeProcesses();
   await fx.cleanup();
 });
 
@@ -260,7 +261,8 @@ describe('hg operations', () => {
     const hgrc = path.join(fx.srv, '.hg', 'hgrc');
     await fs.writeFile(hgrc, `[hooks]\npretxncommit.block = touch '${marker}'; false\n`);
     // a new command server reads the repository's configuration with the hook
-    const fresh = new HgOps({ tmpDir: fx.tmp, timeoutMs: 20_000 });
+    const own = new ProcessPool();
+    const fresh = new HgOps({ timeoutMs: 20_000, pool: own });
     try {
       const m = await fresh.merge(fx.srv, {
         source: 's-hook',
@@ -270,7 +272,7 @@ describe('hg operations', () => {
       });
       expect(m).toMatchObject({ kind: 'merged', fastForward: false });
     } finally {
-      fresh.close();
+      own.close();
       await fs.rm(hgrc);
     }
     await expect(fs.access(marker)).rejects.toThrow();
@@ -427,13 +429,14 @@ describe('hg operations', () => {
   });
 
   test('a request over its time limit kills the command server; the next call starts a new one', async () => {
-    const slow = new HgOps({ tmpDir: fx.tmp, timeoutMs: 1 });
+    const own = new ProcessPool();
+    const slow = new HgOps({ timeoutMs: 1, pool: own });
     await expect(slow.checkMerge(fx.srv, '@', '@')).rejects.toThrow(VcsTimeout);
     expect(slow.size()).toBe(0);
-    slow.close();
-    const hgops = set.get('hg') as HgOps;
+    own.close();
+    const hgops = set.ops('hg') as HgOps;
     expect(hgops.size()).toBe(1);
-    set.close();
+    set.closeProcesses();
     expect(hgops.size()).toBe(0);
     expect(await ops.resolveRef(fx.srv, '@')).toBe(base);
   });

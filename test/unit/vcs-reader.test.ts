@@ -3,9 +3,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BadPath, blobContent, normalisePath, type RepoReader } from '../../src/vcs/reader.ts';
-import { PersistentProcess, Respawning, type Parser } from '../../src/vcs/process.ts';
-import { ReaderPool } from '../../src/vcs/pool.ts';
+import { BadPath, blobContent, normalisePath } from '../../src/vcs/reader.ts';
+import { PersistentProcess, Respawning, type Parser } from '../../src/vcs/process/process.ts';
 import { unifiedHunks } from '../../src/vcs/diff.ts';
 
 describe('normalisePath', () => {
@@ -109,44 +108,6 @@ describe('persistent processes', () => {
     expect(await r.run((p) => p.request('two\n', line))).toBe('two');
     expect(r.get()).not.toBe(first);
     r.close();
-  });
-});
-
-describe('ReaderPool', () => {
-  const fake = () => {
-    const closed: string[] = [];
-    const factory = (_vcs: string, p: string): RepoReader =>
-      ({
-        busy: () => false,
-        close: () => closed.push(p),
-      }) as unknown as RepoReader;
-    return { closed, factory };
-  };
-
-  test('keeps at most max readers, evicting the least recently used', () => {
-    const { closed, factory } = fake();
-    const pool = new ReaderPool(factory, { max: 2, idleMs: 60_000 });
-    const a = pool.get('git', '/a');
-    pool.get('git', '/b');
-    expect(pool.get('git', '/a')).toBe(a);
-    pool.get('git', '/c');
-    expect(closed).toEqual(['/b']);
-    expect(pool.size()).toBe(2);
-    pool.close();
-    expect(closed.sort()).toEqual(['/a', '/b', '/c']);
-  });
-
-  test('closes idle readers and invalidated ones', () => {
-    const { closed, factory } = fake();
-    const pool = new ReaderPool(factory, { max: 10, idleMs: 1000 });
-    const a = pool.get('hg', '/a');
-    pool.get('hg', '/b');
-    pool.invalidate('/b');
-    expect(closed).toEqual(['/b']);
-    pool.evictIdle(Date.now() + 5000);
-    expect(closed).toEqual(['/b', '/a']);
-    expect(pool.get('hg', '/a')).not.toBe(a);
-    pool.close();
   });
 });
 

@@ -2,7 +2,13 @@ import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { runChecked, runCommand, VcsCommandFailed, VcsTimeout, withTempDir } from '../../src/vcs/run.ts';
+import {
+  runChecked,
+  runCommand,
+  VcsCommandFailed,
+  VcsTimeout,
+  withTempDir,
+} from '../../src/vcs/process/run.ts';
 
 /** A process that exists and is not a zombie (an orphan killed here may wait for its reaper). */
 const alive = async (pid: number) => {

@@ -7,9 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { output } from '../../src/vcs/refs.ts';
-import { runCommand, VcsCommandFailed, VcsTimeout } from '../../src/vcs/run.ts';
-import { closeSpawner, spawnChild, spawnerPid, type Child } from '../../src/vcs/spawner.ts';
-import { PersistentProcess } from '../../src/vcs/process.ts';
+import { runCommand, VcsCommandFailed, VcsTimeout } from '../../src/vcs/process/run.ts';
+import { closeSpawner, spawnChild, spawnerPid, type Child } from '../../src/vcs/process/spawner.ts';
+import { PersistentProcess } from '../../src/vcs/process/process.ts';
 import { exited, NODE, ROOT } from '../helpers/process.ts';
 import { startTestServer } from '../helpers/server.ts';
 
@@ -126,7 +126,7 @@ describe('the spawner', () => {
   });
 
   test('an idle spawner does not keep its server process running', async () => {
-    const run = pathToFileURL(path.join(ROOT, 'src/vcs/run.ts')).href;
+    const run = pathToFileURL(path.join(ROOT, 'src/vcs/process/run.ts')).href;
     const script = `
       import { runCommand } from '${run}';
       const r = await runCommand('sh', ['-c', 'echo done'], { timeoutMs: 60000 });
@@ -139,8 +139,8 @@ describe('the spawner', () => {
     const dir = await tempDir();
     const pidFile = path.join(dir, 'pid');
     const spawnerFile = path.join(dir, 'spawner');
-    const run = pathToFileURL(path.join(ROOT, 'src/vcs/run.ts')).href;
-    const spawnerTs = pathToFileURL(path.join(ROOT, 'src/vcs/spawner.ts')).href;
+    const run = pathToFileURL(path.join(ROOT, 'src/vcs/process/run.ts')).href;
+    const spawnerTs = pathToFileURL(path.join(ROOT, 'src/vcs/process/spawner.ts')).href;
     const script = `
       import fs from 'node:fs';
       import { runCommand } from '${run}';
@@ -293,7 +293,7 @@ describe('spawnChild: processes whose streams the server uses itself', () => {
   });
 
   test('a script that spawned processes (a held slot written, a spawn refused for a closed socket) still ends by itself', async () => {
-    const spawnerTs = pathToFileURL(path.join(ROOT, 'src/vcs/spawner.ts')).href;
+    const spawnerTs = pathToFileURL(path.join(ROOT, 'src/vcs/process/spawner.ts')).href;
     const script = `
       import net from 'node:net';
       import { spawnChild } from '${spawnerTs}';

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Spool } from '../../src/vcs/spool.ts';
+import { Spool } from '../../src/vcs/process/spool.ts';
 
 const roots: string[] = [];
 async function root(): Promise<string> {

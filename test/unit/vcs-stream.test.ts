@@ -1,7 +1,7 @@
 import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import net from 'node:net';
-import { commandStream, commandToSocket, openFile, openFileClosing } from '../../src/vcs/stream.ts';
+import { commandStream, commandToSocket, openFile, openFileClosing } from '../../src/vcs/process/stream.ts';
 
 /** A process that exists and is not a zombie. */
 const alive = async (pid: number) => {

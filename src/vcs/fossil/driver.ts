@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileOutputStream, openFileClosing } from '../stream.ts';
+import { fileOutputStream, openFileClosing } from '../process/stream.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';

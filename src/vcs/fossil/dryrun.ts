@@ -14,7 +14,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { FOSSIL } from '../constants.ts';
-import { runCommand, withTempDir } from '../run.ts';
+import { runCommand, withTempDir } from '../process/run.ts';
 
 /** One path the source changed since the pivot: file hashes (null = absent) and permissions. */
 export type Changed = {

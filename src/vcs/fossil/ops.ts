@@ -2,7 +2,7 @@
  * Fossil operations on a repository file. Lookups, ancestry and the dry-run merge read the
  * repository with SQL (every name as a hex literal; see dryrun.ts) on the repository's pooled
  * reader: the same long-lived `fossil sql --readonly` process the contents reads use (reader.ts,
- * pool.ts), so a read pays no process start and no repository open. Each statement is its own
+ * in the server's process pool), so a read pays no process start and no repository open. Each statement is its own
  * SQLite read transaction, so it sees every check-in committed before it (a push's own pull
  * request updates read through the process that was live before the push; after the push
  * `RepoChanges` drops it anyway). Only `fossil 3-way-merge` and the writes spawn processes. Merges
@@ -27,13 +27,13 @@ import {
   type MergeCheck,
   type MergeInput,
   type MergeOutcome,
+  type OpsOptions,
   type TagInput,
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
-import { runChecked, runCommand, withTempDir } from '../run.ts';
+import { runChecked, runCommand, withTempDir } from '../process/run.ts';
 import { FOSSIL } from '../constants.ts';
-import type { ReaderPool } from '../pool.ts';
 import { changedFilesSql, dryRun, type Changed } from './dryrun.ts';
 import { FossilReader } from './reader.ts';
 import { sqlText } from './sql.ts';
@@ -81,21 +81,17 @@ export class FossilOps implements VcsOps {
   readonly kind = 'fossil' as const;
   private readonly timeoutMs: number;
   private readonly tmpDir: string;
-  private readonly readers: ReaderPool;
+  private readonly reader: OpsOptions['reader'];
 
-  constructor(opts: { tmpDir: string; timeoutMs: number; readers: ReaderPool }) {
+  constructor(opts: OpsOptions) {
     this.timeoutMs = opts.timeoutMs;
     this.tmpDir = opts.tmpDir;
-    this.readers = opts.readers;
-  }
-
-  close(): void {
-    // the pooled readers belong to the pool's owner
+    this.reader = opts.reader;
   }
 
   /** One read-only SQL statement answering one JSON value per row, on the repository's pooled reader. */
   private async query<T>(file: string, sql: string): Promise<T[]> {
-    const reader = this.readers.get('fossil', file);
+    const reader = this.reader(file);
     if (!(reader instanceof FossilReader)) throw new Error(`not a Fossil reader: ${file}`);
     return reader.sqlRows<T>(sql);
   }

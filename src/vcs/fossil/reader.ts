@@ -16,7 +16,7 @@ import {
   type RepoReader,
   type TreeEntry,
 } from '../reader.ts';
-import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
 import { sqlText } from './sql.ts';
 
@@ -104,7 +104,7 @@ export class FossilReader implements RepoReader {
    * One read-only statement answering one JSON value per row (JSON text never holds a raw
    * newline), for the Fossil operations (ops.ts) that share this process. Anything on stderr is
    * an error. Every statement runs in its own read transaction (the shell is in autocommit mode),
-   * so it sees every check-in committed before it started, also without `ReaderPool.invalidate`.
+   * so it sees every check-in committed before it started, also without `ProcessPool.invalidate`.
    */
   async sqlRows<T>(sql: string): Promise<T[]> {
     const { out, err } = await this.exec(sql);

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { commandStream, commandToSocket, openFile } from '../stream.ts';
+import { commandStream, commandToSocket, openFile } from '../process/stream.ts';
 import { GIT } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
 import { output } from '../refs.ts';

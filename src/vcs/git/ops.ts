@@ -21,7 +21,7 @@ import {
   type VcsOps,
 } from '../ops.ts';
 import { GIT } from '../constants.ts';
-import { runChecked, runCommand, type RunResult } from '../run.ts';
+import { runChecked, runCommand, type RunResult } from '../process/run.ts';
 
 /** `git check-ref-format` rules for one name below `refs/heads/` or `refs/tags/`. */
 export function gitRefNameOk(name: string): boolean {
@@ -40,10 +40,6 @@ export class GitOps implements VcsOps {
 
   constructor(opts: { tmpDir: string; timeoutMs: number }) {
     this.timeoutMs = opts.timeoutMs;
-  }
-
-  close(): void {
-    // no persistent processes
   }
 
   private git(dir: string, args: string[], extra: { input?: string; env?: NodeJS.ProcessEnv } = {}) {

@@ -20,7 +20,7 @@ import {
   readPrefix,
   type RawFile,
 } from '../reader.ts';
-import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
 import { output } from '../refs.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
 

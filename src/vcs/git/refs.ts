@@ -4,7 +4,7 @@ import path from 'node:path';
 import { GIT } from '../constants.ts';
 import type { CappedFile, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
-import { runCommand } from '../run.ts';
+import { runCommand } from '../process/run.ts';
 
 const git = (dir: string, ...args: string[]) => output(GIT.bin, ['-C', dir, ...args], GIT.env);
 

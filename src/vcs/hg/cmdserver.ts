@@ -2,13 +2,14 @@
  * Mercurial's command server (`hg serve --cmdserver pipe`) with one of Triad's extensions:
  * `triadread` (contents reads, triadread.py) or `triadops` (operations, triadops.py) add a server
  * command next to `runcommand`; `triadfresh` (triadfresh.py) makes `runcommand` see the
- * repository as it is on disk (the bookkeeping servers, `CommandServers`). A request is the command's name, a newline, a 4-byte
- * big-endian length and the data; the answer is frames (channel byte, 4-byte length, data) up to
- * the result frame `r`.
+ * repository as it is on disk (the push bookkeeping's servers, below). A request is the
+ * command's name, a newline, a 4-byte big-endian length and the data; the answer is frames
+ * (channel byte, 4-byte length, data) up to the result frame `r`.
  */
 import { fileURLToPath } from 'node:url';
 import { HG } from '../constants.ts';
-import { PersistentProcess, Respawning, type Parser } from '../process.ts';
+import type { PoolGroup, ProcessPool } from '../process/pool.ts';
+import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
 
 export type Extension = 'triadread' | 'triadops' | 'triadfresh';
 
@@ -73,83 +74,36 @@ const helloParser: Parser<string> = (buf) => {
 export class HgCommandFailed extends Error {}
 
 /**
- * Command servers for short `hg` commands (the push bookkeeping of refs.ts: snapshots,
- * commit lists, a file at a revision), one per repository, at most `max` (least recently used
- * closed first), idle ones closed after `idleMs`. `runcommand` reloads the repository before each
- * command, so a push by another process is seen at once; a command costs a few milliseconds
- * instead of a Python start.
+ * The command servers for short `hg` commands (the push bookkeeping of refs.ts: snapshots,
+ * commit lists, a file at a revision), one per repository in the server's pool. `runcommand`
+ * reloads the repository before each command, so a push by another process is seen at once (a
+ * change needs no invalidation); a command costs a few milliseconds instead of a Python start.
  */
-export class CommandServers {
-  private readonly servers = new Map<string, { proc: Respawning; lastUsed: number }>();
-  private readonly max: number;
-  private readonly idleMs: number;
-  private timer: NodeJS.Timeout | undefined;
+const BOOKKEEPING: PoolGroup = { name: 'hg-cmd', max: 8, idleMs: 60_000, survivesChange: true };
 
-  constructor(opts: { max: number; idleMs: number }) {
-    this.max = opts.max;
-    this.idleMs = opts.idleMs;
-  }
-
-  /** Standard output of `hg ARGS` on the repository `dir` (throws `HgCommandFailed`). */
-  async run(dir: string, args: string[]): Promise<string> {
-    const proc = this.server(dir);
-    const body = Buffer.from(args.join('\0'), 'utf8');
-    const answer = await proc.run((p) => p.request(frame('runcommand', body), resultParser));
-    const code = answer.result.length >= 4 ? answer.result.readInt32BE(0) : -1;
-    if (code !== 0) throw new HgCommandFailed(`hg ${args[0] ?? ''} failed (${code}): ${answer.err.trim()}`);
-    return answer.out.toString('utf8');
-  }
-
-  /** Starts the server of `dir` now, if it is not running, without waiting for it. */
-  warm(dir: string): void {
-    this.server(dir).get();
-  }
-
-  close(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-    for (const dir of [...this.servers.keys()]) this.drop(dir);
-  }
-
-  private server(dir: string): Respawning {
-    let slot = this.servers.get(dir);
-    if (slot !== undefined) this.servers.delete(dir);
-    slot ??= {
-      proc: new Respawning(() => {
+function server(pool: ProcessPool, dir: string): Respawning {
+  return pool.get(
+    BOOKKEEPING,
+    dir,
+    () =>
+      new Respawning(() => {
         const { proc, hello } = startServer(dir, 'triadfresh');
         hello.catch(() => undefined);
         return proc;
       }),
-      lastUsed: 0,
-    };
-    slot.lastUsed = Date.now();
-    this.servers.set(dir, slot);
-    for (const key of this.servers.keys()) {
-      if (this.servers.size <= this.max) break;
-      if (key !== dir) this.drop(key);
-    }
-    if (this.timer === undefined) {
-      this.timer = setInterval(() => this.closeIdle(), Math.min(this.idleMs, 30_000));
-      this.timer.unref();
-    }
-    return slot.proc;
-  }
+  );
+}
 
-  private closeIdle(): void {
-    const now = Date.now();
-    for (const [dir, slot] of this.servers) {
-      if (now - slot.lastUsed >= this.idleMs && !slot.proc.busy()) this.drop(dir);
-    }
-    if (this.servers.size === 0 && this.timer !== undefined) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
-  }
+/** Standard output of `hg ARGS` on the repository `dir` (throws `HgCommandFailed`). */
+export async function runcommand(pool: ProcessPool, dir: string, args: string[]): Promise<string> {
+  const body = Buffer.from(args.join('\0'), 'utf8');
+  const answer = await server(pool, dir).run((p) => p.request(frame('runcommand', body), resultParser));
+  const code = answer.result.length >= 4 ? answer.result.readInt32BE(0) : -1;
+  if (code !== 0) throw new HgCommandFailed(`hg ${args[0] ?? ''} failed (${code}): ${answer.err.trim()}`);
+  return answer.out.toString('utf8');
+}
 
-  private drop(dir: string): void {
-    const slot = this.servers.get(dir);
-    if (slot === undefined) return;
-    this.servers.delete(dir);
-    slot.proc.close();
-  }
+/** Starts the command server of `dir` now, if it is not running, without waiting for it. */
+export function warm(pool: ProcessPool, dir: string): void {
+  server(pool, dir).get();
 }

@@ -1,14 +1,15 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Child } from '../child.ts';
-import { commandStream, openFile, producerExit } from '../stream.ts';
+import type { Child } from '../process/child.ts';
+import { commandStream, openFile, producerExit } from '../process/stream.ts';
 import { HG } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
+import type { ProcessPool } from '../process/pool.ts';
 import { output } from '../refs.ts';
 import { HgOps } from './ops.ts';
 import { HgReader } from './reader.ts';
-import { filesAt, moves, snapshot, warmBookkeeping } from './refs.ts';
+import { bookkeeping } from './refs.ts';
 import { transport } from './transport.ts';
 
 async function exists(p: string): Promise<boolean> {
@@ -21,10 +22,11 @@ async function exists(p: string): Promise<boolean> {
 const TRIADCAT = fileURLToPath(new URL('./triadcat.py', import.meta.url));
 
 /**
- * Mercurial: command servers with Triad's extensions for reads (triadread.py) and operations
- * (triadops.py), hgweb (hgweb.py) for the wire protocol, triadcat.py for raw file downloads.
+ * Mercurial: command servers with Triad's extensions for reads (triadread.py), operations
+ * (triadops.py) and the push bookkeeping (triadfresh.py), kept in the server's process pool;
+ * hgweb (hgwsgi.py) for the wire protocol, triadcat.py for raw file downloads.
  */
-export const hgDriver: VcsDriver = {
+export const createHgDriver = (pool: ProcessPool): VcsDriver => ({
   kind: 'hg',
   constants: HG,
   async init(dest) {
@@ -44,10 +46,7 @@ export const hgDriver: VcsDriver = {
       await output(HG.bin, ['-R', dir, '--config', 'ui.interactive=false', 'recover'], HG.env);
     return left;
   },
-  prepare: warmBookkeeping,
-  snapshot,
-  moves,
-  filesAt,
+  ...bookkeeping(pool),
   // triadcat.py writes the size of the file's data (a first revision's size needs the whole
   // revision in Mercurial: copy metadata), then the data, as `hg cat` prints it.
   catFile: async (dir, commit, file, { head, nice, socket }) => {
@@ -114,5 +113,5 @@ export const hgDriver: VcsDriver = {
       nice,
       signal === undefined ? {} : { signal },
     ),
-  createOps: (opts) => new HgOps(opts),
-};
+  createOps: (opts) => new HgOps({ timeoutMs: opts.timeoutMs, pool }),
+});

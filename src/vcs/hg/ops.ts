@@ -2,8 +2,8 @@
  * Mercurial operations through one persistent `hg serve --cmdserver pipe` per repository with the
  * `triadops` extension (triadops.py next to this file). Each operation is one command-server
  * request (JSON in, one JSON line out): no Python start-up per call, and merges happen in memory
- * (no working directory, nothing to clean up). Processes are kept per repository (at most
- * `MAX_SERVERS`, least recently used first out, idle ones closed after a minute).
+ * (no working directory, nothing to clean up). Processes are kept per repository in the server's
+ * pool (at most 16, least recently used first out, idle ones closed after a minute).
  */
 import {
   cleanAuthor,
@@ -19,92 +19,63 @@ import {
   type TagOutcome,
   type VcsOps,
 } from '../ops.ts';
-import { ProcessDied, type PersistentProcess } from '../process.ts';
-import { VcsTimeout } from '../run.ts';
+import type { PoolGroup, Pooled, ProcessPool } from '../process/pool.ts';
+import { ProcessDied, type PersistentProcess } from '../process/process.ts';
+import { VcsTimeout } from '../process/run.ts';
 import { frame, resultParser, startServer } from './cmdserver.ts';
 
-const MAX_SERVERS = 16;
-const IDLE_MS = 60_000;
+/** The operations' command servers; each request reloads the repository (a change needs no invalidation). */
+const OPS: PoolGroup = { name: 'hg-ops', max: 16, idleMs: 60_000, survivesChange: true };
 
 type Answer = Record<string, unknown> & { kind?: string; message?: string };
 
-type Slot = { proc: PersistentProcess; ready: Promise<void>; lastUsed: number };
+/** A command server with `triadops`; `ready` once its hello named the extension. */
+type Server = Pooled & { proc: PersistentProcess; ready: Promise<void> };
+
+function start(dir: string): Server {
+  const { proc, hello: greeting } = startServer(dir, 'triadops');
+  const ready = greeting.then((hello) => {
+    if (!/^capabilities:.*\btriadops\b/m.test(hello)) {
+      proc.kill();
+      throw new Error(`hg command server without the triadops extension: ${proc.takeStderr().trim()}`);
+    }
+  });
+  ready.catch(() => undefined);
+  return {
+    proc,
+    ready,
+    busy: () => proc.busy(),
+    close: () => proc.close(),
+    get dead() {
+      return proc.dead;
+    },
+  };
+}
 
 export class HgOps implements VcsOps {
   readonly kind = 'hg' as const;
   private readonly timeoutMs: number;
-  private readonly servers = new Map<string, Slot>();
-  private timer: NodeJS.Timeout | undefined;
+  private readonly pool: ProcessPool;
 
-  constructor(opts: { tmpDir: string; timeoutMs: number }) {
+  constructor(opts: { timeoutMs: number; pool: ProcessPool }) {
     this.timeoutMs = opts.timeoutMs;
-  }
-
-  close(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-    for (const dir of [...this.servers.keys()]) this.drop(dir);
+    this.pool = opts.pool;
   }
 
   /** Number of live command servers (for tests and metrics). */
   size(): number {
-    return this.servers.size;
-  }
-
-  private drop(dir: string): void {
-    const slot = this.servers.get(dir);
-    if (slot === undefined) return;
-    this.servers.delete(dir);
-    slot.proc.close();
-  }
-
-  private server(dir: string): Slot {
-    const now = Date.now();
-    let slot = this.servers.get(dir);
-    if (slot !== undefined && !slot.proc.dead) {
-      this.servers.delete(dir);
-      slot.lastUsed = now;
-      this.servers.set(dir, slot);
-      return slot;
-    }
-    if (slot !== undefined) this.drop(dir);
-    const { proc, hello: greeting } = startServer(dir, 'triadops');
-    const ready = greeting.then((hello) => {
-      if (!/^capabilities:.*\btriadops\b/m.test(hello)) {
-        proc.kill();
-        throw new Error(`hg command server without the triadops extension: ${proc.takeStderr().trim()}`);
-      }
-    });
-    ready.catch(() => undefined);
-    slot = { proc, ready, lastUsed: now };
-    this.servers.set(dir, slot);
-    for (const key of this.servers.keys()) {
-      if (this.servers.size <= MAX_SERVERS) break;
-      if (key !== dir) this.drop(key);
-    }
-    if (this.timer === undefined) {
-      this.timer = setInterval(() => this.evictIdle(), IDLE_MS / 2);
-      this.timer.unref();
-    }
-    return slot;
-  }
-
-  private evictIdle(): void {
-    const now = Date.now();
-    for (const [dir, slot] of this.servers) {
-      if (now - slot.lastUsed >= IDLE_MS && !slot.proc.busy()) this.drop(dir);
-    }
+    return this.pool.size(OPS);
   }
 
   /** One `triadops` request with the time limit; the server is killed when it runs over. */
   private async once(dir: string, req: Record<string, unknown>): Promise<Answer> {
-    const slot = this.server(dir);
+    const slot = this.pool.get(OPS, dir, () => start(dir));
     const request = frame('triadops', Buffer.from(JSON.stringify(req), 'utf8'));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        if (this.servers.get(dir) === slot) this.servers.delete(dir);
         slot.proc.kill();
+        this.pool.drop(OPS, dir, slot);
         reject(new VcsTimeout(`hg ${String(req.op)}: timed out after ${this.timeoutMs} ms`, null, ''));
       }, this.timeoutMs);
     });

@@ -16,7 +16,7 @@ import {
   type TreeEntry,
 } from '../reader.ts';
 import { HG } from '../constants.ts';
-import { Respawning } from '../process.ts';
+import { Respawning } from '../process/process.ts';
 import { frame, resultParser, startServer } from './cmdserver.ts';
 
 type Entry = { id: string; user: string; time: number; desc: string; branch: string; tags: string[] };

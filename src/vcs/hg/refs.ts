@@ -6,28 +6,40 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { HG } from '../constants.ts';
-import type { BranchMove, CappedFile, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
+import type {
+  BranchMove,
+  CappedFile,
+  CommitInfo,
+  MoveOptions,
+  RefMove,
+  Snapshot,
+  VcsDriver,
+} from '../driver.ts';
 import { commitRecords, eachAt, FIELD, RECORD, tagMoves } from '../refs.ts';
-import { CommandServers } from './cmdserver.ts';
+import type { ProcessPool } from '../process/pool.ts';
+import { runcommand, warm } from './cmdserver.ts';
+
+/** `hg ARGS` on a repository, through its pooled command server. */
+type Hg = (dir: string, ...args: string[]) => Promise<string>;
 
 /**
  * The bookkeeping of every push (a snapshot before and after, the new changesets per ref, the
- * pipeline file at the pushed head) runs through pooled command servers: no `hg` start per call.
+ * pipeline file at the pushed head) runs through the pool's command servers: no `hg` start per
+ * call. `prepare` starts the server of a repository whose push is being received.
  */
-const servers = new CommandServers({ max: 8, idleMs: 60_000 });
-const hg = (dir: string, ...args: string[]) => servers.run(dir, args);
-
-/** Starts the bookkeeping command server of `dir` (a push is being received). */
-export function warmBookkeeping(dir: string): void {
-  servers.warm(dir);
+export function bookkeeping(
+  pool: ProcessPool,
+): Pick<VcsDriver, 'prepare' | 'snapshot' | 'moves' | 'filesAt'> {
+  const hg: Hg = (dir, ...args) => runcommand(pool, dir, args);
+  return {
+    prepare: (dir) => warm(pool, dir),
+    snapshot: (dir) => snapshot(hg, dir),
+    moves: (...a) => moves(hg, ...a),
+    filesAt: (...a) => filesAt(hg, ...a),
+  };
 }
 
-/** Ends the command servers of the push bookkeeping (at shutdown). */
-export function closeBookkeeping(): void {
-  servers.close();
-}
-
-export async function snapshot(dir: string): Promise<Snapshot> {
+async function snapshot(hg: Hg, dir: string): Promise<Snapshot> {
   // No changelog, no changesets: a repository's first push needs no command for its snapshot
   // before, while the bookkeeping server (started as the push arrived) is still starting.
   if (!(await hasChangelog(dir)))
@@ -70,7 +82,7 @@ function hasChangelog(dir: string): Promise<boolean> {
   );
 }
 
-async function commits(dir: string, revset: string, limit: number): Promise<CommitInfo[]> {
+async function commits(hg: Hg, dir: string, revset: string, limit: number): Promise<CommitInfo[]> {
   const text = await hg(
     dir,
     'log',
@@ -88,8 +100,8 @@ async function commits(dir: string, revset: string, limit: number): Promise<Comm
  * The first `max` changesets of a revset, newest first, and how many it has counted up to
  * `max + 1` (a push event tells no more), in one command.
  */
-async function listed(dir: string, revset: string, max: number) {
-  const list = await commits(dir, revset, max + 1);
+async function listed(hg: Hg, dir: string, revset: string, max: number) {
+  const list = await commits(hg, dir, revset, max + 1);
   return { commits: list.slice(0, max), total: list.length };
 }
 
@@ -100,7 +112,7 @@ async function listed(dir: string, revset: string, max: number) {
  * at a head), so the heads are read, not every changeset: a first push of 10,000 changesets
  * reads a few lines.
  */
-async function branchesIn(dir: string, revset: string): Promise<string[]> {
+async function branchesIn(hg: Hg, dir: string, revset: string): Promise<string[]> {
   const heads = await hg(dir, 'log', '-r', `head() and (${revset})`, '-T', '{branch}\n');
   const names = [...new Set(heads.split('\n').filter((b) => b !== ''))];
   if (names.length < 2) return names;
@@ -111,7 +123,13 @@ async function branchesIn(dir: string, revset: string): Promise<string[]> {
 
 const branchSet = (name: string) => `branch(${JSON.stringify(`literal:${name}`)})`;
 
-export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
+async function moves(
+  hg: Hg,
+  dir: string,
+  before: Snapshot,
+  after: Snapshot,
+  opts: MoveOptions,
+): Promise<RefMove[]> {
   const out: BranchMove[] = [];
   const fresh = `${before.mark + 1}:`;
   const covered: string[] = [];
@@ -123,7 +141,7 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
     // A bookmark moved onto changesets the repository already had: no new commits (and `N:`
     // past the tip would be an unknown revision).
     const gained =
-      after.mark > before.mark ? await listed(dir, revset, opts.maxCommits) : { commits: [], total: 0 };
+      after.mark > before.mark ? await listed(hg, dir, revset, opts.maxCommits) : { commits: [], total: 0 };
     out.push({
       type: 'bookmark',
       name: bm,
@@ -138,8 +156,8 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
   }
   if (after.mark > before.mark) {
     const rest = `${fresh}${covered.length > 0 ? ` and not (${covered.join(' or ')})` : ''}`;
-    for (const branch of await branchesIn(dir, rest)) {
-      const gained = await listed(dir, `reverse((${rest}) and ${branchSet(branch)})`, opts.maxCommits);
+    for (const branch of await branchesIn(hg, dir, rest)) {
+      const gained = await listed(hg, dir, `reverse((${rest}) and ${branchSet(branch)})`, opts.maxCommits);
       const existed = before.branches.has(branch);
       out.push({
         type: 'branch',
@@ -155,16 +173,16 @@ export const moves: VcsDriver['moves'] = async (dir, before, after, opts) => {
     }
   }
   const tags = await tagMoves(before, after, (ids) =>
-    commits(dir, ids.join(' or '), ids.length).catch(() => []),
+    commits(hg, dir, ids.join(' or '), ids.length).catch(() => []),
   );
   return [...out, ...tags];
-};
+}
 
 /**
  * The file at each revision, through the bookkeeping command server (a few ms each): its size
  * first, its content only when the size is within the cap.
  */
-export const filesAt: VcsDriver['filesAt'] = (dir, revs, file, maxBytes) =>
+const filesAt = (hg: Hg, dir: string, revs: readonly string[], file: string, maxBytes: number) =>
   // `path:` makes the file relative to the repository root, not the working directory
   eachAt(revs, async (rev): Promise<CappedFile | undefined> => {
     const size = Number(await hg(dir, 'files', '-r', rev, '-T', '{size}\n', `path:${file}`).catch(() => ''));

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { HG } from '../constants.ts';
 import { atRoot, cloneHint, notFound, wireParam, type VcsTransport } from '../transport.ts';
-import type { WsgiApp } from '../wsgi.ts';
+import type { WsgiApp } from '../process/wsgi.ts';
 
 /** Mercurial wire-protocol commands (version 1, as in Mercurial 6.3) a client may send. */
 const COMMANDS = new Set([

@@ -1,4 +1,4 @@
-"""Triad's extension for plain command servers (src/vcs/hg/cmdserver.ts, `CommandServers`).
+"""Triad's extension for plain command servers (src/vcs/hg/cmdserver.ts, `runcommand`).
 
 Before each `runcommand`, Mercurial invalidates the repository object the server holds, a
 filtered view; caches kept on the unfiltered repository (tags, among them `tip`) would survive

@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { cgiEnv, LIFELINE, type CgiEnvInput, type CgiResult } from './cgi.ts';
 import { Gate } from './gate.ts';
+import type { PoolGroup, Pooled, ProcessPool } from './pool.ts';
 import { niced } from './priority.ts';
 import { spawnChild, type Child } from './spawner.ts';
 
@@ -38,7 +39,7 @@ const ABORT_GRACE_MS = 1000;
 /** How long a worker may take to exit after its stdin closed before it is killed. */
 const CLOSE_GRACE_MS = 5000;
 
-class Worker {
+class Worker implements Pooled {
   private readonly child: Child;
   private readonly stdin: Socket;
   private readonly stdout: Socket;
@@ -46,22 +47,25 @@ class Worker {
   private stderr = '';
   private onFrame: ((type: string, data: Buffer) => void) | undefined;
   private onDeath: (() => void) | undefined;
+  /** Its key in the pool. */
+  readonly id: string;
   dead = false;
-  lastUsed = Date.now();
+  private closed = false;
   readonly exited: Promise<void>;
 
-  static async start(app: WsgiApp, nice: number): Promise<Worker> {
+  static async start(app: WsgiApp, nice: number, id: string): Promise<Worker> {
     const [command, args] = niced(nice, app.command, app.args);
     // fd 3: the lifeline, held by the spawner
     const child = await spawnChild('/bin/sh', ['-c', LIFELINE, 'triad-wsgi', command, ...args], {
       env: app.env,
       stdio: ['pipe', 'pipe', 'pipe', 'hold'],
     });
-    return new Worker(child);
+    return new Worker(child, id);
   }
 
-  private constructor(child: Child) {
+  private constructor(child: Child, id: string) {
     this.child = child;
+    this.id = id;
     const [stdin, stdout, stderr] = child.stdio as [Socket, Socket, Socket];
     this.stdin = stdin;
     this.stdout = stdout;
@@ -81,6 +85,16 @@ class Worker {
 
   get pid(): number {
     return this.child.pid;
+  }
+
+  /** Serving a request. */
+  busy(): boolean {
+    return this.onFrame !== undefined;
+  }
+
+  /** Can serve a request: alive, not closed. */
+  usable(): boolean {
+    return !this.dead && !this.closed;
   }
 
   private parse(): void {
@@ -105,6 +119,8 @@ class Worker {
 
   /** Ends stdin: the worker exits once it is idle; killed if it lingers. */
   close(): void {
+    if (this.closed || this.dead) return;
+    this.closed = true;
     this.stdin.end();
     const t = setTimeout(() => this.kill(), CLOSE_GRACE_MS);
     t.unref();
@@ -179,27 +195,28 @@ class Worker {
 
 /**
  * At most `workers` processes of one WSGI program, each serving one request at a time; requests
- * beyond wait in FIFO order (their callers bound the wait). Idle workers are closed after
- * `idleMs`; a dead one is replaced by the next request.
+ * beyond wait in FIFO order (their callers bound the wait). The workers are entries of the
+ * server's process pool, which closes those idle for `idleMs`; a dead one is replaced by the next
+ * request.
  */
 export class WsgiPool {
   private readonly app: WsgiApp;
   private readonly gate: Gate;
-  private readonly idleMs: number;
+  private readonly pool: ProcessPool;
+  private readonly group: PoolGroup;
   private readonly nice: number;
   private readonly idle: Worker[] = [];
   private readonly live = new Set<Worker>();
-  private readonly timer: NodeJS.Timeout;
+  private started = 0;
   private closed = false;
 
   /** `nice`: niceness added to the workers' (priority.ts), 0 by default. */
-  constructor(app: WsgiApp, opts: { workers: number; idleMs?: number; nice?: number }) {
+  constructor(app: WsgiApp, opts: { workers: number; pool: ProcessPool; idleMs?: number; nice?: number }) {
     this.app = app;
     this.gate = new Gate(opts.workers);
-    this.idleMs = opts.idleMs ?? 300_000;
+    this.pool = opts.pool;
+    this.group = { name: `wsgi-${app.name}`, idleMs: opts.idleMs ?? 300_000 };
     this.nice = opts.nice ?? 0;
-    this.timer = setInterval(() => this.closeIdle(), Math.min(this.idleMs, 60_000));
-    this.timer.unref();
   }
 
   async serve(r: WsgiRequest): Promise<CgiResult> {
@@ -207,9 +224,11 @@ export class WsgiPool {
     try {
       const worker = await this.take();
       const result = await worker.serve(r);
-      worker.lastUsed = Date.now();
       if (this.closed) worker.close();
-      else if (!worker.dead) this.idle.push(worker);
+      else if (worker.usable()) {
+        this.pool.get(this.group, worker.id, () => worker); // used now: its idle time starts
+        this.idle.push(worker);
+      }
       return result;
     } finally {
       leave();
@@ -223,25 +242,23 @@ export class WsgiPool {
 
   close(): void {
     this.closed = true;
-    clearInterval(this.timer);
     this.idle.splice(0);
-    for (const w of this.live) w.close();
+    for (const w of this.live) {
+      this.pool.drop(this.group, w.id, w);
+      w.close();
+    }
   }
 
   private async take(): Promise<Worker> {
-    for (let w = this.idle.pop(); w !== undefined; w = this.idle.pop()) if (!w.dead) return w;
-    const w = await Worker.start(this.app, this.nice);
+    for (let w = this.idle.pop(); w !== undefined; w = this.idle.pop()) if (w.usable()) return w;
+    this.started += 1;
+    const w = await Worker.start(this.app, this.nice, String(this.started));
     this.live.add(w);
-    void w.exited.then(() => this.live.delete(w));
+    this.pool.get(this.group, w.id, () => w);
+    void w.exited.then(() => {
+      this.live.delete(w);
+      this.pool.drop(this.group, w.id, w);
+    });
     return w;
-  }
-
-  private closeIdle(now = Date.now()): void {
-    for (let i = this.idle.length - 1; i >= 0; i -= 1) {
-      const w = this.idle[i]!;
-      if (now - w.lastUsed < this.idleMs) continue;
-      this.idle.splice(i, 1);
-      w.close();
-    }
   }
 }

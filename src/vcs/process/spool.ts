@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { processAlive as alive } from '../db/processes.ts';
+import { processAlive as alive } from '../../db/processes.ts';
 
 /** The request body is larger than the configured cap. */
 export class BodyTooLarge extends Error {}
