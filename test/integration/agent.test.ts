@@ -1,25 +1,19 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { pino } from 'pino';
 import { Agent } from '../../agent/agent.ts';
 import { LocalExecutor } from '../../agent/executors/local.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { processesWith } from '../helpers/serve.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 const quiet = pino({ level: process.env.TRIAD_TEST_AGENT_LOG ?? 'silent' });
 

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { ServerClient } from '../../agent/client.ts';
 import { LogShipper } from '../../agent/log-shipper.ts';
 import { startTestServer, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { serverWithOrg } from '../helpers/factories.ts';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 
 let s: TestServer;
@@ -10,9 +11,7 @@ let owner: TestUser;
 let org: string;
 let agent: Client;
 beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
+  ({ s, owner, org } = await serverWithOrg());
   agent = await newAgent(s);
 });
 afterAll(async () => {
@@ -458,9 +457,11 @@ describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=2)', () =>
   let org2: string;
   let bot: Client;
   beforeAll(async () => {
-    s2 = await startTestServer({ TRIAD_AGENT_TIMEOUT: '2', TRIAD_STEP_LOG_MAX_BYTES: '4096' });
-    owner2 = await s2.newUser();
-    org2 = await s2.newOrg(owner2);
+    ({
+      s: s2,
+      owner: owner2,
+      org: org2,
+    } = await serverWithOrg({ TRIAD_AGENT_TIMEOUT: '2', TRIAD_STEP_LOG_MAX_BYTES: '4096' }));
     const r = await s2.admin.post('/api/v1/admin/agents', { name: 'pool-bot' });
     bot = s2.anon.as(r.body.data.token);
   });

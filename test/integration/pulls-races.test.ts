@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { PrRepo } from '../helpers/pulls.ts';
 import { sh } from '../helpers/vcs.ts';
@@ -15,14 +16,7 @@ import { sh } from '../helpers/vcs.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer({ TRIAD_PULL_CHECK_BUDGET_MS: '60000' });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({ TRIAD_PULL_CHECK_BUDGET_MS: '60000' }, (w) => ({ s, owner, org } = w));
 
 const hosted = (repo: PrRepo) => path.join(s.dataDir, 'repos', `${repo.id}.git`);
 const mainHead = async (repo: PrRepo) =>
