@@ -14,7 +14,7 @@ import { WorkingCopy } from '../helpers/clients.ts';
 import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { withOrgServer } from '../helpers/factories.ts';
 import { tempDir } from '../helpers/vcs.ts';
-import { waitFor } from '../helpers/transport.ts';
+import { waitFor } from '../helpers/wait.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
 const exec = promisify(execFile);

@@ -4,6 +4,7 @@ import { requestFrom, type Answer } from '../helpers/from-address.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { serverWithOrg } from '../helpers/factories.ts';
 import { sh, tempDir, withCreds } from '../helpers/vcs.ts';
+import { sleep } from '../helpers/wait.ts';
 
 // Failed authentications are counted per client address and per presented credential; guessing
 // from an address answers 429 `rate_limited` with Retry-After, on the API and on clone URLs (one
@@ -14,7 +15,6 @@ const from = requestFrom;
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const guess = () => uniq('triad_guess_');
 
 function expectLimited(r: Answer, windowSeconds: number): number {

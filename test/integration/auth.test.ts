@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { expectError, newRepo, newTeam } from '../helpers/factories.ts';
+import { sleep } from '../helpers/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -9,8 +10,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.close();
 });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Creates another token of `user` through the user endpoint and returns a client using it. */
 async function tokenOf(user: TestUser, body: Record<string, unknown>): Promise<Client> {

