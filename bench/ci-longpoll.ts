@@ -3,6 +3,7 @@
  * Starts a server (embedded PostgreSQL in a temporary directory, or DATABASE_URL), pushes one git
  * commit with a pipeline file, then N times: an agent waits in `POST /api/v1/ci/poll?wait=30`, a
  * user reruns the pipeline, and the time from the rerun's answer to the poll's answer is recorded.
+ * Last, the server is closed while an agent waits: the time to the poll's answer and to the end.
  *
  *   npm run bench:ci [-- --iterations 200]
  */
@@ -28,6 +29,7 @@ const call = async (method: string, p: string, auth: string, body?: unknown) => 
   return { status: r.status, body: r.status === 204 ? undefined : ((await r.json()) as Record<string, any>) };
 };
 
+let closed = false;
 try {
   await call('POST', '/api/v1/orgs', token, { name: 'bench' });
   await call('POST', '/api/v1/orgs/bench/repos', token, { name: 'ci', vcs: 'git' });
@@ -59,6 +61,18 @@ try {
   console.log(
     `long-poll wake-up over ${iterations} pipelines: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, max ${samples.at(-1)!.toFixed(2)} ms`,
   );
+
+  // Shutdown with an agent waiting: the poll is answered (204) and the close does not wait for it.
+  const last = call('POST', '/api/v1/ci/poll?wait=30', agent).then((r) => ({ r, at: performance.now() }));
+  await new Promise((r) => setTimeout(r, 300));
+  const closing = performance.now();
+  closed = true;
+  const done = server.close().then(() => performance.now());
+  const { r, at } = await last;
+  const end = await done;
+  console.log(
+    `close with a waiting long poll: answered ${r.status} after ${(at - closing).toFixed(0)} ms, closed after ${(end - closing).toFixed(0)} ms`,
+  );
 } finally {
-  await server.close();
+  if (!closed) await server.close();
 }

@@ -1,6 +1,7 @@
 import { expect } from '@jest/globals';
 import { uniq, type Client, type TestServer, type TestUser } from './server.ts';
 import { ok, tempDir, withCreds, writeFile } from './vcs.ts';
+import { newRepo } from './factories.ts';
 
 /** A git repository with a working copy that pushes to Triad over HTTP. */
 export type GitRepo = {
@@ -17,15 +18,12 @@ export async function gitRepo(
   org: string,
   isPrivate = false,
 ): Promise<GitRepo> {
-  const name = uniq('ci');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'git', is_private: isPrivate });
-  expect(r.status).toBe(201);
+  const { name, id, clone } = await newRepo(owner, org, { vcs: 'git', isPrivate });
   const work = await tempDir();
   await ok('git', ['init', '-q', '-b', 'main', work], work);
-  const clone: string = r.body.data.clone_url;
   return {
     name,
-    id: r.body.data.id,
+    id,
     work,
     clone,
     push: async (...refs) => {

@@ -2,30 +2,16 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect } from '@jest/globals';
 import { freePort } from '../../src/db/database.ts';
 import { CURRENT_SCOPES } from '../../src/domain/access.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { Client, uniq, type TestUser } from './server.ts';
 import { ok, tempDir, withCreds, writeFile } from './vcs.ts';
-
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const NODE = path.join(ROOT, 'node_modules/.bin/node');
-const CLI = path.join(ROOT, 'src/cli.ts');
+import { childEnv, CLI, NODE, ROOT } from './process.ts';
 
 /** `triad serve` (or another command) as its own process, with output captured. */
 export type Proc = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
-
-/** This process's environment minus what would change the child's setup, plus `extra`. */
-export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k === 'DATABASE_URL' || k === 'NODE_OPTIONS' || k === 'PORT' || k.startsWith('TRIAD_')) continue;
-    env[k] = v;
-  }
-  return { ...env, ...extra };
-}
 
 export function cli(args: string[], env: Record<string, string>): Proc {
   const child = spawn(NODE, [CLI, ...args], {

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { sleep } from './wait.ts';
 
 export type Proc = { pid: number; cmdline: string };
 
@@ -46,25 +47,6 @@ export async function killProcessesWithEnv(needle: string): Promise<void> {
     } catch {
       // already gone
     }
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Polls `check` until it returns a value other than undefined. */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  limitMs = 30_000,
-): Promise<T> {
-  const until = Date.now() + limitMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
   }
 }
 

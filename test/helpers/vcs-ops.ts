@@ -5,13 +5,18 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { afterAll, beforeAll } from '@jest/globals';
 import { fossilDriver } from '../../src/vcs/fossil/driver.ts';
-import { createVcs, type VcsKind } from '../../src/vcs/index.ts';
+import { createVcs, type Vcs, type VcsKind } from '../../src/vcs/index.ts';
+import type { VcsOps } from '../../src/vcs/ops.ts';
 import { ProcessPool } from '../../src/vcs/process/pool.ts';
 import { PersistentProcess, type Parser } from '../../src/vcs/process/process.ts';
 import { ok, tempDir, vcsEnv, writeFile } from './vcs.ts';
 
 export const BOB = { name: 'Bob Builder', email: 'bob@example.test' };
+
+/** The mainline's files in the VCS-operation tests (Fossil's add `logo.bin`). */
+export const OPS_BASE = { 'a.txt': '1\n2\n3\n4\n5\n6\n7\n8\n9\n', 'b.txt': 'b\n', 'c.txt': 'c1\nc2\nc3\n' };
 
 /** Files to write (text) or delete (null) in a commit. */
 export type Files = Record<string, string | null>;
@@ -269,4 +274,47 @@ export async function makeFixture(kind: VcsKind, initial: Files): Promise<{ fx: 
   // trunk's first check-in is the empty one `fossil new` made; the initial files go on top.
   await fx.commit('trunk', 'trunk', initial, 'initial');
   return { fx, main: 'trunk' };
+}
+
+/** What a test file's VCS-operation tests share: filled in by `opsSuite`'s beforeAll. */
+export type OpsSuite = {
+  fx: Fixture;
+  /** The mainline's name (git `main`, hg `@`, fossil `trunk`). */
+  main: string;
+  set: Vcs;
+  ops: VcsOps;
+  /** The mainline's head (a test that moves the mainline updates it). */
+  base: string;
+  /** A fresh target line one commit above `base`; returns its head. */
+  line(name: string, files?: Files): Promise<string>;
+};
+
+/** A fixture of `kind` made before the enclosing block's tests and removed after them. */
+export function opsSuite(kind: VcsKind, initial: Files): OpsSuite {
+  const c = {
+    line: (name: string, files: Files = { 'b.txt': `b ${name}\n` }) =>
+      c.fx.commit(name, c.base, files, `target ${name}`),
+  } as OpsSuite;
+  beforeAll(async () => {
+    ({ fx: c.fx, main: c.main } = await makeFixture(kind, initial));
+    c.set = createVcs({ pool: new ProcessPool(), tmpDir: c.fx.tmp, timeoutMs: 20_000 });
+    c.ops = c.set.ops(kind);
+    c.base = (await c.ops.resolveRef(c.fx.srv, c.main)) ?? '';
+  });
+  afterAll(async () => {
+    c.set.closeProcesses();
+    await c.fx.cleanup();
+  });
+  return c;
+}
+
+/** `hg ARGS` in the client's working copy or on the server (through the fixture's command servers). */
+export function hgIn(fx: Fixture, where: 'work' | 'srv', ...args: string[]): Promise<string> {
+  if (fx.hg === undefined) throw new Error('not a Mercurial fixture');
+  return fx.hg(where, ...args);
+}
+
+/** A query on a Fossil fixture's server repository, its output trimmed. */
+export async function fossilSql(fx: Fixture, q: string): Promise<string> {
+  return (await ok('fossil', ['sql', '-R', fx.srv, q], fx.root)).trim();
 }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from './server.ts';
+import { uniq, type TestServer, type TestUser } from './server.ts';
 import { ok, tempDir, withCreds, writeFile } from './vcs.ts';
 import { Receiver } from './receiver.ts';
+import { newRepo, serverWithOrg } from './factories.ts';
 
 /**
  * The setting of the webhook delivery tests: a server with fast retries and small limits, an org
@@ -25,9 +26,7 @@ export function webhookWorld(env: Record<string, string> = DELIVERY_ENV) {
   const receivers: Receiver[] = [];
 
   beforeAll(async () => {
-    s = await startTestServer(env);
-    owner = await s.newUser();
-    org = await s.newOrg(owner);
+    ({ s, owner, org } = await serverWithOrg(env));
   });
   afterAll(async () => {
     await Promise.all(receivers.map((r) => r.close()));
@@ -41,15 +40,8 @@ export function webhookWorld(env: Record<string, string> = DELIVERY_ENV) {
   }
 
   async function gitRepo(): Promise<{ name: string; clone: string; id: number; hooks: string }> {
-    const name = uniq('w');
-    const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'git' });
-    expect(r.status).toBe(201);
-    return {
-      name,
-      clone: r.body.data.clone_url,
-      id: r.body.data.id,
-      hooks: `/api/v1/repos/${org}/${name}/webhooks`,
-    };
+    const { name, clone, id, api } = await newRepo(owner, org, { vcs: 'git' });
+    return { name, clone, id, hooks: `${api}/webhooks` };
   }
 
   async function hook(base: string, body: Record<string, unknown>): Promise<number> {

@@ -1,25 +1,20 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { pino } from 'pino';
 import { Agent } from '../../agent/agent.ts';
 import { LocalExecutor } from '../../agent/executors/local.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { processesWith } from '../helpers/serve.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 const quiet = pino({ level: process.env.TRIAD_TEST_AGENT_LOG ?? 'silent' });
 
@@ -159,27 +154,26 @@ describe('the agent with the local executor', () => {
     }
   });
 
-  test('when the pipeline is cancelled mid-step, then the agent stops it within 5 s', async () => {
+  test('when the pipeline is cancelled mid-step, then the agent stops it', async () => {
     const agent = startAgent(await agentToken());
     await agent.start();
     try {
       const repo = await pipelineWith([
-        { name: 'slow', commands: ['echo started', 'sleep 60', 'echo not reached'] },
+        // far past this test's time limit: only the cancel ends it
+        { name: 'slow', commands: ['echo started', 'sleep 600', 'echo not reached'] },
         { name: 'after', commands: ['echo no'] },
       ]);
       const t0 = Date.now();
       await waitFor(repo, (p) => p.steps[0].status === 'running');
       if (process.env.TRIAD_TEST_AGENT_LOG !== undefined) console.log('running after', Date.now() - t0);
-      await new Promise((r) => setTimeout(r, 300));
+      await waitUntil('the step to start', async () => (await stepLog(repo, 1)) === 'started\n');
       const cancelledAt = Date.now();
       const c = await owner.client.post(`/api/v1/repos/${org}/${repo.name}/pipelines/1/cancel`);
       expect(c.status).toBe(200);
       if (process.env.TRIAD_TEST_AGENT_LOG !== undefined)
         console.log('cancel answered', Date.now() - cancelledAt);
-      const until = Date.now() + 10_000;
-      while (agent.runningCount > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      await waitUntil('the step to stop', () => agent.runningCount === 0);
       expect(agent.runningCount).toBe(0);
-      expect(Date.now() - cancelledAt).toBeLessThan(5000);
       const p = await waitFor(repo, finished);
       expect(p.status).toBe('cancelled');
       expect(p.steps.map((x: any) => x.status)).toEqual(['cancelled', 'cancelled']);
@@ -210,12 +204,11 @@ describe('the agent with the local executor', () => {
     await agent.start();
     try {
       const repo = await pipelineWith([
-        { name: 'slow', commands: ['echo begin', 'sleep 60'], timeout: '2s' },
+        // far past this test's time limit: only the step's timeout ends it
+        { name: 'slow', commands: ['echo begin', 'sleep 600'], timeout: '2s' },
         { name: 'after', commands: ['echo never'] },
       ]);
-      const t = Date.now();
       const p = await waitFor(repo, finished, 30_000);
-      expect(Date.now() - t).toBeLessThan(20_000);
       expect(p.status).toBe('failure');
       expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
       expect(await stepLog(repo, 1)).toBe('begin\n\n[triad] step timed out after 2 s: stopped\n');
@@ -355,21 +348,17 @@ describe('agent resilience', () => {
     }
   }, 90_000);
 
-  test('when the server is gone while the agent stops, then the agent gives up on its reports and stops quickly', async () => {
+  test('when the server is gone while the agent stops, then the agent gives up on its reports and stops', async () => {
     const proxy = await flakyProxy(Number(new URL(s.url).port));
     const agent = startAgent(await agentToken(), proxy.url, { drainMs: 500, stopGraceMs: 1000 });
     await agent.start();
     try {
-      const repo = await pipelineWith([{ name: 'long', commands: ['echo begin', 'sleep 60'] }]);
+      // far past this test's time limit: a stop that waited for the step or the server would not end
+      const repo = await pipelineWith([{ name: 'long', commands: ['echo begin', 'sleep 600'] }]);
       await waitFor(repo, (p) => p.steps[0]?.status === 'running');
       proxy.down();
-      const t = Date.now();
-      const stopped = await Promise.race([
-        agent.stop().then(() => true),
-        new Promise<boolean>((r) => setTimeout(() => r(false), 15_000)),
-      ]);
+      const stopped = await agent.stop().then(() => true);
       expect(stopped).toBe(true);
-      expect(Date.now() - t).toBeLessThan(8000);
       expect(agent.runningCount).toBe(0);
     } finally {
       proxy.close();
@@ -399,10 +388,9 @@ describe('agent resilience', () => {
       TRIAD_AGENT_DRAIN_SECONDS: '1',
     });
     await waitFor(repo, (p) => p.steps[0]?.status === 'running');
-    const t = Date.now();
+    // the step's sleep is past this test's time limit: only the 1 s drain period lets it exit
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    expect(Date.now() - t).toBeLessThan(10_000);
     const p = await waitFor(repo, finished);
     expect(p.status).toBe('cancelled');
     expect(p.error_message).toContain('shut down');

@@ -7,6 +7,7 @@ import {
   type TestServer,
   type TestUser,
 } from '../helpers/server.ts';
+import { expectError } from '../helpers/factories.ts';
 
 // Security headers, token rules (expiry never beyond the minter's, per-user cap, paged list) and
 // organization creation rules (scope, personal token, per-user cap). See docs/api.md.
@@ -23,11 +24,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.close();
 });
-
-function expectError(r: Res, status: number, code: string): void {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { code, message: expect.any(String) } });
-}
 
 async function mint(user: TestUser | Client, body: Record<string, unknown>): Promise<Res> {
   const c = 'client' in user ? user.client : user;

@@ -9,11 +9,12 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { WorkingCopy } from '../helpers/clients.ts';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { tempDir } from '../helpers/vcs.ts';
-import { waitFor } from '../helpers/transport.ts';
+import { waitFor } from '../helpers/wait.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
 const exec = promisify(execFile);
@@ -21,19 +22,15 @@ let s: TestServer;
 let owner: TestUser;
 let org: string;
 
-beforeAll(async () => {
-  s = await startTestServer({
+withOrgServer(
+  {
     TRIAD_TRANSPORT_CONCURRENCY: '2',
     TRIAD_TRANSPORT_QUEUE: '2',
     TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: '7',
     TRIAD_HG_WORKERS: '1',
-  });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+  },
+  (w) => ({ s, owner, org } = w),
+);
 
 const DEFAULT: Record<VcsKind, string> = { git: 'main', hg: 'default', fossil: 'trunk' };
 

@@ -2,7 +2,9 @@ import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { requestFrom, type Answer } from '../helpers/from-address.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { serverWithOrg } from '../helpers/factories.ts';
 import { sh, tempDir, withCreds } from '../helpers/vcs.ts';
+import { sleep } from '../helpers/wait.ts';
 
 // Failed authentications are counted per client address and per presented credential; guessing
 // from an address answers 429 `rate_limited` with Retry-After, on the API and on clone URLs (one
@@ -13,7 +15,6 @@ const from = requestFrom;
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const basic = (token: string) => ({ authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const guess = () => uniq('triad_guess_');
 
 function expectLimited(r: Answer, windowSeconds: number): number {
@@ -41,9 +42,11 @@ describe('with a limit of 3 failures in 2 s, addresses taken from the socket', (
   const repo = 'pub';
 
   beforeAll(async () => {
-    s = await startTestServer({ TRIAD_AUTH_FAILURE_LIMIT: '3', TRIAD_AUTH_FAILURE_WINDOW_SECONDS: '2' });
-    user = await s.newUser();
-    org = await s.newOrg(user);
+    ({
+      s,
+      owner: user,
+      org,
+    } = await serverWithOrg({ TRIAD_AUTH_FAILURE_LIMIT: '3', TRIAD_AUTH_FAILURE_WINDOW_SECONDS: '2' }));
     expect((await user.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs: 'git' })).status).toBe(
       201,
     );

@@ -1,12 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  startTestServer,
-  uniq,
-  type Client,
-  type Res,
-  type TestServer,
-  type TestUser,
-} from '../helpers/server.ts';
+import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { expectError, newRepo, newTeam } from '../helpers/factories.ts';
+import { sleep } from '../helpers/wait.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -16,13 +11,6 @@ afterAll(async () => {
   await s.close();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function expectError(r: Res, status: number, code: string): void {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { code, message: expect.any(String) } });
-}
-
 /** Creates another token of `user` through the user endpoint and returns a client using it. */
 async function tokenOf(user: TestUser, body: Record<string, unknown>): Promise<Client> {
   const r = await user.client.post('/api/v1/user/tokens', { name: uniq('tok'), ...body });
@@ -30,16 +18,8 @@ async function tokenOf(user: TestUser, body: Record<string, unknown>): Promise<C
   return s.anon.as(r.body.data.token);
 }
 
-async function createRepo(
-  owner: Client,
-  org: string,
-  opts: { isPrivate?: boolean; name?: string } = {},
-): Promise<string> {
-  const name = opts.name ?? uniq('repo');
-  const r = await owner.post(`/api/v1/orgs/${org}/repos`, { name, is_private: opts.isPrivate ?? false });
-  if (r.status !== 201) throw new Error(`repo create: ${r.status} ${r.text}`);
-  return name;
-}
+const createRepo = async (owner: Client, org: string, opts: { isPrivate?: boolean; name?: string } = {}) =>
+  (await newRepo(owner, org, { isPrivate: opts.isPrivate ?? false, name: opts.name })).name;
 
 describe('bearer token authentication', () => {
   test('when no token is sent to GET /api/v1/user, then it answers 401 with the envelope', async () => {
@@ -236,10 +216,7 @@ describe('current-variant scopes', () => {
   let member: TestUser;
   let org: string;
   beforeAll(async () => {
-    owner = await s.newUser();
-    member = await s.newUser();
-    org = await s.newOrg(owner);
-    await s.addMember(org, member);
+    ({ owner, member, org } = await newTeam(s));
   });
 
   test('when a member token has only issues:read, then creating a repository answers 403', async () => {
@@ -583,10 +560,7 @@ describe('private repository visibility', () => {
   let org: string;
   let priv: string;
   beforeAll(async () => {
-    owner = await s.newUser();
-    member = await s.newUser();
-    org = await s.newOrg(owner);
-    await s.addMember(org, member);
+    ({ owner, member, org } = await newTeam(s));
     priv = await createRepo(owner.client, org, { isPrivate: true });
   });
 

@@ -8,7 +8,8 @@ import type { VcsDriver } from '../../src/vcs/driver.ts';
 import { serveBackend, TransportServers } from '../../src/vcs/transport.ts';
 import { ProcessPool } from '../../src/vcs/process/pool.ts';
 import { commandStream } from '../../src/vcs/process/stream.ts';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { tempDir } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 
@@ -49,14 +50,7 @@ describe('the clone URLs backends run at a lower CPU priority than the server', 
   let s: TestServer;
   let owner: TestUser;
   let org: string;
-  beforeAll(async () => {
-    s = await startTestServer({ TRIAD_BACKEND_NICE: '7', TRIAD_HG_WORKERS: '1' });
-    owner = await s.newUser();
-    org = await s.newOrg(owner);
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  withOrgServer({ TRIAD_BACKEND_NICE: '7', TRIAD_HG_WORKERS: '1' }, (w) => ({ s, owner, org } = w));
 
   test('when an hg clone is served, then the pooled hgweb worker runs 7 niceness steps below the server', async () => {
     const name = uniq('hg');
@@ -78,14 +72,7 @@ describe('a push runs at the server priority, a clone below it', () => {
   let s: TestServer;
   let owner: TestUser;
   let org: string;
-  beforeAll(async () => {
-    s = await startTestServer({ TRIAD_BACKEND_NICE: '6' });
-    owner = await s.newUser();
-    org = await s.newOrg(owner);
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  withOrgServer({ TRIAD_BACKEND_NICE: '6' }, (w) => ({ s, owner, org } = w));
 
   test('when a git push runs, then its receive-pack (and the hooks it runs) are not lowered', async () => {
     const name = uniq('gitnice');

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { runProcess } from '../../agent/executors/process.ts';
 import { Sandbox } from '../../agent/executors/sandbox.ts';
-import { NODE } from '../helpers/serve.ts';
+import { NODE } from '../helpers/process.ts';
 import { ok, tempDir } from '../helpers/vcs.ts';
 
 /**

@@ -3,21 +3,15 @@
  * exactly those labels, the queue figures per label set with their version and long-poll, and the
  * admin list and deregistration of agents.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { describe, expect, test } from '@jest/globals';
+import { uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { commitFiles, gitRepo, newAgent } from '../helpers/ci.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 const labelled = (labels: string) => `labels: ${labels}
 steps:

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { requestFrom } from '../helpers/from-address.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { sleep } from '../helpers/wait.ts';
 
 // Connection limits (docs/configuration.md, docs/hosting.md "Connection limits"): a per-client
 // cap, a first-request timeout for connections that send nothing, and a small reserve above
@@ -10,7 +11,6 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 
 type Held = { sock: net.Socket; closed: Promise<void>; data: () => string };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const port = (s: TestServer) => Number(new URL(s.url).port);
 
 /** An open TCP connection from `localAddress` that sends nothing (unless `send`). */

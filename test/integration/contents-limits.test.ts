@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo } from '../helpers/factories.ts';
 import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
@@ -78,19 +79,16 @@ class Work {
   }
 }
 
-async function newRepo(s: TestServer, owner: TestUser, org: string, vcs: VcsKind) {
-  const name = uniq(`big${vcs}`);
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs });
-  expect(r.status).toBe(201);
-  const store = s.running.services.repos.path({ id: r.body.data.id, vcs });
-  return { base: `/api/v1/repos/${org}/${name}`, store };
+async function repoOf(s: TestServer, owner: TestUser, org: string, vcs: VcsKind) {
+  const repo = await newRepo(owner, org, { vcs });
+  return { base: repo.api, store: s.running.services.repos.path(repo) };
 }
 
 type Fixture = { base: string; work: Work; ids: Record<string, string> };
 
 /** Four commits: a 125,000-line file, two lines changed in it, five such files, a 50 MiB file. */
 async function largeHistory(s: TestServer, owner: TestUser, org: string, vcs: VcsKind, huge: Buffer) {
-  const repo = await newRepo(s, owner, org, vcs);
+  const repo = await repoOf(s, owner, org, vcs);
   const work = new Work(vcs, repo.store);
   await work.open();
   const ids: Record<string, string> = {};
@@ -226,7 +224,7 @@ describe('the caps are configurable', () => {
     });
     const owner = await s.newUser();
     const org = await s.newOrg(owner);
-    const repo = await newRepo(s, owner, org, 'git');
+    const repo = await repoOf(s, owner, org, 'git');
     base = repo.base;
     work = new Work('git', repo.store);
     await work.open();

@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import http from 'node:http';
-import { expect } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, serverWithOrg, type OrgServer } from '../helpers/factories.ts';
 import { addCommit } from './contents-fixture.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
@@ -12,28 +11,24 @@ import type { VcsKind } from '../../src/vcs/index.ts';
 export const BIG = randomBytes(60 * 1024 * 1024);
 export const BIG_SHA = createHash('sha256').update(BIG).digest('hex');
 
-export type World = { s: TestServer; owner: TestUser; org: string };
+export type World = OrgServer;
 
 /**
  * A server whose raw downloads are read from the store every time (the raw cache off): these
  * tests are about the processes that read it; contents-raw-cache.test.ts tests the cache.
  */
 export async function world(env: Record<string, string> = {}): Promise<World> {
-  const s = await startTestServer({ TRIAD_RAW_CACHE_BYTES: '0', ...env });
-  const owner = await s.newUser();
-  return { s, owner, org: await s.newOrg(owner) };
+  return serverWithOrg({ TRIAD_RAW_CACHE_BYTES: '0', ...env });
 }
 
 export async function repoWithBigFile(
   w: World,
   vcs: VcsKind,
 ): Promise<{ base: string; store: string; commit: string }> {
-  const name = uniq(`handoff${vcs}`);
-  const r = await w.owner.client.post(`/api/v1/orgs/${w.org}/repos`, { name, vcs });
-  expect(r.status).toBe(201);
-  const store = w.s.running.services.repos.path({ id: r.body.data.id, vcs });
+  const repo = await newRepo(w.owner, w.org, { vcs });
+  const store = w.s.running.services.repos.path(repo);
   const commit = await addCommit(vcs, store, { 'small.txt': 'small\n', 'big.bin': BIG });
-  return { base: `/api/v1/repos/${w.org}/${name}`, store, commit };
+  return { base: repo.api, store, commit };
 }
 
 /** One GET on `agent`: status, headers, sha256 and length of the body, whether the socket was reused. */

@@ -4,7 +4,8 @@ import fs from 'node:fs/promises';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { ok, tempDir, writeFile } from '../helpers/vcs.ts';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, serverWithOrg } from '../helpers/factories.ts';
 import { addCommit, LOGO, MAIN_C1, populate, type Fixture } from './contents-fixture.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { spawnedCount } from '../../src/vcs/process/spawner.ts';
@@ -18,22 +19,15 @@ let owner: TestUser;
 let org: string;
 beforeAll(async () => {
   // every download read from the store (the raw cache off; contents-raw-cache.test.ts tests it)
-  s = await startTestServer({ TRIAD_RAW_CACHE_BYTES: '0' });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
+  ({ s, owner, org } = await serverWithOrg({ TRIAD_RAW_CACHE_BYTES: '0' }));
 });
 afterAll(async () => {
   await s.close();
 });
 
-async function newRepo(vcs: VcsKind): Promise<{ base: string; store: string }> {
-  const name = uniq(`raw${vcs}`);
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs });
-  expect(r.status).toBe(201);
-  return {
-    base: `/api/v1/repos/${org}/${name}`,
-    store: s.running.services.repos.path({ id: r.body.data.id, vcs }),
-  };
+async function repoOf(vcs: VcsKind): Promise<{ base: string; store: string }> {
+  const repo = await newRepo(owner, org, { vcs });
+  return { base: repo.api, store: s.running.services.repos.path(repo) };
 }
 
 const get = (p: string) => fetch(`${s.url}${p}`, { signal: AbortSignal.timeout(120_000) });
@@ -44,7 +38,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
   let big: string;
   let store: string;
   beforeAll(async () => {
-    const repo = await newRepo(vcs);
+    const repo = await repoOf(vcs);
     base = repo.base;
     store = repo.store;
     fx = await populate(vcs, repo.store);
@@ -209,7 +203,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s: raw file downloads', (vcs) 
   }, 120_000);
 
   test('when the repository was just created, then 404 as the blob read answers ("repository is empty"; Fossil: its initial check-in has no files)', async () => {
-    const empty = await newRepo(vcs);
+    const empty = await repoOf(vcs);
     const r = await get(`${empty.base}/raw/README.md`);
     expect(r.status).toBe(404);
     const body = (await r.json()) as { error: { code: string; message: string } };
@@ -241,7 +235,7 @@ describe('hg: raw files whose stored revision is not the bytes', () => {
   let store: string;
   let head: string;
   beforeAll(async () => {
-    const repo = await newRepo('hg');
+    const repo = await repoOf('hg');
     base = repo.base;
     store = repo.store;
     const work = await tempDir('triad-raw-hg-');

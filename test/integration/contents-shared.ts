@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { serverWithOrg } from '../helpers/factories.ts';
 import { addCommit, LOGO, MAIN_C1, MAIN_C3, populate, type Fixture } from './contents-fixture.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
@@ -14,9 +15,7 @@ export function contentsSuite(vcs: VcsKind): void {
   const shortLen = vcs === 'fossil' ? 10 : 12;
 
   beforeAll(async () => {
-    s = await startTestServer();
-    owner = await s.newUser();
-    org = await s.newOrg(owner);
+    ({ s, owner, org } = await serverWithOrg());
     repo = uniq(`c${vcs}`);
     const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs });
     expect(r.status).toBe(201);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import path from 'node:path';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { hostedDir, newRepo, serverWithOrg } from '../helpers/factories.ts';
 import { noFilesUnder } from '../helpers/transport.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 
@@ -14,9 +15,7 @@ let org: string;
 let spool: string;
 beforeAll(async () => {
   spool = await tempDir('triad-spool-stream-');
-  s = await startTestServer({ TRIAD_TRANSPORT_SPOOL_DIR: spool });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
+  ({ s, owner, org } = await serverWithOrg({ TRIAD_TRANSPORT_SPOOL_DIR: spool }));
 });
 afterAll(async () => {
   await s.close();
@@ -26,11 +25,8 @@ type Repo = { name: string; clone: string; dir: string; work: string };
 
 /** A public repository with two pushed commits, and the working copy that pushed them. */
 async function pushedRepo(server: TestServer, user: TestUser, inOrg: string): Promise<Repo> {
-  const name = uniq('st');
-  const r = await user.client.post(`/api/v1/orgs/${inOrg}/repos`, { name, vcs: 'hg' });
-  expect(r.status).toBe(201);
-  const clone = r.body.data.clone_url as string;
-  const dir = path.join(server.dataDir, 'repos', `${r.body.data.id}.hg`);
+  const { name, clone, ...repo } = await newRepo(user, inOrg, { vcs: 'hg' });
+  const dir = hostedDir(server.dataDir, repo);
   const work = `${await tempDir()}/w`;
   await ok('hg', ['clone', '-q', withCreds(clone, user.token), work], path.dirname(work));
   await writeFile(work, '.hg/hgrc', `[paths]\ndefault = ${withCreds(clone, user.token)}\n`);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
+import { newRepo } from '../helpers/factories.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -9,14 +10,7 @@ let author: TestUser;
 let outsider: TestUser;
 let org: string;
 
-async function newRepo(
-  opts: { is_private?: boolean } = {},
-): Promise<{ name: string; id: number; path: string }> {
-  const name = uniq('repo');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, ...opts });
-  if (r.status !== 201) throw new Error(`repo: ${r.status} ${r.text}`);
-  return { name, id: r.body.data.id, path: `/api/v1/repos/${org}/${name}` };
-}
+const repoOf = (isPrivate?: boolean) => newRepo(owner, org, { isPrivate });
 
 async function label(repoPath: string, name: string, color = '#aa0000') {
   const r = await owner.client.post(`${repoPath}/labels`, { name, color });
@@ -40,9 +34,9 @@ afterAll(async () => {
 
 describe('README acceptance path', () => {
   test('create with a label and an assignee -> open with both; a non-author member cannot close; the author closes; state=closed lists it', async () => {
-    const repo = await newRepo();
-    await label(repo.path, 'bug');
-    const created = await author.client.post(`${repo.path}/issues`, {
+    const repo = await repoOf();
+    await label(repo.api, 'bug');
+    const created = await author.client.post(`${repo.api}/issues`, {
       title: 'Crash on start',
       body: 'It crashes.',
       labels: ['bug'],
@@ -61,26 +55,26 @@ describe('README acceptance path', () => {
       },
     ]);
 
-    const denied = await member.client.patch(`${repo.path}/issues/${issue.number}`, { state: 'closed' });
+    const denied = await member.client.patch(`${repo.api}/issues/${issue.number}`, { state: 'closed' });
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('forbidden');
 
-    const closed = await author.client.patch(`${repo.path}/issues/${issue.number}`, { state: 'closed' });
+    const closed = await author.client.patch(`${repo.api}/issues/${issue.number}`, { state: 'closed' });
     expect(closed.status).toBe(200);
     expect(closed.body.data.state).toBe('closed');
 
-    const list = await s.anon.get(`${repo.path}/issues?state=closed`);
+    const list = await s.anon.get(`${repo.api}/issues?state=closed`);
     expect(list.status).toBe(200);
     expect(list.body.data.map((i: any) => i.number)).toEqual([issue.number]);
-    const open = await s.anon.get(`${repo.path}/issues`);
+    const open = await s.anon.get(`${repo.api}/issues`);
     expect(open.body.data).toEqual([]);
   });
 });
 
 describe('issue shape', () => {
   test('create answers 201 with the enriched issue; arrays always present; severity defaults to none', async () => {
-    const repo = await newRepo();
-    const r = await author.client.post(`${repo.path}/issues`, { title: 'Plain' });
+    const repo = await repoOf();
+    const r = await author.client.post(`${repo.api}/issues`, { title: 'Plain' });
     expect(r.status).toBe(201);
     expect(r.body.data).toEqual({
       id: expect.any(Number),
@@ -104,12 +98,12 @@ describe('issue shape', () => {
   });
 
   test('detail has no comments key without comments, and the comments after the first one', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'Talk' });
-    const bare = await s.anon.get(`${repo.path}/issues/1`);
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'Talk' });
+    const bare = await s.anon.get(`${repo.api}/issues/1`);
     expect(bare.status).toBe(200);
     expect('comments' in bare.body.data).toBe(false);
-    const c = await member.client.post(`${repo.path}/issues/1/comments`, { body: 'me too' });
+    const c = await member.client.post(`${repo.api}/issues/1/comments`, { body: 'me too' });
     expect(c.status).toBe(201);
     expect(c.body.data).toEqual({
       id: expect.any(Number),
@@ -117,30 +111,30 @@ describe('issue shape', () => {
       author: expect.objectContaining({ id: member.id, username: member.username }),
       created_at: expect.any(String),
     });
-    const detail = await s.anon.get(`${repo.path}/issues/1`);
+    const detail = await s.anon.get(`${repo.api}/issues/1`);
     expect(detail.body.data.comments).toEqual([c.body.data]);
-    const list = await s.anon.get(`${repo.path}/issues?state=all`);
+    const list = await s.anon.get(`${repo.api}/issues?state=all`);
     expect(list.body.data[0].comments).toBeUndefined();
   });
 
   test('unknown or non-numeric issue numbers answer 404; /issues/labels is the catalog, not an issue', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     for (const n of ['99', 'abc', '0', '99999999999999']) {
-      const r = await s.anon.get(`${repo.path}/issues/${n}`);
+      const r = await s.anon.get(`${repo.api}/issues/${n}`);
       expect(r.status).toBe(404);
       expect(r.body.error.code).toBe('not_found');
     }
-    const catalog = await s.anon.get(`${repo.path}/issues/labels`);
+    const catalog = await s.anon.get(`${repo.api}/issues/labels`);
     expect(catalog.status).toBe(200);
     expect(Array.isArray(catalog.body.data)).toBe(true);
   });
 
   test('update answers data: issue and changes title, body and severity (case-insensitive)', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'Old', severity: 'HIGH' });
-    const got = await s.anon.get(`${repo.path}/issues/1`);
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'Old', severity: 'HIGH' });
+    const got = await s.anon.get(`${repo.api}/issues/1`);
     expect(got.body.data.severity).toBe('high');
-    const r = await author.client.patch(`${repo.path}/issues/1`, {
+    const r = await author.client.patch(`${repo.api}/issues/1`, {
       title: 'New',
       body: 'details',
       severity: 'Critical',
@@ -154,10 +148,10 @@ describe('issue shape', () => {
 
 describe('state machine', () => {
   test('create without assignees -> new; with assignees -> open', async () => {
-    const repo = await newRepo();
-    const a = await author.client.post(`${repo.path}/issues`, { title: 'A' });
+    const repo = await repoOf();
+    const a = await author.client.post(`${repo.api}/issues`, { title: 'A' });
     expect(a.body.data.state).toBe('new');
-    const b = await author.client.post(`${repo.path}/issues`, {
+    const b = await author.client.post(`${repo.api}/issues`, {
       title: 'B',
       assignees: [{ display_name: `${member.username} Display` }],
     });
@@ -165,58 +159,58 @@ describe('state machine', () => {
   });
 
   test('new + first comment -> open', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    await outsider.client.post(`${repo.path}/issues/1/comments`, { body: 'hello' });
-    expect((await s.anon.get(`${repo.path}/issues/1`)).body.data.state).toBe('open');
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    await outsider.client.post(`${repo.api}/issues/1/comments`, { body: 'hello' });
+    expect((await s.anon.get(`${repo.api}/issues/1`)).body.data.state).toBe('open');
   });
 
   test('new + first assignee -> open', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    const r = await member.client.post(`${repo.path}/issues/1/assignees`, { user_id: author.id });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    const r = await member.client.post(`${repo.api}/issues/1/assignees`, { user_id: author.id });
     expect(r.status).toBe(200);
     expect(r.body.data.state).toBe('open');
     expect(r.body.data.assignees.map((a: any) => a.id)).toEqual([author.id]);
   });
 
   test('open -> closed by the author or an org owner; closed -> open (reopen) likewise', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A', assignees: [{ user_id: member.id }] });
-    const byOwner = await owner.client.patch(`${repo.path}/issues/1`, { state: 'closed' });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A', assignees: [{ user_id: member.id }] });
+    const byOwner = await owner.client.patch(`${repo.api}/issues/1`, { state: 'closed' });
     expect(byOwner.body.data.state).toBe('closed');
-    const reopen = await author.client.patch(`${repo.path}/issues/1`, { state: 'open' });
+    const reopen = await author.client.patch(`${repo.api}/issues/1`, { state: 'open' });
     expect(reopen.body.data.state).toBe('open');
-    const byAuthor = await author.client.patch(`${repo.path}/issues/1`, { state: 'closed' });
+    const byAuthor = await author.client.patch(`${repo.api}/issues/1`, { state: 'closed' });
     expect(byAuthor.body.data.state).toBe('closed');
-    const ownerReopen = await owner.client.patch(`${repo.path}/issues/1`, { state: 'open' });
+    const ownerReopen = await owner.client.patch(`${repo.api}/issues/1`, { state: 'open' });
     expect(ownerReopen.body.data.state).toBe('open');
   });
 
   test('closing a new issue is allowed for its author (decision: withdraw an untriaged report)', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    const r = await author.client.patch(`${repo.path}/issues/1`, { state: 'closed' });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    const r = await author.client.patch(`${repo.api}/issues/1`, { state: 'closed' });
     expect(r.status).toBe(200);
     expect(r.body.data.state).toBe('closed');
-    const reopened = await author.client.patch(`${repo.path}/issues/1`, { state: 'open' });
+    const reopened = await author.client.patch(`${repo.api}/issues/1`, { state: 'open' });
     expect(reopened.body.data.state).toBe('open');
   });
 
   test('a comment or an assignee on a closed issue keeps it closed', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    await author.client.patch(`${repo.path}/issues/1`, { state: 'closed' });
-    await member.client.post(`${repo.path}/issues/1/comments`, { body: 'late' });
-    const r = await member.client.post(`${repo.path}/issues/1/assignees`, { user_id: member.id });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    await author.client.patch(`${repo.api}/issues/1`, { state: 'closed' });
+    await member.client.post(`${repo.api}/issues/1/comments`, { body: 'late' });
+    const r = await member.client.post(`${repo.api}/issues/1/assignees`, { user_id: member.id });
     expect(r.body.data.state).toBe('closed');
   });
 
   test('state values other than open/closed answer 400', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
     for (const state of ['new', 'merged', 'CLOSED']) {
-      const r = await author.client.patch(`${repo.path}/issues/1`, { state });
+      const r = await author.client.patch(`${repo.api}/issues/1`, { state });
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe('validation_failed');
     }
@@ -230,7 +224,7 @@ describe('validation (a bad request creates nothing)', () => {
   }
 
   test('missing or empty title, bad severity, unknown fields -> 400', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     for (const body of [
       {},
       { title: '' },
@@ -241,71 +235,71 @@ describe('validation (a bad request creates nothing)', () => {
       { title: 'x', labels: 'bug' },
       { title: 'x', assignees: [{}] },
     ]) {
-      const r = await author.client.post(`${repo.path}/issues`, body);
+      const r = await author.client.post(`${repo.api}/issues`, body);
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe('validation_failed');
     }
-    await expectNothingCreated(repo.path);
+    await expectNothingCreated(repo.api);
   });
 
   test('invalid severity on update -> 400', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    const r = await member.client.patch(`${repo.path}/issues/1`, { severity: 'blocker' });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    const r = await member.client.patch(`${repo.api}/issues/1`, { severity: 'blocker' });
     expect(r.status).toBe(400);
   });
 
   test('duplicate labels (case-insensitive) or assignees in a create request -> 400', async () => {
-    const repo = await newRepo();
-    await label(repo.path, 'bug');
-    const dupLabels = await author.client.post(`${repo.path}/issues`, { title: 'x', labels: ['bug', 'BUG'] });
+    const repo = await repoOf();
+    await label(repo.api, 'bug');
+    const dupLabels = await author.client.post(`${repo.api}/issues`, { title: 'x', labels: ['bug', 'BUG'] });
     expect(dupLabels.status).toBe(400);
-    const dupIds = await author.client.post(`${repo.path}/issues`, {
+    const dupIds = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ user_id: member.id }, { user_id: member.id }],
     });
     expect(dupIds.status).toBe(400);
-    const dupMixed = await author.client.post(`${repo.path}/issues`, {
+    const dupMixed = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ user_id: member.id }, { display_name: `${member.username} Display` }],
     });
     expect(dupMixed.status).toBe(400);
-    await expectNothingCreated(repo.path);
+    await expectNothingCreated(repo.api);
   });
 
   test('unknown label -> 404; unknown user or non-member assignee -> 404', async () => {
-    const repo = await newRepo();
-    const badLabel = await author.client.post(`${repo.path}/issues`, { title: 'x', labels: ['nope'] });
+    const repo = await repoOf();
+    const badLabel = await author.client.post(`${repo.api}/issues`, { title: 'x', labels: ['nope'] });
     expect(badLabel.status).toBe(404);
     expect(badLabel.body.error.code).toBe('not_found');
-    const unknownUser = await author.client.post(`${repo.path}/issues`, {
+    const unknownUser = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ user_id: 987654 }],
     });
     expect(unknownUser.status).toBe(404);
-    const nonMember = await author.client.post(`${repo.path}/issues`, {
+    const nonMember = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ user_id: outsider.id }],
     });
     expect(nonMember.status).toBe(404);
-    const nonMemberName = await author.client.post(`${repo.path}/issues`, {
+    const nonMemberName = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ display_name: `${outsider.username} Display` }],
     });
     expect(nonMemberName.status).toBe(404);
-    await expectNothingCreated(repo.path);
+    await expectNothingCreated(repo.api);
   });
 
   test('user_id and display_name naming different members -> 400; the same member -> ok', async () => {
-    const repo = await newRepo();
-    const mismatch = await author.client.post(`${repo.path}/issues`, {
+    const repo = await repoOf();
+    const mismatch = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ user_id: member.id, display_name: `${author.username} Display` }],
     });
     expect(mismatch.status).toBe(400);
     expect(mismatch.body.error.code).toBe('validation_failed');
-    await expectNothingCreated(repo.path);
-    const same = await author.client.post(`${repo.path}/issues`, {
+    await expectNothingCreated(repo.api);
+    const same = await author.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: [{ user_id: member.id, display_name: `${member.username} display` }],
     });
@@ -387,19 +381,19 @@ describe('validation (a bad request creates nothing)', () => {
   });
 
   test('the default cap is 10', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const many: TestUser[] = [];
     for (let i = 0; i < 11; i++) {
       const u = await s.newUser();
       await s.addMember(org, u);
       many.push(u);
     }
-    const r = await owner.client.post(`${repo.path}/issues`, {
+    const r = await owner.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: many.map((u) => ({ user_id: u.id })),
     });
     expect(r.status).toBe(400);
-    const ten = await owner.client.post(`${repo.path}/issues`, {
+    const ten = await owner.client.post(`${repo.api}/issues`, {
       title: 'x',
       assignees: many.slice(0, 10).map((u) => ({ user_id: u.id })),
     });
@@ -408,77 +402,77 @@ describe('validation (a bad request creates nothing)', () => {
   });
 
   test('comment body must not be empty', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
     for (const body of [{}, { body: '' }, { body: '  ' }]) {
-      const r = await author.client.post(`${repo.path}/issues/1/comments`, body);
+      const r = await author.client.post(`${repo.api}/issues/1/comments`, body);
       expect(r.status).toBe(400);
     }
-    expect((await s.anon.get(`${repo.path}/issues/1`)).body.data.state).toBe('new');
+    expect((await s.anon.get(`${repo.api}/issues/1`)).body.data.state).toBe('new');
   });
 });
 
 describe('labels and assignees on an issue', () => {
   test('add and remove a label; the DELETE path name is URL-decoded (bug%2Fcrash)', async () => {
-    const repo = await newRepo();
-    await label(repo.path, 'bug/crash');
-    await label(repo.path, 'ui');
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    const added = await member.client.post(`${repo.path}/issues/1/labels`, { name: 'bug/crash' });
+    const repo = await repoOf();
+    await label(repo.api, 'bug/crash');
+    await label(repo.api, 'ui');
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    const added = await member.client.post(`${repo.api}/issues/1/labels`, { name: 'bug/crash' });
     expect(added.status).toBe(200);
     expect(added.body.data.labels.map((l: any) => l.name)).toEqual(['bug/crash']);
-    const again = await member.client.post(`${repo.path}/issues/1/labels`, { name: 'BUG/crash' });
+    const again = await member.client.post(`${repo.api}/issues/1/labels`, { name: 'BUG/crash' });
     expect(again.status).toBe(200);
     expect(again.body.data.labels).toHaveLength(1);
-    await member.client.post(`${repo.path}/issues/1/labels`, { name: 'ui' });
-    const removed = await member.client.delete(`${repo.path}/issues/1/labels/bug%2Fcrash`);
+    await member.client.post(`${repo.api}/issues/1/labels`, { name: 'ui' });
+    const removed = await member.client.delete(`${repo.api}/issues/1/labels/bug%2Fcrash`);
     expect(removed.status).toBe(200);
     expect(removed.body.data.labels.map((l: any) => l.name)).toEqual(['ui']);
     expect(removed.body.data.severity).toBe('none');
-    const notOn = await member.client.delete(`${repo.path}/issues/1/labels/bug%2Fcrash`);
+    const notOn = await member.client.delete(`${repo.api}/issues/1/labels/bug%2Fcrash`);
     expect(notOn.status).toBe(404);
-    const unknown = await member.client.post(`${repo.path}/issues/1/labels`, { name: 'nope' });
+    const unknown = await member.client.post(`${repo.api}/issues/1/labels`, { name: 'nope' });
     expect(unknown.status).toBe(404);
-    const noIssue = await member.client.post(`${repo.path}/issues/7/labels`, { name: 'ui' });
+    const noIssue = await member.client.post(`${repo.api}/issues/7/labels`, { name: 'ui' });
     expect(noIssue.status).toBe(404);
   });
 
   test('add assignee by display_name; unknown, non-member -> 404; remove; removing again -> 404', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    const byName = await member.client.post(`${repo.path}/issues/1/assignees`, {
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    const byName = await member.client.post(`${repo.api}/issues/1/assignees`, {
       display_name: `${author.username} Display`,
     });
     expect(byName.status).toBe(200);
     expect(byName.body.data.assignees.map((a: any) => a.id)).toEqual([author.id]);
     expect(
-      (await member.client.post(`${repo.path}/issues/1/assignees`, { display_name: 'Nobody At All' })).status,
+      (await member.client.post(`${repo.api}/issues/1/assignees`, { display_name: 'Nobody At All' })).status,
     ).toBe(404);
     expect(
-      (await member.client.post(`${repo.path}/issues/1/assignees`, { user_id: outsider.id })).status,
+      (await member.client.post(`${repo.api}/issues/1/assignees`, { user_id: outsider.id })).status,
     ).toBe(404);
-    expect((await member.client.post(`${repo.path}/issues/1/assignees`, {})).status).toBe(400);
-    const removed = await member.client.delete(`${repo.path}/issues/1/assignees/${author.id}`);
+    expect((await member.client.post(`${repo.api}/issues/1/assignees`, {})).status).toBe(400);
+    const removed = await member.client.delete(`${repo.api}/issues/1/assignees/${author.id}`);
     expect(removed.status).toBe(200);
     expect(removed.body.data.assignees).toEqual([]);
     expect(removed.body.data.state).toBe('open');
-    expect((await member.client.delete(`${repo.path}/issues/1/assignees/${author.id}`)).status).toBe(404);
-    expect((await member.client.delete(`${repo.path}/issues/1/assignees/abc`)).status).toBe(404);
+    expect((await member.client.delete(`${repo.api}/issues/1/assignees/${author.id}`)).status).toBe(404);
+    expect((await member.client.delete(`${repo.api}/issues/1/assignees/abc`)).status).toBe(404);
   });
 });
 
 describe('permissions', () => {
   test('any authenticated user with issues:write may create and comment on a public repository', async () => {
-    const repo = await newRepo();
-    const r = await outsider.client.post(`${repo.path}/issues`, { title: 'From outside' });
+    const repo = await repoOf();
+    const r = await outsider.client.post(`${repo.api}/issues`, { title: 'From outside' });
     expect(r.status).toBe(201);
-    expect((await outsider.client.post(`${repo.path}/issues/1/comments`, { body: 'hi' })).status).toBe(201);
+    expect((await outsider.client.post(`${repo.api}/issues/1/comments`, { body: 'hi' })).status).toBe(201);
   });
 
   test('title, body and state: author and owner yes; other member and outsider 403; severity: anyone with issues:write', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
-    const path = `${repo.path}/issues/1`;
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
+    const path = `${repo.api}/issues/1`;
     for (const u of [member, outsider]) {
       for (const body of [{ title: 'hijack' }, { body: 'hijack' }, { state: 'closed' }]) {
         const r = await u.client.patch(path, body);
@@ -495,18 +489,18 @@ describe('permissions', () => {
   });
 
   test('a token without issues:write gets 403 on every write; anonymous gets 401', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'A' });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'A' });
     const reader = await s.newUser(undefined, { scopes: ['issues:read', 'repo:read', 'repo:write'] });
     await s.addMember(org, reader);
     const writes: [string, string, unknown][] = [
-      ['POST', `${repo.path}/issues`, { title: 'x' }],
-      ['PATCH', `${repo.path}/issues/1`, { severity: 'low' }],
-      ['POST', `${repo.path}/issues/1/comments`, { body: 'x' }],
-      ['POST', `${repo.path}/issues/1/labels`, { name: 'x' }],
-      ['DELETE', `${repo.path}/issues/1/labels/x`, undefined],
-      ['POST', `${repo.path}/issues/1/assignees`, { user_id: member.id }],
-      ['DELETE', `${repo.path}/issues/1/assignees/${member.id}`, undefined],
+      ['POST', `${repo.api}/issues`, { title: 'x' }],
+      ['PATCH', `${repo.api}/issues/1`, { severity: 'low' }],
+      ['POST', `${repo.api}/issues/1/comments`, { body: 'x' }],
+      ['POST', `${repo.api}/issues/1/labels`, { name: 'x' }],
+      ['DELETE', `${repo.api}/issues/1/labels/x`, undefined],
+      ['POST', `${repo.api}/issues/1/assignees`, { user_id: member.id }],
+      ['DELETE', `${repo.api}/issues/1/assignees/${member.id}`, undefined],
     ];
     for (const [method, path, body] of writes) {
       const denied = await reader.client.request(method, path, body);
@@ -514,30 +508,30 @@ describe('permissions', () => {
       const anon = await s.anon.request(method, path, body);
       expect([method, path, anon.status]).toEqual([method, path, 401]);
     }
-    expect((await reader.client.get(`${repo.path}/issues/1`)).status).toBe(200);
+    expect((await reader.client.get(`${repo.api}/issues/1`)).status).toBe(200);
   });
 
   test('a private repository: outsiders and anonymous get 404; members with issues:read read it; a token without issues:read gets 403', async () => {
-    const repo = await newRepo({ is_private: true });
-    const created = await member.client.post(`${repo.path}/issues`, { title: 'Secret' });
+    const repo = await repoOf(true);
+    const created = await member.client.post(`${repo.api}/issues`, { title: 'Secret' });
     expect(created.status).toBe(201);
     for (const c of [s.anon, outsider.client]) {
-      expect((await c.get(`${repo.path}/issues`)).status).toBe(404);
-      expect((await c.get(`${repo.path}/issues/1`)).status).toBe(404);
-      expect((await c.get(`${repo.path}/issues/labels`)).status).toBe(404);
+      expect((await c.get(`${repo.api}/issues`)).status).toBe(404);
+      expect((await c.get(`${repo.api}/issues/1`)).status).toBe(404);
+      expect((await c.get(`${repo.api}/issues/labels`)).status).toBe(404);
     }
-    const write = await outsider.client.post(`${repo.path}/issues`, { title: 'x' });
+    const write = await outsider.client.post(`${repo.api}/issues`, { title: 'x' });
     expect(write.status).toBe(404);
-    expect((await outsider.client.post(`${repo.path}/issues/1/comments`, { body: 'x' })).status).toBe(404);
-    expect((await member.client.get(`${repo.path}/issues/1`)).status).toBe(200);
+    expect((await outsider.client.post(`${repo.api}/issues/1/comments`, { body: 'x' })).status).toBe(404);
+    expect((await member.client.get(`${repo.api}/issues/1`)).status).toBe(200);
     const noIssues = await s.newUser(undefined, { scopes: ['repo:read'] });
     await s.addMember(org, noIssues);
-    expect((await noIssues.client.get(`${repo.path}/issues`)).status).toBe(403);
+    expect((await noIssues.client.get(`${repo.api}/issues`)).status).toBe(403);
   });
 
   test('a repo-level token reaches only its repository', async () => {
-    const a = await newRepo();
-    const b = await newRepo();
+    const a = await repoOf();
+    const b = await repoOf();
     const t = await member.client.post('/api/v1/user/tokens', {
       name: 'repo-only',
       scopes: ['issues:write'],
@@ -546,21 +540,21 @@ describe('permissions', () => {
     });
     expect(t.status).toBe(201);
     const scoped = s.anon.as(t.body.data.token);
-    expect((await scoped.post(`${a.path}/issues`, { title: 'ok' })).status).toBe(201);
-    expect((await scoped.post(`${b.path}/issues`, { title: 'no' })).status).toBe(403);
+    expect((await scoped.post(`${a.api}/issues`, { title: 'ok' })).status).toBe(201);
+    expect((await scoped.post(`${b.api}/issues`, { title: 'no' })).status).toBe(403);
   });
 });
 
 describe('events (transactional outbox)', () => {
   test('opened, commented, closed and reopened carry {action, issue, sender, repository}', async () => {
-    const repo = await newRepo();
-    await label(repo.path, 'bug');
-    const created = await author.client.post(`${repo.path}/issues`, { title: 'Evt', labels: ['bug'] });
-    const comment = await member.client.post(`${repo.path}/issues/1/comments`, { body: 'seen' });
-    await author.client.patch(`${repo.path}/issues/1`, { state: 'closed' });
-    await author.client.patch(`${repo.path}/issues/1`, { state: 'closed' }); // no-op: no event
-    await owner.client.patch(`${repo.path}/issues/1`, { state: 'open' });
-    await member.client.patch(`${repo.path}/issues/1`, { severity: 'high' }); // no event
+    const repo = await repoOf();
+    await label(repo.api, 'bug');
+    const created = await author.client.post(`${repo.api}/issues`, { title: 'Evt', labels: ['bug'] });
+    const comment = await member.client.post(`${repo.api}/issues/1/comments`, { body: 'seen' });
+    await author.client.patch(`${repo.api}/issues/1`, { state: 'closed' });
+    await author.client.patch(`${repo.api}/issues/1`, { state: 'closed' }); // no-op: no event
+    await owner.client.patch(`${repo.api}/issues/1`, { state: 'open' });
+    await member.client.patch(`${repo.api}/issues/1`, { severity: 'high' }); // no event
     const events = await outboxEvents(s, repo.id);
     expect(events.map((e) => e.event_type)).toEqual([
       'issue.opened',
@@ -599,8 +593,8 @@ describe('events (transactional outbox)', () => {
   });
 
   test('a failed create writes no event', async () => {
-    const repo = await newRepo();
-    await author.client.post(`${repo.path}/issues`, { title: 'x', labels: ['missing'] });
+    const repo = await repoOf();
+    await author.client.post(`${repo.api}/issues`, { title: 'x', labels: ['missing'] });
     expect(await outboxEvents(s, repo.id)).toEqual([]);
   });
 });

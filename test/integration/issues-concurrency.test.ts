@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
 
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 describe('per-repository issue numbers', () => {
   test('50 concurrent creates in one repository get 50 distinct consecutive numbers', async () => {

@@ -1,25 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, newTeam } from '../helpers/factories.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let member: TestUser;
 let org: string;
 
-async function newRepo(o = org, by = owner) {
-  const name = uniq('repo');
-  const r = await by.client.post(`/api/v1/orgs/${o}/repos`, { name });
-  if (r.status !== 201) throw new Error(`${r.status} ${r.text}`);
-  return `/api/v1/repos/${o}/${name}`;
-}
+const repoOf = async (o = org, by = owner) => (await newRepo(by, o)).api;
 
 beforeAll(async () => {
   // Admin labels are site-wide: a server of its own keeps other files' catalogs untouched.
   s = await startTestServer();
-  owner = await s.newUser();
-  member = await s.newUser();
-  org = await s.newOrg(owner);
-  await s.addMember(org, member);
+  ({ owner, member, org } = await newTeam(s));
 });
 afterAll(async () => {
   await s.close();
@@ -27,7 +20,7 @@ afterAll(async () => {
 
 describe('label catalog', () => {
   test('create at each scope answers 201 data: label with scope and description', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const admin = await s.admin.post('/api/v1/admin/labels', { name: 'security', color: '#FF0000' });
     expect(admin.status).toBe(201);
     expect(admin.body.data).toEqual({
@@ -60,11 +53,11 @@ describe('label catalog', () => {
 
   test('the same name at several scopes: repo over org over admin, in the catalog and on issues', async () => {
     const name = uniq('dup');
-    const repoA = await newRepo();
-    const repoB = await newRepo();
+    const repoA = await repoOf();
+    const repoB = await repoOf();
     const otherOwner = await s.newUser();
     const otherOrg = await s.newOrg(otherOwner);
-    const repoC = await newRepo(otherOrg, otherOwner);
+    const repoC = await repoOf(otherOrg, otherOwner);
     await s.admin.post('/api/v1/admin/labels', { name, color: '#000001', description: 'admin' });
     await owner.client.post(`/api/v1/orgs/${org}/labels`, { name, color: '#000002', description: 'org' });
     await owner.client.post(`${repoA}/labels`, { name: name.toUpperCase(), color: '#000003' });
@@ -93,7 +86,7 @@ describe('label catalog', () => {
   });
 
   test('color must be # and 6 hex digits; name required -> 400', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     for (const body of [
       { name: 'x', color: 'ff0000' },
       { name: 'x', color: '#ff00' },
@@ -110,8 +103,8 @@ describe('label catalog', () => {
   });
 
   test('a duplicate name at the same scope (case-insensitive) -> 409; at another scope or repo it is fine', async () => {
-    const repo = await newRepo();
-    const other = await newRepo();
+    const repo = await repoOf();
+    const other = await repoOf();
     const name = uniq('same');
     expect((await owner.client.post(`${repo}/labels`, { name, color: '#111111' })).status).toBe(201);
     const dup = await owner.client.post(`${repo}/labels`, { name: name.toUpperCase(), color: '#222222' });
@@ -129,7 +122,7 @@ describe('label catalog', () => {
   });
 
   test('who may create labels: admin labels need a site admin; org and repo labels an org owner', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const outsider = await s.newUser();
     const body = { name: uniq('perm'), color: '#abcdef' };
     expect((await s.anon.post('/api/v1/admin/labels', body)).status).toBe(401);

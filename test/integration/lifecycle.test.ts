@@ -6,6 +6,7 @@ import { freePort } from '../../src/db/database.ts';
 import { Client, freshDatabase } from '../helpers/server.ts';
 import { ok, withCreds, writeFile } from '../helpers/vcs.ts';
 import {
+  exited,
   exitWithin,
   postgresUnder,
   Processes,
@@ -53,16 +54,15 @@ function ctrlC(p: Proc): void {
 
 describe('stopping triad serve', () => {
   test('when Ctrl-C reaches the process group of an idle server, then it exits 0 at once with "shutdown complete" and no PostgreSQL of its data dir survives', async () => {
-    const { dataDir, url, env } = await setup({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '10' });
+    // a shutdown deadline far past this test's time limit: only an exit at once passes
+    const { dataDir, url, env } = await setup({ TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '600' });
     const p = procs.serve(env, { detached: true });
     await waitReady(p, url);
     const pg = await postgresUnder(dataDir);
     expect(pg.length).toBeGreaterThan(0);
 
-    const started = Date.now();
     ctrlC(p);
-    expect(await exitWithin(p, 10_000)).toEqual({ code: 0, signal: null });
-    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await exited(p.child)).toEqual({ code: 0, signal: null });
     expect(p.output()).toMatch(/"signal":"SIGINT".*shutting down/);
     expect(p.output()).toContain('"msg":"shutdown complete"');
     expect(p.output()).not.toMatch(/"status":5\d\d/);
@@ -91,12 +91,10 @@ describe('stopping triad serve', () => {
       await waitReady(p, url);
       const sock = await stuckUpload(port, 'stuck-upload-token');
       await new Promise((r) => setTimeout(r, 300));
-      const started = Date.now();
       if (signal === 'SIGINT') ctrlC(p);
       else p.child.kill('SIGTERM');
-      // The deadline holds (a little slack for a loaded machine).
-      expect(await exitWithin(p, timeout * 1000 + 3_000)).toEqual({ code: 0, signal: null });
-      expect(Date.now() - started).toBeLessThan(timeout * 1000 + 3_000);
+      // The deadline holds: the stuck upload alone would keep the server past this test's limit.
+      expect(await exited(p.child)).toEqual({ code: 0, signal: null });
       await closed(sock);
       expect(p.output()).toContain('"msg":"shutdown complete"');
       expect(p.output()).toContain('drain deadline reached');
@@ -133,10 +131,8 @@ describe('stopping triad serve', () => {
     }
     expect(status).toBe('running');
 
-    const started = Date.now();
     ctrlC(p);
-    expect(await exitWithin(p, timeout * 1000 + 3_000)).toEqual({ code: 0, signal: null });
-    expect(Date.now() - started).toBeLessThan(timeout * 1000 + 3_000);
+    expect(await exited(p.child)).toEqual({ code: 0, signal: null });
     expect(p.output()).toContain('"msg":"shutdown complete"');
     expect(await postgresUnder(dataDir)).toEqual([]);
 

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { serverWithOrg } from '../helpers/factories.ts';
 import { ResponseChecker, type OpenApiDoc } from '../helpers/openapi-check.ts';
 import { checkedResponses } from '../helpers/validate-responses.ts';
 import { commitFiles, gitRepo, TWO_STEPS } from '../helpers/ci.ts';
@@ -24,9 +25,7 @@ let doc: OpenApiDoc & { components: { schemas: Record<string, any> } };
 const ops: [string, string, Op][] = [];
 
 beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
+  ({ s, owner, org } = await serverWithOrg());
   doc = (await s.anon.get('/api/v1/openapi.json')).body;
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) ops.push([method, path, op as unknown as Op]);

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type Res, type TestServer, type TestUser } from '../helpers/server.ts';
+import { expectError, newTeam } from '../helpers/factories.ts';
 
 let s: TestServer;
 beforeAll(async () => {
@@ -11,11 +12,6 @@ afterAll(async () => {
 });
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
-
-function expectError(r: Res, status: number, code: string): void {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { code, message: expect.any(String) } });
-}
 
 async function roleOf(org: string, username: string): Promise<string | undefined> {
   const r = await s.admin.get(`/api/v1/orgs/${org}/members?per_page=100`);
@@ -127,10 +123,7 @@ describe('organization members', () => {
   let member: TestUser;
   let org: string;
   beforeAll(async () => {
-    owner = await s.newUser();
-    member = await s.newUser();
-    org = await s.newOrg(owner);
-    await s.addMember(org, member);
+    ({ owner, member, org } = await newTeam(s));
   });
 
   test('when anonymous lists members, then it answers 401', async () => {
@@ -212,10 +205,7 @@ describe('organization members', () => {
 
 describe('removing members', () => {
   test('when the owner removes a member, then DELETE answers 204 and the member loses access', async () => {
-    const owner = await s.newUser();
-    const member = await s.newUser();
-    const org = await s.newOrg(owner);
-    await s.addMember(org, member);
+    const { owner, member, org } = await newTeam(s);
     expect((await member.client.get(`/api/v1/orgs/${org}/members`)).status).toBe(200);
     const r = await owner.client.delete(`/api/v1/orgs/${org}/members/${member.username}`);
     expect(r.status).toBe(204);
@@ -273,10 +263,7 @@ describe('GET /api/v1/orgs/:org/repos visibility', () => {
   let pub: string;
   let priv: string;
   beforeAll(async () => {
-    owner = await s.newUser();
-    member = await s.newUser();
-    org = await s.newOrg(owner);
-    await s.addMember(org, member);
+    ({ owner, member, org } = await newTeam(s));
     pub = `a-${uniq('pub')}`;
     priv = `b-${uniq('priv')}`;
     expect((await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: pub })).status).toBe(201);
@@ -327,10 +314,7 @@ describe('repository create, update and delete', () => {
   let member: TestUser;
   let org: string;
   beforeAll(async () => {
-    owner = await s.newUser();
-    member = await s.newUser();
-    org = await s.newOrg(owner);
-    await s.addMember(org, member);
+    ({ owner, member, org } = await newTeam(s));
   });
 
   test('when a repository is created, then it answers 201 with the documented fields and hg by default', async () => {

@@ -109,14 +109,13 @@ describe('a running pipeline', () => {
       fs.writeFile(
         path.join(w, '.pipeline.yml'),
         pipelineYaml([
-          { name: 'long', commands: ['echo started', 'sleep 30'] },
+          // far past this test's time limit: only the pipeline limit (3 s) ends it
+          { name: 'long', commands: ['echo started', 'sleep 600'] },
           { name: 'after', commands: ['echo never'] },
         ]),
       ),
     );
-    const started = Date.now();
     const p = await withAgent(() => until(r, finished));
-    expect(Date.now() - started).toBeLessThan(15_000);
     expect([p.status, p.error_message]).toEqual([
       'failure',
       'the pipeline ran past its time limit of 3s: stopped',
@@ -154,10 +153,10 @@ describe('a running pipeline', () => {
     // deleted but still open: invisible to a walk of the tree, still on the disk
     [
       'a deleted file held open',
-      ['exec 3>big', 'rm big', 'head -c 3000000 /dev/zero >&3', 'echo written', 'sleep 20'],
+      ['exec 3>big', 'rm big', 'head -c 3000000 /dev/zero >&3', 'echo written', 'sleep 600'],
     ],
     // each file or directory counts at least 4 KiB
-    ['many empty files', ['mkdir many', 'cd many && seq 1 400 | xargs touch', 'echo written', 'sleep 20']],
+    ['many empty files', ['mkdir many', 'cd many && seq 1 400 | xargs touch', 'echo written', 'sleep 600']],
     // measured once more when the step ends, however short
     ['a file written just before the end', ['head -c 3000000 /dev/zero > big', 'echo written']],
   ])(
@@ -166,9 +165,7 @@ describe('a running pipeline', () => {
       const r = await pushWith(owner, { vcs: 'git' }, (w) =>
         fs.writeFile(path.join(w, '.pipeline.yml'), pipelineYaml([{ name: 'fill', commands }])),
       );
-      const started = Date.now();
       const p = await withAgent(() => until(r, finished));
-      expect(Date.now() - started).toBeLessThan(15_000);
       expect(p.status).toBe('failure');
       const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
       expect(log).toMatch(

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { describe, expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { ok } from '../helpers/vcs.ts';
 import { TWO_STEPS, commitFiles, gitRepo, type GitRepo } from '../helpers/ci.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
@@ -7,14 +8,7 @@ import { outboxEvents } from '../helpers/outbox.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 const path = (r: GitRepo, rest = '') => `/api/v1/repos/${org}/${r.name}/pipelines${rest}`;
 

@@ -1,11 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { PrRepo } from '../helpers/pulls.ts';
 import { sh } from '../helpers/vcs.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 /**
  * Merges meeting other writers on a Git repository: a close that commits while the merge is
@@ -15,26 +17,11 @@ import { sh } from '../helpers/vcs.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer({ TRIAD_PULL_CHECK_BUDGET_MS: '60000' });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({ TRIAD_PULL_CHECK_BUDGET_MS: '60000' }, (w) => ({ s, owner, org } = w));
 
 const hosted = (repo: PrRepo) => path.join(s.dataDir, 'repos', `${repo.id}.git`);
 const mainHead = async (repo: PrRepo) =>
   (await sh('git', ['-C', hosted(repo), 'rev-parse', 'refs/heads/main'], hosted(repo))).stdout.trim();
-
-async function until(done: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const exists = (f: string) =>
   fs.access(f).then(
@@ -60,7 +47,12 @@ describe('pull request merges racing other writers', () => {
       { mode: 0o755 },
     );
     const merging = owner.client.post(`${repo.api}/pulls/${n}/merge`, {});
-    await until(() => exists(path.join(flags, 'entered')), 'the merge to reach the ref update');
+    await waitUntil(
+      'the merge to reach the ref update',
+      () => exists(path.join(flags, 'entered')),
+      60_000,
+      50,
+    );
     const closed = await owner.client.patch(`${repo.api}/pulls/${n}`, { state: 'closed' });
     expect(closed.status).toBe(200);
     expect(closed.body.data.status).toBe('closed');

@@ -6,9 +6,11 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { freePort } from '../../src/db/database.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { Client, freshDatabase, uniq } from '../helpers/server.ts';
+import { hostedDir, newRepo } from '../helpers/factories.ts';
 import { ok, tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
-import { filesUnder, killProcessesWithEnv, sleep, waitFor, waitNoProcesses } from '../helpers/transport.ts';
+import { filesUnder, killProcessesWithEnv, waitNoProcesses } from '../helpers/transport.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 import pg from 'pg';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -94,14 +96,9 @@ afterAll(async () => {
   await fs.rm(spool, { recursive: true, force: true });
 });
 
-type Repo = { name: string; clone: string; id: number; dir: string };
-
-async function newRepo(kind: VcsKind): Promise<Repo> {
-  const name = uniq(kind);
-  const r = await admin.post(`/api/v1/orgs/${org}/repos`, { name, vcs: kind });
-  expect(r.status).toBe(201);
-  const id = r.body.data.id as number;
-  return { name, clone: r.body.data.clone_url, id, dir: path.join(dataDir, 'repos', `${id}.${kind}`) };
+async function repoOf(kind: VcsKind) {
+  const repo = await newRepo(admin, org, { vcs: kind });
+  return { ...repo, dir: hostedDir(dataDir, repo) };
 }
 
 async function events(repoId: number): Promise<{ event_type: string; payload: any }[]> {
@@ -144,7 +141,7 @@ async function exists(p: string): Promise<boolean> {
 
 describe('a server killed with SIGKILL during a push', () => {
   test('when a git push has written its refs, then after a restart the push has its event and pipeline, and the next push continues from it', async () => {
-    const repo = await newRepo('git');
+    const repo = await repoOf('git');
     const w = await WorkingCopy.clone('git', repo.clone, 'crash-admin');
     await w.commit('.pipeline.yml', PIPELINE, 'with ci');
     const head = await w.head();
@@ -182,7 +179,7 @@ describe('a server killed with SIGKILL during a push', () => {
   }, 120_000);
 
   test('when an hg push has committed its transaction, then after a restart the push has its event and pipeline', async () => {
-    const repo = await newRepo('hg');
+    const repo = await repoOf('hg');
     const w = await WorkingCopy.clone('hg', repo.clone, 'crash-admin');
     await w.commit('.pipeline.yml', PIPELINE, 'with ci');
     const head = await w.head();
@@ -208,7 +205,7 @@ describe('a server killed with SIGKILL during a push', () => {
   }, 120_000);
 
   test('when an hg push is killed inside its transaction, then after a restart nothing changed, nothing is recorded, and the next push works', async () => {
-    const repo = await newRepo('hg');
+    const repo = await repoOf('hg');
     const w = await WorkingCopy.clone('hg', repo.clone, 'crash-admin');
     await w.commit('a.txt', 'a\n', 'never landed');
     const flag = path.join(await tempDir(), 'in-transaction');
@@ -233,7 +230,7 @@ describe('a server killed with SIGKILL during a push', () => {
   }, 120_000);
 
   test('when a fossil push is killed as soon as its check-in is on disk, then after a restart the check-in is recorded (or absent and unrecorded)', async () => {
-    const repo = await newRepo('fossil');
+    const repo = await repoOf('fossil');
     const file = path.join(dataDir, 'repos', `${repo.id}.fossil`);
     const w = await WorkingCopy.clone('fossil', repo.clone, 'crash-admin');
     await w.commit('.pipeline.yml', PIPELINE, 'with ci');
@@ -275,7 +272,7 @@ async function stopServer(): Promise<number | null> {
 
 describe('leftovers of interrupted pushes and of stopped servers', () => {
   test('when a git push is killed with the server while its pre-receive hook runs, then its quarantine (objects/tmp_objdir-incoming-*) is removed by the next push, which goes through', async () => {
-    const repo = await newRepo('git');
+    const repo = await repoOf('git');
     const w = await WorkingCopy.clone('git', repo.clone, 'crash-admin');
     await w.commit('big.bin', 2 * 1024 * 1024, 'never accepted');
     const flag = path.join(await tempDir(), 'in-hook');
@@ -303,7 +300,7 @@ describe('leftovers of interrupted pushes and of stopped servers', () => {
   }, 120_000);
 
   test('when the server stops cleanly (SIGTERM), then its spool directory is gone; when one is killed, the next start removes its directory before any transfer', async () => {
-    const repo = await newRepo('fossil');
+    const repo = await repoOf('fossil');
     // a clone and a push leave the process's spool directory with its CGI scripts
     const w = await WorkingCopy.clone('fossil', repo.clone, 'crash-admin');
     await w.commit('a.txt', 'a\n', 'a');

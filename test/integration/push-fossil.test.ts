@@ -1,30 +1,18 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { describe, expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, withOrgServer, type NewRepo } from '../helpers/factories.ts';
 import { ok, sh, tempDir, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
-async function newRepo(isPrivate = false): Promise<{ name: string; clone: string; id: number }> {
-  const name = uniq('f');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, {
-    name,
-    vcs: 'fossil',
-    is_private: isPrivate,
-  });
-  expect(r.status).toBe(201);
-  expect(r.body.data.default_branch).toBe('trunk');
-  return { name, clone: r.body.data.clone_url, id: r.body.data.id };
+async function repoOf(isPrivate = false): Promise<NewRepo> {
+  const repo = await newRepo(owner, org, { vcs: 'fossil', isPrivate });
+  expect(repo.data.default_branch).toBe('trunk');
+  return repo;
 }
 
 /** Clones over HTTP and opens a checkout with autosync off; returns the checkout directory. */
@@ -44,7 +32,7 @@ async function commit(w: string, file: string, content: string, message: string,
 
 describe('Fossil over HTTP', () => {
   test('when check-ins are pushed to trunk, then a push event is recorded and clones see them', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await checkout(repo.clone, owner.token);
     const before = (await ok('fossil', ['info', '-R', `${w}/../repo.fossil`, 'tip'], w)).match(
       /hash:\s+([0-9a-f]+)/,
@@ -80,7 +68,7 @@ describe('Fossil over HTTP', () => {
   });
 
   test('when a tagged check-in is pushed, then a tag event is recorded', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await checkout(repo.clone, owner.token);
     await commit(w, 'a', 'a\n', 'release', ['--tag', 'v1.0']);
     await ok('fossil', ['push', '-B', `x:${owner.token}`, repo.clone], w);
@@ -97,7 +85,7 @@ describe('Fossil over HTTP', () => {
   });
 
   test('when a new branch is pushed, then its event is created with an empty before', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await checkout(repo.clone, owner.token);
     await commit(w, 'b', 'b\n', 'on a branch', ['--branch', 'feature']);
     await ok('fossil', ['push', '-B', `x:${owner.token}`, repo.clone], w);
@@ -112,7 +100,7 @@ describe('Fossil over HTTP', () => {
   });
 
   test('when 60 check-ins are pushed, then the newest 50 are listed and truncated is true', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await checkout(repo.clone, owner.token);
     for (let i = 1; i <= 60; i++) await commit(w, `f${i}`, `${i}\n`, `c${i}`);
     await ok('fossil', ['push', '-B', `x:${owner.token}`, repo.clone], w);
@@ -123,7 +111,7 @@ describe('Fossil over HTTP', () => {
   });
 
   test('when pushing with a read-only token, then nothing changes and no event is recorded', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const reader = await s.newUser(undefined, { scopes: ['repo:read'] });
     await s.addMember(org, reader);
     const w = await checkout(repo.clone, reader.token);
@@ -136,7 +124,7 @@ describe('Fossil over HTTP', () => {
   });
 
   test('when the repository is private, then an anonymous clone fails and a member clones', async () => {
-    const repo = await newRepo(true);
+    const repo = await repoOf(true);
     const dir = await tempDir();
     const anon = await sh('fossil', ['clone', repo.clone, `${dir}/a.fossil`], dir);
     expect(anon.code).not.toBe(0);
@@ -151,7 +139,7 @@ describe('Fossil over HTTP', () => {
 
 describe('Fossil pushes trigger pipelines', () => {
   test('when a check-in with .pipeline.yml is pushed, then a pipeline runs on it', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await checkout(repo.clone, owner.token);
     await commit(
       w,

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, withOrgServer } from '../helpers/factories.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -10,25 +11,13 @@ import { startServer } from '../../src/server.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
-async function newRepo(isPrivate = false): Promise<{ name: string; clone: string; id: number }> {
-  const name = uniq('g');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'git', is_private: isPrivate });
-  expect(r.status).toBe(201);
-  return { name, clone: r.body.data.clone_url, id: r.body.data.id };
-}
+const repoOf = (isPrivate = false) => newRepo(owner, org, { vcs: 'git', isPrivate });
 
 describe('git over HTTP', () => {
   test('when a member pushes commits, then clone sees them and push/tag events are recorded', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const work = await tempDir();
     await ok('git', ['init', '-q', '-b', 'main', work], work);
     await writeFile(work, 'README.md', '# hello\n');
@@ -81,7 +70,7 @@ describe('git over HTTP', () => {
   });
 
   test('when 60 commits are pushed, then the payload has the newest 50 and truncated', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const work = await tempDir();
     await ok('git', ['init', '-q', '-b', 'main', work], work);
     for (let i = 1; i <= 60; i++) await ok('git', ['commit', '-q', '--allow-empty', '-m', `c${i}`], work);
@@ -102,7 +91,7 @@ describe('git over HTTP', () => {
   });
 
   test('when one push brings 51 commits to a new branch and one to main, then the branch lists its newest 50 and is truncated, main is not', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const work = await tempDir();
     await ok('git', ['init', '-q', '-b', 'main', work], work);
     for (let i = 1; i <= 50; i++) await ok('git', ['commit', '-q', '--allow-empty', '-m', `m${i}`], work);
@@ -130,7 +119,7 @@ describe('git over HTTP', () => {
   });
 
   test("when git probes before a large pack (a receive-pack body of one flush packet), then the probe is answered without waiting for the repository's push lock and records nothing", async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const other = new pg.Client({ connectionString: s.dbUrl });
     await other.connect();
     try {
@@ -168,7 +157,7 @@ describe('git over HTTP', () => {
   });
 
   test('when pushing anonymously, with a read-only token or as a non-member, then the push is refused', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const work = await tempDir();
     await ok('git', ['init', '-q', '-b', 'main', work], work);
     await ok('git', ['commit', '-q', '--allow-empty', '-m', 'x'], work);
@@ -186,7 +175,7 @@ describe('git over HTTP', () => {
   });
 
   test('when a repository is private, then anonymous clone is refused and a member token clones', async () => {
-    const repo = await newRepo(true);
+    const repo = await repoOf(true);
     const dir = await tempDir();
     const anon = await sh('git', ['clone', '-q', repo.clone, `${dir}/a`], dir);
     expect(anon.code).not.toBe(0);
@@ -203,7 +192,7 @@ describe('git over HTTP', () => {
   });
 
   test('a raw request without credentials to a private repository gets a Basic challenge', async () => {
-    const repo = await newRepo(true);
+    const repo = await repoOf(true);
     const r = await fetch(`${repo.clone}/info/refs?service=git-upload-pack`);
     expect(r.status).toBe(401);
     expect(r.headers.get('www-authenticate')).toContain('Basic');
@@ -212,7 +201,7 @@ describe('git over HTTP', () => {
 
 describe('recorded ref state', () => {
   test('when refs moved on disk without being recorded, then the next push records that change first (sender unknown) and then its own', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const work = await tempDir();
     await ok('git', ['init', '-q', '-b', 'main', work], work);
     await ok('git', ['commit', '-q', '--allow-empty', '-m', 'c1'], work);
@@ -252,7 +241,7 @@ describe('pushes from two server replicas', () => {
       }),
     );
     try {
-      const repo = await newRepo();
+      const repo = await repoOf();
       const base = await tempDir();
       await ok('git', ['init', '-q', '-b', 'main', base], base);
       await ok('git', ['commit', '-q', '--allow-empty', '-m', 'root'], base);

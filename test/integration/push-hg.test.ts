@@ -1,26 +1,19 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { describe, expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, withOrgServer, type NewRepo } from '../helpers/factories.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
-async function newRepo(isPrivate = false): Promise<{ name: string; clone: string; id: number }> {
-  const name = uniq('h');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, is_private: isPrivate });
-  expect(r.status).toBe(201);
-  expect(r.body.data.vcs).toBe('hg');
-  return { name, clone: r.body.data.clone_url, id: r.body.data.id };
+/** A repository created without a `vcs`: Mercurial is the default. */
+async function repoOf(isPrivate = false): Promise<NewRepo> {
+  const repo = await newRepo(owner, org, { isPrivate });
+  expect(repo.data.vcs).toBe('hg');
+  return repo;
 }
 
 /** A clone whose default path carries the token (hg does not store URL passwords itself). */
@@ -33,7 +26,7 @@ async function workingCopy(clone: string, token = owner.token): Promise<string> 
 
 describe('Mercurial over HTTP', () => {
   test('when commits are pushed on the default line, then an anonymous default-branch push event is recorded', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await writeFile(w, 'README', 'hello\n');
     await ok('hg', ['commit', '-q', '-A', '-m', 'first\n\nbody text'], w);
@@ -71,7 +64,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when a bookmark is pushed, then the event has ref_type bookmark and changegroup tips', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await writeFile(w, 'a', 'a\n');
     await ok('hg', ['commit', '-q', '-A', '-m', 'base'], w);
@@ -106,7 +99,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when only a bookmark is pushed (no new changesets), then a bookmark push event with no commits is recorded', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await writeFile(w, 'a', 'a\n');
     await ok('hg', ['commit', '-q', '-A', '-m', 'base'], w);
@@ -132,7 +125,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when a tag is applied and pushed, then a tag event names the tagged changeset', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await writeFile(w, 'a', 'a\n');
     await ok('hg', ['commit', '-q', '-A', '-m', 'release me'], w);
@@ -152,7 +145,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when 60 changesets are pushed, then 50 are listed newest first and truncated is true', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await ok('hg', ['debugbuilddag', '+60'], w); // 60 linear changesets "r0".."r59"
     await ok('hg', ['push', '-q'], w);
@@ -164,7 +157,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when one push brings 500, 50 and 4 changesets to three named branches, then each event lists its newest 50 (at most), truncated only past 50, in the order the branches first appear', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     // r0 on default; r1..r500 on "left"; r501..r550 on "right" (from r0); r551..r553 on default
     await ok('hg', ['debugbuilddag', '+1 :base @left +500 @right <base +50 @default <base +3'], w);
@@ -188,7 +181,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when pushing with a read-only token, then the push fails and nothing is recorded', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const reader = await s.newUser(undefined, { scopes: ['repo:read'] });
     await s.addMember(org, reader);
     const w = await workingCopy(repo.clone, reader.token);
@@ -201,7 +194,7 @@ describe('Mercurial over HTTP', () => {
   });
 
   test('when the repository is private, then anonymous clone fails and a member clones', async () => {
-    const repo = await newRepo(true);
+    const repo = await repoOf(true);
     const dir = await tempDir();
     const anon = await sh('hg', ['clone', repo.clone, `${dir}/a`], dir);
     expect(anon.code).not.toBe(0);
@@ -212,7 +205,7 @@ describe('Mercurial over HTTP', () => {
 
 describe('Mercurial pushes trigger pipelines', () => {
   test('when a bookmark push carries .pipeline.yml, then a pipeline runs on the bookmark head', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await ok('hg', ['bookmark', '@'], w);
     await writeFile(w, '.pipeline.yml', 'steps:\n  - name: t\n    image: alpine\n    commands: [echo hi]\n');
@@ -228,7 +221,7 @@ describe('Mercurial pushes trigger pipelines', () => {
 
 describe('Mercurial wire protocol: writes hidden in read commands', () => {
   test('when a read-only caller sends a batch with pushkey (GET or POST), then no bookmark moves', async () => {
-    const repo = await newRepo();
+    const repo = await repoOf();
     const w = await workingCopy(repo.clone);
     await writeFile(w, 'a', 'a\n');
     await ok('hg', ['commit', '-q', '-A', '-m', 'base'], w);

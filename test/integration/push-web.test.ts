@@ -4,8 +4,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { describe, expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { hostedDir, newRepo, withOrgServer } from '../helpers/factories.ts';
 import { tempDir } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 import { basic, rawRequest } from '../helpers/transport.ts';
@@ -16,23 +17,11 @@ const exec = promisify(execFile);
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
-type Repo = { name: string; clone: string; id: number; dir: string };
-
-async function newRepo(kind: VcsKind): Promise<Repo> {
-  const name = uniq(kind);
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: kind });
-  expect(r.status).toBe(201);
-  const id = r.body.data.id as number;
-  return { name, clone: r.body.data.clone_url, id, dir: path.join(s.dataDir, 'repos', `${id}.${kind}`) };
+async function repoOf(kind: VcsKind) {
+  const repo = await newRepo(owner, org, { vcs: kind });
+  return { ...repo, dir: hostedDir(s.dataDir, repo) };
 }
 
 const PAGE = '<html><body><script>alert(document.cookie)</script></body></html>\n';
@@ -64,7 +53,7 @@ describe('a clone URL serves the wire protocols only', () => {
   ] as [VcsKind, string[]][])(
     'when a pushed HTML file is asked for through the %s web UI, then it is not served, while clone and push work',
     async (kind, paths) => {
-      const repo = await newRepo(kind);
+      const repo = await repoOf(kind);
       const w = await WorkingCopy.clone(kind, repo.clone, owner.token);
       await w.commit('x.html', PAGE, 'a page');
       expect((await w.push()).code).toBe(0);
@@ -90,7 +79,7 @@ describe('a clone URL serves the wire protocols only', () => {
 
 describe('Mercurial remote-changegroup', () => {
   test('when a pusher sends a bundle with a remote-changegroup part, then the server fetches nothing and refuses it; the capability is not advertised', async () => {
-    const repo = await newRepo('hg');
+    const repo = await repoOf('hg');
     const caps = await get(`/${org}/${repo.name}?cmd=capabilities`);
     expect(caps.status).toBe(200);
     expect(decodeURIComponent(caps.text)).toContain('bundle2=');
@@ -139,7 +128,7 @@ describe('Mercurial remote-changegroup', () => {
 
 describe('hostile or broken requests at a clone URL', () => {
   test('when a subpath holds NUL or dot-dot segments, then the answer is 400 or 404, never 500', async () => {
-    const repo = await newRepo('git');
+    const repo = await repoOf('git');
     const auth = { authorization: basic(owner.token) };
     for (const p of [
       '/info%00/refs',
@@ -162,8 +151,8 @@ describe('hostile or broken requests at a clone URL', () => {
   });
 
   test('when cmd or service is repeated, then the request is refused with 400', async () => {
-    const hg = await newRepo('hg');
-    const git = await newRepo('git');
+    const hg = await repoOf('hg');
+    const git = await repoOf('git');
     const auth = { authorization: basic(owner.token) };
     const a = await get(`/${org}/${hg.name}?cmd=capabilities&cmd=unbundle`, auth);
     expect(a.status).toBe(400);
@@ -175,7 +164,7 @@ describe('hostile or broken requests at a clone URL', () => {
   });
 
   test('when a backend fails, then the client gets a generic 502 with the request id, not its error output', async () => {
-    const repo = await newRepo('hg');
+    const repo = await repoOf('hg');
     const requires = path.join(repo.dir, '.hg', 'requires');
     const saved = await fs.readFile(requires, 'utf8');
     await fs.writeFile(requires, `${saved}triad-test-unknown-requirement\n`);

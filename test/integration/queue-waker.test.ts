@@ -5,7 +5,7 @@ import pino from 'pino';
 import { NOTIFY_CHANNEL } from '../../src/pipelines/model.ts';
 import { QueueWaker } from '../../src/pipelines/queue-waker.ts';
 import { freshDatabase } from '../helpers/server.ts';
-import { waitFor } from '../helpers/transport.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // The long-poll wakeups against a real PostgreSQL: a NOTIFY between reading the queue and waiting
 // is not lost, and a lost listener comes back even when the first reconnects fail.

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { postMultipart } from '../helpers/multipart.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const PUSH_LOCK = 0x70757368; // src/repos/repository.ts
 let s: TestServer;
@@ -52,14 +53,6 @@ async function files(dir: string): Promise<string[]> {
 }
 const blobFiles = () => files(path.join(s.dataDir, 'blobs', 'releases'));
 const incomingFiles = () => files(path.join(s.dataDir, 'blobs', '.incoming'));
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 600; i += 1) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /**
  * An upload whose body stops right after the file part (the next part's boundary is sent, so
@@ -152,7 +145,7 @@ describe('releases: an upload racing the release deletion', () => {
       { field: 'attachment', filename: 'race.bin', data: { size: 2000, stream } },
     ]);
     // the release was checked and the object's put has started
-    await until('the put to start', async () => (await incomingFiles()).length > 0);
+    await waitUntil('the put to start', async () => (await incomingFiles()).length > 0);
     expect((await owner.client.delete(`${base}/${rel.id}`)).status).toBe(204);
     release2();
     const r = await up;
@@ -177,7 +170,7 @@ describe('releases: tag creation in a busy repository', () => {
       records.lockWaitMs = 120_000;
       records.queueWaitMs = 300;
       const first = owner.client.post(base, { tag_name: 'busy-a', target_commitish: 'main' });
-      await until('the first creation to wait for the lock', async () => {
+      await waitUntil('the first creation to wait for the lock', async () => {
         const w = await c.query(`select 1 from pg_locks where locktype = 'advisory' and not granted`);
         return (w.rowCount ?? 0) > 0;
       });
@@ -216,7 +209,7 @@ describe('releases: the sweeper and an upload whose row is not written yet', () 
     const rel = await release('v3');
     const before = await blobFiles();
     const up = stalledUpload(`${s.url}${base}/${rel.id}/assets`, Buffer.from('swept'));
-    await until('the object to be stored', async () => (await blobFiles()).length > before.length);
+    await waitUntil('the object to be stored', async () => (await blobFiles()).length > before.length);
     // a sweep that counts every object without a row as an orphan
     expect(await s.running.services.releases.assets.sweep(0, 60 * 60_000)).toBe(1);
     up.finish();
@@ -235,7 +228,7 @@ describe('releases: the sweeper and an upload whose row is not written yet', () 
     assets.sweepGraceMs = 1000;
     try {
       const up = stalledUpload(`${s.url}${base}/${rel.id}/assets`, Buffer.from('slow'));
-      await until('the object to be stored', async () => (await blobFiles()).length > before.length);
+      await waitUntil('the object to be stored', async () => (await blobFiles()).length > before.length);
       await new Promise((r) => setTimeout(r, 2000)); // well past half the grace
       up.finish();
       const r = await up.answer;

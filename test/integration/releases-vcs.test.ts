@@ -6,10 +6,11 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { beforeAll, describe, expect, test } from '@jest/globals';
 import { WorkingCopy } from '../helpers/clients.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { ok, tempDir, withCreds } from '../helpers/vcs.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
@@ -18,14 +19,7 @@ let s: TestServer;
 let owner: TestUser;
 let org: string;
 
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 /** The entries of an archive (tar.gz or zip), listed by the system tools. */
 async function entries(bytes: Buffer, format: 'tar.gz' | 'zip'): Promise<string[]> {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { serverWithOrg } from '../helpers/factories.ts';
 import { populate } from './contents-fixture.ts';
 
 /**
@@ -12,9 +13,7 @@ let owner: TestUser;
 let org: string;
 let repo: string;
 beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
+  ({ s, owner, org } = await serverWithOrg());
   repo = uniq('lookup');
   const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs: 'git' });
   expect(r.status).toBe(201);

@@ -3,6 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { hostedDir, newRepo, serverWithOrg } from '../helpers/factories.ts';
 import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
@@ -11,9 +12,9 @@ import {
   filesUnder,
   killProcessesWithEnv,
   noFilesUnder,
-  waitFor,
   waitNoProcesses,
 } from '../helpers/transport.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // One backend run at a time, one request waiting, one hgweb worker: the smallest bounded pool.
 let s: TestServer;
@@ -22,15 +23,13 @@ let org: string;
 let spool: string;
 beforeAll(async () => {
   spool = await tempDir('triad-spool-test-');
-  s = await startTestServer({
+  ({ s, owner, org } = await serverWithOrg({
     TRIAD_TRANSPORT_SPOOL_DIR: spool,
     TRIAD_TRANSPORT_CONCURRENCY: '1',
     TRIAD_TRANSPORT_QUEUE: '1',
     TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: '7',
     TRIAD_HG_WORKERS: '1',
-  });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
+  }));
 });
 afterEach(async () => {
   await killProcessesWithEnv(`SCRIPT_NAME=/${org}/`);
@@ -39,14 +38,9 @@ afterAll(async () => {
   await s.close();
 });
 
-type Repo = { name: string; clone: string; id: number; dir: string };
-
-async function newHgRepo(): Promise<Repo> {
-  const name = uniq('hg');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs: 'hg' });
-  expect(r.status).toBe(201);
-  const id = r.body.data.id as number;
-  return { name, clone: r.body.data.clone_url, id, dir: path.join(s.dataDir, 'repos', `${id}.hg`) };
+async function newHgRepo() {
+  const repo = await newRepo(owner, org, { vcs: 'hg' });
+  return { ...repo, dir: hostedDir(s.dataDir, repo) };
 }
 
 const workers = () => s.running.services.transports.workerPids();
@@ -60,7 +54,7 @@ function alive(pid: number): boolean {
   }
 }
 
-async function capabilities(repo: Repo): Promise<Response> {
+async function capabilities(repo: { name: string }): Promise<Response> {
   return fetch(`${s.url}/${org}/${repo.name}?cmd=capabilities`, { signal: AbortSignal.timeout(30_000) });
 }
 

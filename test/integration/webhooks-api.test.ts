@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { CURRENT_SCOPES } from '../../src/domain/access.ts';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, serverWithOrg } from '../helpers/factories.ts';
 
 // The default policy (`external`) plus one host name allowed by name. No test here makes the
 // server deliver anything: the records point at names that are never resolved.
@@ -12,22 +13,15 @@ let base: string;
 const URL_OK = 'http://receiver.test/hook';
 
 beforeAll(async () => {
-  s = await startTestServer({ TRIAD_WEBHOOK_ALLOWED_HOSTS: 'external,receiver.test' });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-  repo = await newRepo();
+  ({ s, owner, org } = await serverWithOrg({ TRIAD_WEBHOOK_ALLOWED_HOSTS: 'external,receiver.test' }));
+  repo = await repoOf();
   base = `/api/v1/repos/${org}/${repo}/webhooks`;
 });
 afterAll(async () => {
   await s.close();
 });
 
-async function newRepo(isPrivate = false): Promise<string> {
-  const name = uniq('r');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, is_private: isPrivate });
-  expect(r.status).toBe(201);
-  return name;
-}
+const repoOf = async (isPrivate = false) => (await newRepo(owner, org, { isPrivate })).name;
 
 describe('webhook records', () => {
   test('when a webhook is created, read, listed, changed and deleted, then the record has the documented fields and never the secret', async () => {
@@ -114,7 +108,7 @@ describe('webhook records', () => {
   });
 
   test('when a webhook id names nothing here, then it is a 404', async () => {
-    const other = await newRepo();
+    const other = await repoOf();
     const c = await owner.client.post(`/api/v1/repos/${org}/${other}/webhooks`, {
       url: URL_OK,
       events: ['push'],
@@ -140,7 +134,7 @@ describe('webhook records', () => {
   });
 
   test('when a repository has 50 webhooks, then the 51st is refused with limit_exceeded', async () => {
-    const r = await newRepo();
+    const r = await repoOf();
     const b = `/api/v1/repos/${org}/${r}/webhooks`;
     for (let i = 0; i < 50; i++)
       expect((await owner.client.post(b, { url: URL_OK, events: ['push'] })).status).toBe(201);
@@ -152,7 +146,7 @@ describe('webhook records', () => {
 
 describe('permissions', () => {
   test('when callers other than an org owner with the admin scope ask, then they get 401, 403 or 404 as the project rules say', async () => {
-    const priv = await newRepo(true);
+    const priv = await repoOf(true);
     const privBase = `/api/v1/repos/${org}/${priv}/webhooks`;
     const body = { url: URL_OK, events: ['push'] };
     const member = await s.newUser();

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, test } from '@jest/globals';
-import { NODE, ROOT } from '../helpers/serve.ts';
+import { NODE, ROOT } from '../helpers/process.ts';
 
 /** Runs a module script in a fresh Node process with `env` and answers what it prints. */
 function script(code: string, env: Record<string, string>): Promise<string> {

@@ -30,12 +30,11 @@ describe('runCommand', () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-run-'));
     try {
       const pidFile = path.join(dir, 'pid');
-      // the shell starts a helper in the background and waits: both must die
-      const started = Date.now();
+      // the shell starts a helper in the background and waits: both must die (the helper's
+      // sleep is far past this test's time limit, so only the kill ends the command)
       await expect(
-        runCommand('sh', ['-c', `sleep 60 & echo $! > '${pidFile}'; wait`], { timeoutMs: 300 }),
+        runCommand('sh', ['-c', `sleep 600 & echo $! > '${pidFile}'; wait`], { timeoutMs: 300 }),
       ).rejects.toThrow(VcsTimeout);
-      expect(Date.now() - started).toBeLessThan(30_000);
       const helper = Number(await fs.readFile(pidFile, 'utf8'));
       for (let i = 0; i < 50 && (await alive(helper)); i++) await new Promise((r) => setTimeout(r, 20));
       expect(await alive(helper)).toBe(false);
