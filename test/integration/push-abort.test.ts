@@ -145,7 +145,7 @@ describe('clients that go away mid-transfer', () => {
     await w.commit('a.txt', 'a\n', 'interrupted');
     const flag = path.join(await tempDir(), 'in-transaction');
     const hgrc = path.join(repo.dir, '.hg', 'hgrc');
-    await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 60\n`);
+    await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 600\n`);
     await pushKilledWhen(w, flag);
     expect(await waitNoProcesses(backends())).toEqual([]);
     await fs.rm(hgrc);
@@ -267,7 +267,7 @@ describe('graceful shutdown', () => {
       const w = await WorkingCopy.clone('hg', repo.clone, user.token);
       await w.commit('a.txt', 'a\n', 'stuck');
       const flag = path.join(await tempDir(), 'stuck');
-      await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 60\n`);
+      await writeFile(repo.dir, '.hg/hgrc', `[hooks]\npretxnchangegroup.wait = touch ${flag} && sleep 600\n`);
       const [cmd, args] = w.pushCommand();
       const client = spawn(cmd, args, { cwd: w.dir, env: vcsEnv, stdio: 'ignore' });
       const clientGone = new Promise((resolve) => client.once('exit', resolve));
@@ -277,9 +277,8 @@ describe('graceful shutdown', () => {
           .then(() => true)
           .catch(() => undefined),
       );
-      const started = Date.now();
+      // The hook sleeps far past the test's limit: only a close that does not wait for it ends in time.
       await server.close();
-      expect(Date.now() - started).toBeLessThan(15_000);
       expect(await waitNoProcesses(`SCRIPT_NAME=/${sorg}/`)).toEqual([]);
       await clientGone;
     } finally {
@@ -299,11 +298,10 @@ describe('readiness', () => {
       }),
     );
     await sleep(500);
-    const started = Date.now();
-    const r = await fetch(`${s.url}/readyz`, { signal: AbortSignal.timeout(15_000) });
+    // The connections are held until after the answer: a probe that waited for one would never answer.
+    const r = await fetch(`${s.url}/readyz`);
     expect(r.status).toBe(503);
     expect(await r.json()).toEqual({ error: { code: 'service_unavailable', message: expect.any(String) } });
-    expect(Date.now() - started).toBeLessThan(10_000);
     release();
     await Promise.all(holders);
     expect((await fetch(`${s.url}/readyz`)).status).toBe(200);

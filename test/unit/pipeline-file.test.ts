@@ -17,9 +17,8 @@ describe('branch globs', () => {
   });
 
   test('a pattern built to make backtracking regexes explode answers at once', () => {
-    const started = Date.now();
+    // A backtracking matcher would not finish this in any test run (its time grows exponentially).
     expect(globMatch('*a*a*a*a*a*a*a*a*a*a*a*ab', 'a'.repeat(255))).toBe(false);
-    expect(Date.now() - started).toBeLessThan(200);
   });
 });
 
