@@ -59,7 +59,8 @@ type Request =
 /** A raw libuv handle, as received (net.Native) or taken from a stream. */
 type RawHandle = { fd: number; close(): void; readStop(): number; reading: boolean };
 
-type Reply =
+/** What the spawner answers the server (its IPC protocol; `spawner.ts` reads the same type). */
+export type Reply =
   | { id: number; started: number }
   | { id: number; ok: true; code: number; stdout: Uint8Array; stderr: string }
   | { id: number; ok: false; timeout: boolean; message: string; stderr: string }

@@ -15,6 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Child, resumeReading, stopReading, type Slot } from './child.ts';
+import type { Reply } from './spawner-child.ts';
 
 export { Child, resumeReading, type Slot } from './child.ts';
 
@@ -41,14 +42,6 @@ export type ChildOptions = {
   detached?: boolean;
   stdio: Slot[];
 };
-
-type Reply =
-  | { id: number; started: number }
-  | { id: number; ok: true; code: number; stdout: Uint8Array; stderr: string }
-  | { id: number; ok: false; timeout: boolean; message: string; stderr: string }
-  | { t: 'fd'; id: number; slot: number }
-  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null; stderr: string }
-  | { t: 'error'; id: number; message: string };
 
 type Call = { cmd: string; resolve: (o: SpawnOutcome) => void; pid?: number };
 
