@@ -42,7 +42,7 @@ export class PullSync {
     senderId: number | null,
     cause: ChangeCause | undefined,
   ): Promise<Trigger[]> {
-    const merging = cause?.kind === 'pull_merge' ? cause : undefined;
+    const mergeCause = cause?.kind === 'pull_merge' ? cause : undefined;
     const refType = repo.driver.constants.refType;
     const moved = new Map<string, BranchMove>();
     for (const m of moves) if (m.type === refType) moved.set(m.name, m);
@@ -54,9 +54,9 @@ export class PullSync {
     for (const row of rows) {
       const newSource = moved.get(row.source_ref)?.head;
       const targetMove = moved.get(row.target_ref);
-      if (merging?.pullId === row.id && targetMove !== undefined) {
-        const check = mergedCheck(this.d.mergeability, repo, row, merging.head, merging.base);
-        await this.markMerged(tx, repo, row, check, merging.actorId, targetMove.head);
+      if (mergeCause?.pullId === row.id && targetMove !== undefined) {
+        const check = mergedCheck(this.d.mergeability, repo, row, mergeCause.head, mergeCause.base);
+        await this.markMerged(tx, repo, row, check, mergeCause.actorId, targetMove.head);
         continue;
       }
       const sourceHead = newSource ?? heads.get(row.source_ref) ?? row.head_commit;
