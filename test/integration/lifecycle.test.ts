@@ -230,10 +230,26 @@ describe('first start, a data directory in use, and the CLI next to a running se
     expect(await postgresUnder(dataDir)).toEqual([]);
   }, 120_000);
 
-  test('when a CLI command fails, then it prints a real message, never "undefined"', async () => {
+  test('when a CLI command fails, then it prints a real message (the unknown command, the missing or unknown flag), never "undefined"', async () => {
     const { dataDir, env } = await setup({ DATABASE_URL: await freshDatabase() });
     const noUser = await procs.runCli(['admin', 'token', 'create'], env);
     expect(noUser).toMatchObject({ code: 1, stderr: 'triad: admin token create: --username is required\n' });
+    const noFlags = await procs.runCli(['admin', 'user', 'create', '--display-name', 'Ada'], env);
+    expect(noFlags).toMatchObject({
+      code: 1,
+      stderr: 'triad: admin user create: --username and --email are required\n',
+    });
+    const noName = await procs.runCli(['admin', 'agent', 'create'], env);
+    expect(noName).toMatchObject({ code: 1, stderr: 'triad: admin agent create: --name is required\n' });
+    const badFlag = await procs.runCli(['admin', 'token', 'create', '--user', 'carol'], env);
+    expect(badFlag).toMatchObject({ code: 1, stderr: 'triad: admin token create: unknown flag --user\n' });
+    for (const args of [['frob'], ['admin', 'user', 'delete']]) {
+      const r = await procs.runCli(args, env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(`^triad: unknown command "${args.join(' ')}"\n\nusage: triad <command>\n`),
+      );
+    }
     const unknown = await procs.runCli(['admin', 'token', 'create', '--username', 'nobody-here'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^triad: .*user.*\n$/);
