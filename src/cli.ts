@@ -37,7 +37,7 @@ owns TRIAD_DATA_DIR, and start their own otherwise.
  */
 async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Promise<T>): Promise<T> {
   const config = { ...loadConfig(), admin: undefined, embeddedAgent: 'off' as const };
-  const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  const log = createLogger(process.env.LOG_LEVEL ?? 'warn', { format: config.logFormat });
   const db =
     config.databaseUrl === undefined
       ? await embeddedDatabaseForCli(config.dataDir, process.argv.slice(2).join(' '), log)
