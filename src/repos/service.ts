@@ -136,7 +136,7 @@ export class ReposService {
         });
         created = this.path(repo);
         await removeRepository(created);
-        await driverFor(vcs).init(created);
+        await driverFor(vcs).init(created, `${org.name}/${body.name}`);
         return repo;
       });
     } catch (e) {
