@@ -43,7 +43,7 @@ async function commit(w: string, file: string, content: string, message: string,
 }
 
 describe('Fossil over HTTP', () => {
-  test('when a new repository is cloned, then the clone\'s project name is org/repo', async () => {
+  test("when a new repository is cloned, then the clone's project name is org/repo", async () => {
     const repo = await newRepo();
     const w = await checkout(repo.clone, owner.token);
     const info = await ok('fossil', ['info'], w);
