@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { z } from 'zod';
-import { pino } from 'pino';
+import { createLogger, LOG_FORMATS } from '../src/telemetry/logger.ts';
 import { Agent } from './agent.ts';
 import { LocalExecutor } from './executors/local.ts';
 import { sandboxEnvShape, sandboxOptions } from './executors/sandbox.ts';
@@ -35,6 +35,7 @@ const envSchema = z.object({
     .default(9090),
   TRIAD_AGENT_WORK_DIR: z.string().optional(),
   LOG_LEVEL: z.string().default('info'),
+  LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   ...sandboxEnvShape,
 });
 
@@ -76,11 +77,7 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
     );
   }
   const e = parsed.data;
-  const log = pino({
-    level: e.LOG_LEVEL,
-    base: { service: 'triad-agent' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  const log = createLogger(e.LOG_LEVEL, { service: 'triad-agent', format: e.LOG_FORMAT });
   const kind = e.TRIAD_AGENT_EXECUTOR ?? (e.KUBERNETES_SERVICE_HOST !== undefined ? 'kubernetes' : 'local');
   const instance = e.TRIAD_AGENT_INSTANCE ?? e.POD_NAME ?? os.hostname();
   const agent = new Agent({

@@ -23,6 +23,8 @@ import { releaseRoutes } from './releases/routes.ts';
 import type { AppDeps, Services } from './services.ts';
 
 export const VERSION = '0.1.0';
+/** Routes an agent calls all the time; their successful requests are logged at debug. */
+const AGENT_ROUTES = new Set(['/api/v1/ci/poll', '/api/v1/ci/heartbeat']);
 
 export function createApp(deps: AppDeps, services: Services): { app: Express; api: Api } {
   const { orm, log, metrics, config } = deps;
@@ -57,7 +59,9 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
       if (config.logRequests) {
-        log.info(
+        // An agent polls and beats its heart every few seconds: those answered are noise at info.
+        const level = res.statusCode < 400 && AGENT_ROUTES.has(route) ? 'debug' : 'info';
+        log[level](
           {
             reqId,
             method: req.method,

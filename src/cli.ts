@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { loadConfig } from './config.ts';
 import { inContext } from './server.ts';
 import { serve } from './main.ts';
@@ -37,7 +37,7 @@ owns TRIAD_DATA_DIR, and start their own otherwise.
  */
 async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Promise<T>): Promise<T> {
   const config = { ...loadConfig(), admin: undefined, embeddedAgent: 'off' as const };
-  const log = createLogger(process.env.LOG_LEVEL ?? 'warn');
+  const log = createLogger(process.env.LOG_LEVEL ?? 'warn', { format: config.logFormat });
   const db =
     config.databaseUrl === undefined
       ? await embeddedDatabaseForCli(config.dataDir, process.argv.slice(2).join(' '), log)
@@ -86,6 +86,36 @@ export function errorMessage(err: unknown): string {
   }
 }
 
+/**
+ * The flags of `command` (`admin user create`): an unknown flag, a flag without its value or a
+ * stray argument fails with the command's name; so does a missing one of `required`.
+ */
+function flags<O extends ParseArgsOptionsConfig>(
+  command: string,
+  args: string[],
+  options: O,
+  required: (keyof O & string)[] = [],
+): ReturnType<typeof parseArgs<{ args: string[]; options: O }>>['values'] {
+  let values: Record<string, unknown>;
+  try {
+    values = parseArgs({ args, options }).values;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const flag = /'([^']+)'/.exec(err.message)?.[1] ?? '';
+      throw new Error(`${command}: unknown flag ${flag}`, { cause: e });
+    }
+    if (err.code?.startsWith('ERR_PARSE_ARGS_') === true)
+      throw new Error(`${command}: ${err.message}`, { cause: e });
+    throw e;
+  }
+  const missing = required.filter((k) => values[k] === undefined || values[k] === '').map((k) => `--${k}`);
+  if (missing.length > 0) {
+    throw new Error(`${command}: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required`);
+  }
+  return values as ReturnType<typeof parseArgs<{ args: string[]; options: O }>>['values'];
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd = 'serve', ...rest] = argv;
   if (cmd === 'serve') {
@@ -102,7 +132,7 @@ export async function main(argv: string[]): Promise<number> {
     return -1;
   }
   if (cmd === 'admin' && rest[0] === 'agent' && rest[1] === 'create') {
-    const { values } = parseArgs({ args: rest.slice(2), options: { name: { type: 'string' } } });
+    const values = flags('admin agent create', rest.slice(2), { name: { type: 'string' } }, ['name']);
     const { name } = parseWith(createAgentBody, { name: values.name }, 'arguments');
     await withServices((s) =>
       inContext(s.orm, async () => {
@@ -113,18 +143,17 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (cmd === 'admin' && rest[0] === 'token' && rest[1] === 'create') {
-    const { values } = parseArgs({
-      args: rest.slice(2),
-      options: {
+    const values = flags(
+      'admin token create',
+      rest.slice(2),
+      {
         username: { type: 'string' },
         scopes: { type: 'string' },
         'token-name': { type: 'string', default: 'cli' },
       },
-    });
-    if (values.username === undefined || values.username === '') {
-      throw new Error('admin token create: --username is required');
-    }
-    const username = values.username;
+      ['username'],
+    );
+    const username = values.username ?? '';
     const tokenBody = parseWith(
       createTokenBody,
       { name: values['token-name'], scopes: values.scopes?.split(',').map((s) => s.trim()) ?? ALL_SCOPES },
@@ -147,9 +176,10 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (cmd === 'admin' && rest[0] === 'user' && rest[1] === 'create') {
-    const { values } = parseArgs({
-      args: rest.slice(2),
-      options: {
+    const values = flags(
+      'admin user create',
+      rest.slice(2),
+      {
         username: { type: 'string' },
         email: { type: 'string' },
         'display-name': { type: 'string' },
@@ -158,7 +188,8 @@ export async function main(argv: string[]): Promise<number> {
         scopes: { type: 'string' },
         'token-name': { type: 'string', default: 'cli' },
       },
-    });
+      ['username', 'email'],
+    );
     const body = parseWith(
       createUserBody,
       {
@@ -193,8 +224,10 @@ export async function main(argv: string[]): Promise<number> {
     );
     return 0;
   }
-  process.stderr.write(USAGE);
-  return cmd === 'help' || cmd === '--help' ? 0 : 2;
+  const help = cmd === 'help' || cmd === '--help' || cmd === '-h';
+  const words = cmd === 'admin' ? ['admin', ...rest.slice(0, 2)].join(' ') : cmd;
+  process.stderr.write(help ? USAGE : `triad: unknown command "${words}"\n\n${USAGE}`);
+  return help ? 0 : 2;
 }
 
 main(process.argv.slice(2)).then(

@@ -8,6 +8,7 @@ import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../a
 import { parseDuration } from './pipelines/pipeline-file.ts';
 import type { PipelineLimits } from './pipelines/model.ts';
 import type { S3Settings } from './storage/index.ts';
+import { LOG_FORMATS, type LogFormat } from './telemetry/logger.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -81,6 +82,7 @@ const envSchema = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalString,
   OTEL_SERVICE_NAME: z.string().default('triad'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   TRIAD_LOG_REQUESTS: bool.default(true),
   TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
   TRIAD_PULL_CHECK_BUDGET_MS: z.coerce.number().int().min(0).max(600_000).default(400),
@@ -163,6 +165,8 @@ export type Config = {
   otlpEndpoint: string | undefined;
   serviceName: string;
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  /** JSON lines, or lines a person reads on a terminal (`auto`: pretty when stdout is a TTY). */
+  logFormat: LogFormat;
   logRequests: boolean;
   /** Most assignees one issue may have (400 beyond, on create and on add). */
   issueMaxAssignees: number;
@@ -275,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     otlpEndpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
     serviceName: e.OTEL_SERVICE_NAME,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     logRequests: e.TRIAD_LOG_REQUESTS,
     issueMaxAssignees: e.TRIAD_ISSUE_MAX_ASSIGNEES,
     pullCheckBudgetMs: e.TRIAD_PULL_CHECK_BUDGET_MS,

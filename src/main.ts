@@ -30,7 +30,7 @@ function announceFirstAdmin(username: string, token: string): void {
  */
 export async function serve(): Promise<void> {
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, { format: config.logFormat });
   const state: { running?: Running } = {};
   let requested: string | undefined;
   let stopping = false;
@@ -70,7 +70,8 @@ export async function serve(): Promise<void> {
     log,
     command: 'serve',
     onFirstAdmin: (username, token) => {
-      log.info({ username, token }, 'first start: created the administrator (its token is shown once)');
+      // The token goes to the terminal once (stderr), never into the log that collectors keep.
+      log.info({ username }, 'first start: created the administrator (its token is shown once)');
       announceFirstAdmin(username, token);
     },
   });

@@ -45,7 +45,7 @@ export function inContext<T>(orm: Orm, fn: () => Promise<T>): Promise<T> {
 }
 
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<Running> {
-  const log = opts.log ?? createLogger(config.logLevel);
+  const log = opts.log ?? createLogger(config.logLevel, { format: config.logFormat });
   const tracing = await startTracing(config.otlpEndpoint, config.serviceName, log);
   let embedded: OwnedDatabase | undefined;
   let dbUrl = config.databaseUrl;

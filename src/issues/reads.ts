@@ -18,7 +18,7 @@ import {
   type StateFilter,
 } from './schemas.ts';
 
-export type IssueUsers = Pick<UsersService, 'refs' | 'idsByDisplayName'>;
+export type IssueUsers = Pick<UsersService, 'refs' | 'idsByDisplayName' | 'idsByName' | 'findByUsername'>;
 
 /** Reading issues: lists with filters and sorts, one issue with its comments, and the JSON of rows. */
 export class IssueReads {
@@ -44,11 +44,11 @@ export class IssueReads {
       if (filter.labelIds.length === 0) return empty;
     }
     if (q.assignee !== undefined) {
-      filter.assigneeIds = await this.users.idsByDisplayName(q.assignee);
+      filter.assigneeIds = await this.users.idsByName(q.assignee);
       if (filter.assigneeIds.length === 0) return empty;
     }
     if (q.author !== undefined) {
-      filter.authorIds = await this.users.idsByDisplayName(q.author);
+      filter.authorIds = await this.users.idsByName(q.author);
       if (filter.authorIds.length === 0) return empty;
     }
     const stateOnly =

@@ -164,12 +164,12 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     tag: 'issues',
     auth: 'token',
     summary:
-      'Assign an org member by user_id and/or display_name (issues:write); the first assignee opens a `new` issue',
+      'Assign an org member by user_id, username or display_name (issues:write); the first assignee opens a `new` issue',
     operationId: 'addIssueAssignee',
     body: assigneeRef,
     returns: respond.data(issueSchema, ENRICHED),
     errors: {
-      400: 'invalid body, user_id and display_name naming different members, or the assignee cap exceeded',
+      400: 'invalid body, user_id, username and display_name naming different members, or the assignee cap exceeded',
       403: WRITE_403,
       404: 'no such repository or issue, or the assignee is not an org member',
       409: '`display_name` matches several members',

@@ -29,15 +29,16 @@ const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000).meta
 const textBody = z.string().max(100_000);
 const labelName = z.string().trim().min(1, 'must not be empty').max(100).meta(nonBlank);
 
-/** An assignee reference: a user id, a display name, or both (then naming the same member). */
+/** An assignee reference: a user id, a username, a display name, or several (then naming the same member). */
 export const assigneeRef = z
   .object({
     user_id: z.number().int().positive().max(2_147_483_647).optional(),
+    username: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
     display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
   })
   .strict()
-  .refine((a) => a.user_id !== undefined || a.display_name !== undefined, {
-    message: 'give user_id, display_name or both',
+  .refine((a) => a.user_id !== undefined || a.username !== undefined || a.display_name !== undefined, {
+    message: 'give user_id, username or display_name',
   })
   .meta({ minProperties: 1 });
 export type AssigneeRef = z.infer<typeof assigneeRef>;
@@ -83,8 +84,8 @@ export const listIssuesQuery = pageQuery().extend({
   state: z.enum(['new', 'open', 'closed', 'active', 'all']).default('open'),
   severity: severitySchema.optional(),
   label: z.string().min(1).max(100).optional(),
-  assignee: z.string().min(1).max(255).optional(),
-  author: z.string().min(1).max(255).optional(),
+  assignee: z.string().min(1).max(255).meta({ description: 'a username or a display name' }).optional(),
+  author: z.string().min(1).max(255).meta({ description: 'a username or a display name' }).optional(),
   q: z.string().max(255).optional(),
   sort: z.enum(ISSUE_SORTS).default('newest'),
 });

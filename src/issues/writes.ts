@@ -185,31 +185,38 @@ export class IssueWrites {
 
   /**
    * An assignee must be a member of the repository's organization: 404 for an unknown user or a
-   * non-member, 409 when a display name alone matches several members, and 400 when `user_id`
-   * and `display_name` are both given but name different members.
+   * non-member, 409 when a display name alone matches several members, and 400 when the
+   * identifiers given (`user_id`, `username`, `display_name`) name different members.
    */
   private async resolveAssignee(tx: Db, orgId: number, ref: AssigneeRef): Promise<UserRefRow> {
-    if (ref.user_id !== undefined) {
-      const role = await this.d.orgs.role(orgId, ref.user_id);
-      const member =
-        role === undefined ? undefined : (await this.d.users.refs([ref.user_id], tx)).get(ref.user_id);
-      if (member === undefined) throw ApiError.notFound(`assignee (user ${ref.user_id}) among org members`);
-      if (
-        ref.display_name !== undefined &&
-        member.displayName.toLowerCase() !== ref.display_name.toLowerCase()
-      ) {
-        throw ApiError.validation(
-          `assignee: user_id ${ref.user_id} and display_name "${ref.display_name}" name different members`,
-        );
-      }
-      return member;
+    if (ref.user_id === undefined && ref.username === undefined) return this.byDisplayName(tx, orgId, ref);
+    const id = ref.user_id ?? (await this.d.users.findByUsername(ref.username ?? ''))?.id;
+    const role = id === undefined ? undefined : await this.d.orgs.role(orgId, id);
+    const member =
+      id === undefined || role === undefined ? undefined : (await this.d.users.refs([id], tx)).get(id);
+    if (member === undefined) {
+      const who = ref.user_id !== undefined ? `(user ${ref.user_id})` : `"${ref.username}"`;
+      throw ApiError.notFound(`assignee ${who} among org members`);
     }
+    const same = (a: string | undefined, b: string) => a === undefined || a.toLowerCase() === b.toLowerCase();
+    if (!same(ref.username, member.username) || !same(ref.display_name, member.displayName)) {
+      const given = [
+        ref.user_id === undefined ? '' : `user_id ${ref.user_id}`,
+        ref.username === undefined ? '' : `username "${ref.username}"`,
+        ref.display_name === undefined ? '' : `display_name "${ref.display_name}"`,
+      ].filter((g) => g !== '');
+      throw ApiError.validation(`assignee: ${given.join(' and ')} name different members`);
+    }
+    return member;
+  }
+
+  private async byDisplayName(tx: Db, orgId: number, ref: AssigneeRef): Promise<UserRefRow> {
     const name = ref.display_name ?? '';
     const named = await this.d.users.idsByDisplayName(name);
     const members = (await this.d.orgs.membersAmong(orgId, named)).slice(0, 2);
     if (members.length === 0) throw ApiError.notFound(`assignee "${name}" among org members`);
     if (members.length > 1) {
-      throw ApiError.conflict(`display_name "${name}" matches several members; give user_id`);
+      throw ApiError.conflict(`display_name "${name}" matches several members; give user_id or username`);
     }
     const member = (await this.d.users.refs(members, tx)).get(members[0]!);
     if (member === undefined) throw ApiError.notFound(`assignee "${name}" among org members`);

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
-import { pino } from 'pino';
+import { createLogger, LOG_FORMATS } from '../telemetry/logger.ts';
 import { z } from 'zod';
 import { withSecrets } from '../secrets.ts';
 import { Controller } from './controller.ts';
@@ -28,6 +28,7 @@ const envSchema = z.object({
         .filter((x) => x !== ''),
     ),
   LOG_LEVEL: z.string().default('info'),
+  LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
 });
 
 /**
@@ -46,11 +47,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     );
   }
   const e = parsed.data;
-  const log = pino({
-    level: e.LOG_LEVEL,
-    base: { service: 'triad-operator' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+  const log = createLogger(e.LOG_LEVEL, { service: 'triad-operator', format: e.LOG_FORMAT });
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const api = new TriadApi(e.TRIAD_OPERATOR_SERVER, e.TRIAD_OPERATOR_TOKEN);

@@ -1,4 +1,4 @@
-import { LineCounter, parseDocument, isNode } from 'yaml';
+import { LineCounter, parseDocument, isMap, isNode, isScalar, type Node } from 'yaml';
 import { z } from 'zod';
 import { labelsSchema } from './labels.ts';
 import { DEFAULT_PIPELINE_LIMITS } from './model.ts';
@@ -130,24 +130,74 @@ export function parsePipelineFile(text: string, limits: { maxSteps?: number } = 
     };
   }
   if (r.success) return { ok: true, file: r.data };
-  const issue = r.error.issues[0]!;
+  // An unknown key first: it is often a misspelt one, whose absence is the other issue.
+  const issue = r.error.issues.find((i) => i.code === 'unrecognized_keys') ?? r.error.issues[0]!;
   // The deepest YAML node that exists along the issue's path gives the line.
   let line = 1;
-  for (let n = issue.path.length; n >= 0; n--) {
-    const node: unknown = doc.getIn(issue.path.slice(0, n) as (string | number)[], true);
-    if (isNode(node) && node.range) {
-      line = lines.linePos(node.range[0]).line;
-      break;
+  const unknown = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
+  const keyNode =
+    unknown === undefined ? undefined : keyOf(doc.getIn(issue.path as (string | number)[], true), unknown);
+  if (keyNode?.range) line = lines.linePos(keyNode.range[0]).line;
+  else
+    for (let n = issue.path.length; n >= 0; n--) {
+      const node: unknown = doc.getIn(issue.path.slice(0, n) as (string | number)[], true);
+      if (isNode(node) && node.range) {
+        line = lines.linePos(node.range[0]).line;
+        break;
+      }
     }
-  }
   const field = issue.path.reduce<string>(
     (acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc === '' ? String(p) : `${acc}.${String(p)}`),
     '',
   );
+  const message = unknown === undefined ? issue.message : unknownKey(unknown, knownKeys(issue.path));
   return {
     ok: false,
-    error: `${PIPELINE_FILE} line ${line}${field === '' ? '' : ` (${field})`}: ${issue.message}`,
+    error: `${PIPELINE_FILE} line ${line}${field === '' ? '' : ` (${field})`}: ${message}`,
   };
+}
+
+/** The key node of `key` in a YAML mapping node. */
+function keyOf(map: unknown, key: string): Node | undefined {
+  if (!isMap(map)) return undefined;
+  const pair = map.items.find((p) => isScalar(p.key) && String(p.key.value) === key);
+  return isNode(pair?.key) ? pair.key : undefined;
+}
+
+/** The keys the mapping at `path` may have: the file's, a step's or a `when` block's. */
+function knownKeys(path: readonly PropertyKey[]): string[] {
+  const last = path.at(-1);
+  if (last === 'when') return Object.keys(when.shape);
+  if (path.length === 2 && path[0] === 'steps') return Object.keys(step.shape);
+  return Object.keys(file.shape);
+}
+
+/**
+ * `unknown key "command" (did you mean "commands")`: the nearest known key within a third of its
+ * length in edits, else one the typed key begins (`env` → `environment`), else the known keys.
+ */
+function unknownKey(key: string, known: string[]): string {
+  const typed = key.toLowerCase();
+  const nearest = known
+    .map((k) => ({ k, d: editDistance(typed, k) }))
+    .sort((a, b) => a.d - b.d)
+    .find((c) => c.d <= Math.max(1, Math.floor(c.k.length / 3)))?.k;
+  const hint = nearest ?? (typed.length >= 3 ? known.find((k) => k.startsWith(typed)) : undefined);
+  return hint !== undefined
+    ? `unknown key "${key}" (did you mean "${hint}")`
+    : `unknown key "${key}" (known keys: ${known.join(', ')})`;
+}
+
+/** Levenshtein distance (keys are short). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { AuthThrottle } from '../http/throttle.ts';
 import type { Spool } from '../vcs/process/spool.ts';
 import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
-import { transfer, type TransferLimits } from './transfer.ts';
+import { reasonPhrase, transfer, type TransferLimits } from './transfer.ts';
 import type { ReposService } from './service.ts';
 
 type Deps = {
@@ -26,6 +26,7 @@ class Challenge extends Error {}
 
 function deny(res: Response, status: number, message: string): void {
   if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="Triad", charset="UTF-8"');
+  res.statusMessage = reasonPhrase(message);
   res.status(status).type('text/plain; charset=utf-8').send(`${message}\n`);
 }
 

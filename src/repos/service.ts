@@ -139,7 +139,7 @@ export class ReposService {
         });
         created = this.path(repo);
         await removeRepository(created);
-        await this.vcs.driver(vcs).init(created);
+        await this.vcs.driver(vcs).init(created, `${org.name}/${body.name}`);
         return repo;
       });
     } catch (e) {

@@ -176,6 +176,19 @@ function plain(res: ServerResponse, status: number, message: string): void {
   ]);
   for (const name of res.getHeaderNames()) if (!keep.has(name)) res.removeHeader(name);
   res.statusCode = status;
+  res.statusMessage = reasonPhrase(message);
   res.setHeader('Content-Type', 'text/plain; charset=utf-8');
   res.end(`${message}\n`);
+}
+
+/**
+ * A refusal's message as the status line's reason phrase: Mercurial's client shows only that
+ * (`abort: HTTP Error 403: token lacks the repo:write scope`), git shows the plain-text body.
+ * Reduced to what a status line may carry (visible ASCII and spaces), at most 200 characters.
+ */
+export function reasonPhrase(message: string): string {
+  return message
+    .replace(/[^\x20-\x7e]+/g, ' ')
+    .trim()
+    .slice(0, 200);
 }

@@ -118,6 +118,15 @@ export async function idsByDisplayName(db: Db, name: string, limit?: number): Pr
   return rows.map((r) => r.id);
 }
 
+/** Users whose username or display name is `name` (case-insensitive). */
+export async function idsByName(db: Db, name: string): Promise<number[]> {
+  const rows = await db.execute<{ id: number }[]>(
+    'select id from users where lower(username) = lower(?) or lower(display_name) = lower(?) order by id',
+    [name, name],
+  );
+  return rows.map((r) => r.id);
+}
+
 // ----- tokens ------------------------------------------------------------------------------------
 
 /** Tokens the user holds (CI clone credentials not counted). */

@@ -301,6 +301,16 @@ export class UsersService {
     return db.idsByDisplayName(this.em(), name, limit);
   }
 
+  /** Ids of the users whose username or display name is `name` (case-insensitive), lowest first. */
+  async idsByName(name: string): Promise<number[]> {
+    return db.idsByName(this.em(), name);
+  }
+
+  /** The user with this username (case-insensitive), if any. */
+  async findByUsername(username: string): Promise<UserRow | undefined> {
+    return db.userByName(this.em(), username);
+  }
+
   /** A page of the users of `ids`, by username (case-insensitive). */
   async page(ids: readonly number[], limit: number, offset: number): Promise<UserRow[]> {
     return ids.length === 0 ? [] : db.usersPage(this.em(), ids, limit, offset);

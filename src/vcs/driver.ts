@@ -93,8 +93,11 @@ export interface VcsDriver {
   readonly kind: VcsKind;
   readonly constants: VcsConstants;
 
-  /** Creates an empty repository at `dest`, which must not exist (its parent is created). */
-  init(dest: string): Promise<void>;
+  /**
+   * Creates an empty repository at `dest`, which must not exist (its parent is created). `name`
+   * (`org/repo`) is recorded where the VCS keeps one a clone shows (Fossil's `project-name`).
+   */
+  init(dest: string, name?: string): Promise<void>;
 
   /**
    * A reader for the contents API. Its persistent process starts on the first read; the server

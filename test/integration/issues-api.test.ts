@@ -307,6 +307,44 @@ describe('validation (a bad request creates nothing)', () => {
     expect(same.body.data.assignees.map((a: any) => a.id)).toEqual([member.id]);
   });
 
+  test('an assignee by username (case-insensitive), alone or with the other identifiers; a mismatch -> 400, a non-member -> 404', async () => {
+    const repo = await repoOf();
+    const byUsername = await author.client.post(`${repo.api}/issues`, {
+      title: 'x',
+      assignees: [{ username: member.username.toUpperCase() }],
+    });
+    expect(byUsername.status).toBe(201);
+    expect(byUsername.body.data.assignees).toEqual([
+      expect.objectContaining({ id: member.id, username: member.username }),
+    ]);
+    const all = await author.client.post(`${repo.api}/issues/1/assignees`, {
+      user_id: author.id,
+      username: author.username,
+      display_name: `${author.username} Display`,
+    });
+    expect(all.status).toBe(200);
+    expect(all.body.data.assignees.map((a: any) => a.id)).toEqual([member.id, author.id]);
+    const mismatch = await author.client.post(`${repo.api}/issues`, {
+      title: 'x',
+      assignees: [{ user_id: member.id, username: author.username }],
+    });
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.error.message).toContain(
+      `user_id ${member.id} and username "${author.username}" name different members`,
+    );
+    const nameMismatch = await author.client.post(`${repo.api}/issues/1/assignees`, {
+      username: member.username,
+      display_name: `${author.username} Display`,
+    });
+    expect(nameMismatch.status).toBe(400);
+    for (const username of [outsider.username, 'nobody-at-all']) {
+      const r = await author.client.post(`${repo.api}/issues/1/assignees`, { username });
+      expect(r.status).toBe(404);
+      expect(r.body.error.code).toBe('not_found');
+    }
+    expect((await s.anon.get(`${repo.api}/issues?state=all`)).body.pagination.total).toBe(1);
+  });
+
   test('a display_name shared by several members -> 409 (create and add); user_id disambiguates', async () => {
     const twinOrgOwner = await s.newUser();
     const twinOrg = await s.newOrg(twinOrgOwner);

@@ -123,6 +123,14 @@ describe('filters', () => {
     expect(numbers(await s.anon.get(`${path}/issues?state=all&author=${b}`))).toEqual([5, 4, 2]);
     expect(numbers(await s.anon.get(`${path}/issues?state=all&author=Nobody`))).toEqual([]);
   });
+  test('assignee and author, by username (case-insensitive) as well', async () => {
+    expect(numbers(await s.anon.get(`${path}/issues?state=all&assignee=${alice.username}`))).toEqual([4, 2]);
+    expect(
+      numbers(await s.anon.get(`${path}/issues?state=all&author=${bob.username.toUpperCase()}`)),
+    ).toEqual([5, 4, 2]);
+    const both = `${path}/issues?state=all&author=${alice.username}&assignee=${bob.username}`;
+    expect(numbers(await s.anon.get(both))).toEqual([3]);
+  });
   test('q is a case-insensitive title substring; LIKE wildcards are literal', async () => {
     expect(numbers(await s.anon.get(`${path}/issues?state=all&q=CRASH`))).toEqual([5, 3, 1]);
     expect(numbers(await s.anon.get(`${path}/issues?state=all&q=${encodeURIComponent('100%')}`))).toEqual([

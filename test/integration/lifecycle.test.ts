@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -6,8 +7,11 @@ import { freePort } from '../../src/db/database.ts';
 import { Client, freshDatabase } from '../helpers/server.ts';
 import { ok, withCreds, writeFile } from '../helpers/vcs.ts';
 import {
+  childEnv,
+  CLI,
   exited,
   exitWithin,
+  NODE,
   postgresUnder,
   Processes,
   stderrMatch,
@@ -178,6 +182,13 @@ describe('first start, a data directory in use, and the CLI next to a running se
     expect(first.output()).toContain(
       '"msg":"first start: created the administrator (its token is shown once)"',
     );
+    // Shown once, in the banner: the JSON log (kept by collectors) names the user only.
+    const logged = first
+      .output()
+      .split('\n')
+      .find((l) => l.includes('"msg":"first start'));
+    expect(JSON.parse(logged!)).toMatchObject({ username: 'admin' });
+    expect(first.output().split(token!).length - 1).toBe(1);
     const admin = new Client(url, token);
     const me = await admin.get('/api/v1/user');
     expect(me.status).toBe(200);
@@ -226,10 +237,26 @@ describe('first start, a data directory in use, and the CLI next to a running se
     expect(await postgresUnder(dataDir)).toEqual([]);
   }, 120_000);
 
-  test('when a CLI command fails, then it prints a real message, never "undefined"', async () => {
+  test('when a CLI command fails, then it prints a real message (the unknown command, the missing or unknown flag), never "undefined"', async () => {
     const { dataDir, env } = await setup({ DATABASE_URL: await freshDatabase() });
     const noUser = await procs.runCli(['admin', 'token', 'create'], env);
     expect(noUser).toMatchObject({ code: 1, stderr: 'triad: admin token create: --username is required\n' });
+    const noFlags = await procs.runCli(['admin', 'user', 'create', '--display-name', 'Ada'], env);
+    expect(noFlags).toMatchObject({
+      code: 1,
+      stderr: 'triad: admin user create: --username and --email are required\n',
+    });
+    const noName = await procs.runCli(['admin', 'agent', 'create'], env);
+    expect(noName).toMatchObject({ code: 1, stderr: 'triad: admin agent create: --name is required\n' });
+    const badFlag = await procs.runCli(['admin', 'token', 'create', '--user', 'carol'], env);
+    expect(badFlag).toMatchObject({ code: 1, stderr: 'triad: admin token create: unknown flag --user\n' });
+    for (const args of [['frob'], ['admin', 'user', 'delete']]) {
+      const r = await procs.runCli(args, env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(`^triad: unknown command "${args.join(' ')}"\n\nusage: triad <command>\n`),
+      );
+    }
     const unknown = await procs.runCli(['admin', 'token', 'create', '--username', 'nobody-here'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^triad: .*user.*\n$/);
@@ -241,5 +268,53 @@ describe('first start, a data directory in use, and the CLI next to a running se
     expect(broken.code).toBe(1);
     expect(broken.stderr).toMatch(/^triad: .*(EEXIST|ENOTDIR|not a directory)/);
     expect(broken.stderr).not.toContain('undefined');
+  }, 60_000);
+});
+
+describe('the log on a terminal', () => {
+  test("when stdout is a terminal, then the log reads as lines of time, level, message and fields, and agents' polls and heartbeats are logged at debug", async () => {
+    const { url, env } = await setup({ DATABASE_URL: await freshDatabase(), LOG_LEVEL: 'debug' });
+    const agent = await procs.runCli(['admin', 'agent', 'create', '--name', 'tty-agent'], env);
+    const agentToken = agent.stdout.trim().split('\n')[1]!;
+    // `script` runs the server on a pseudo-terminal, as a person starting it in a shell does.
+    const child = spawn('script', ['-qfec', `${NODE} ${CLI} serve`, '/dev/null'], {
+      env: childEnv({ ...env, TRIAD_EMBEDDED_AGENT: 'off' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    procs.children.add(child);
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    const p: Proc = { child, output: () => out, stderr: () => out };
+    await waitReady(p, url);
+    const headers = { authorization: `Bearer ${agentToken}`, 'x-svc-agent-instance': 'tty-1' };
+    expect((await fetch(`${url}/api/v1/ci/poll`, { method: 'POST', headers })).status).toBe(204);
+    const beat = await fetch(`${url}/api/v1/ci/heartbeat`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ running: [] }),
+    });
+    expect(beat.status).toBe(200);
+    expect((await fetch(`${url}/api/v1/ci/poll`, { method: 'POST' })).status).toBe(401);
+    const lines = () => out.replace(new RegExp(`${String.fromCharCode(27)}\\[\\d+m`, 'g'), '').split(/\r?\n/);
+    const request = (path: string, status: number) =>
+      lines().find(
+        (l) => l.includes(' request ') && l.includes(`url=${path}`) && l.includes(`status=${status}`),
+      );
+    const started = Date.now();
+    while (request('/api/v1/ci/poll', 401) === undefined && Date.now() - started < 10_000)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lines()).toContainEqual(
+      expect.stringMatching(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}Triad listening on http:\/\/\S+ url=/),
+    );
+    expect(lines().filter((l) => l.startsWith('{'))).toEqual([]);
+    expect(request('/api/v1/ci/poll', 204)).toMatch(/^\S+ DEBUG request /);
+    expect(request('/api/v1/ci/heartbeat', 200)).toMatch(/^\S+ DEBUG request /);
+    expect(request('/api/v1/ci/poll', 401)).toMatch(/^\S+ INFO {2}request /);
+    child.kill('SIGTERM'); // script passes it on (or hangs up the terminal): the server stops
+    await exited(child);
+    const gone = Date.now();
+    while ((await fetch(`${url}/healthz`).catch(() => undefined)) !== undefined && Date.now() - gone < 20_000)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await fetch(`${url}/healthz`).catch(() => 'stopped')).toBe('stopped');
   }, 60_000);
 });

@@ -255,6 +255,16 @@ describe('limits', () => {
     await w.commit('small.txt', 'small\n', 'small');
     expect((await w.push()).code).toBe(0);
   }, 60_000);
+
+  test('when an hg push is larger than TRIAD_TRANSPORT_MAX_BODY_BYTES, then hg shows the limit as the reason', async () => {
+    const repo = await repoOf('hg', limited, lorg, user);
+    const w = await WorkingCopy.clone('hg', repo.clone, user.token);
+    await w.commit('big.bin', 1536 * 1024, 'too big'); // random bytes: incompressible, over 1 MiB
+    const r = await w.push();
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`abort: HTTP Error 413: request body larger than ${1024 * 1024} bytes\n`);
+    expect(await outboxEvents(limited, repo.id)).toEqual([]);
+  }, 60_000);
 });
 
 describe('graceful shutdown', () => {

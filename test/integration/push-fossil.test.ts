@@ -31,6 +31,13 @@ async function commit(w: string, file: string, content: string, message: string,
 }
 
 describe('Fossil over HTTP', () => {
+  test("when a new repository is cloned, then the clone's project name is org/repo", async () => {
+    const repo = await repoOf();
+    const w = await checkout(repo.clone, owner.token);
+    const info = await ok('fossil', ['info'], w);
+    expect(info).toMatch(new RegExp(`^project-name:\\s+${org}/${repo.name}$`, 'm'));
+  });
+
   test('when check-ins are pushed to trunk, then a push event is recorded and clones see them', async () => {
     const repo = await repoOf();
     const w = await checkout(repo.clone, owner.token);

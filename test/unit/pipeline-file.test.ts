@@ -60,3 +60,34 @@ describe('step timeout', () => {
     },
   );
 });
+
+describe('unknown keys', () => {
+  test.each([
+    [
+      'steps:\n  - name: a\n    image: alpine\n    command: [make]\n',
+      '.pipeline.yml line 4 (steps[0]): unknown key "command" (did you mean "commands")',
+    ],
+    [
+      'step:\n  - name: a\n    image: alpine\n    commands: [make]\n',
+      '.pipeline.yml line 1: unknown key "step" (did you mean "steps")',
+    ],
+    [
+      'steps:\n  - name: a\n    image: alpine\n    commands: [make]\n    env:\n      A: b\n',
+      '.pipeline.yml line 5 (steps[0]): unknown key "env" (did you mean "environment")',
+    ],
+    [
+      'when:\n  events: push\nsteps:\n  - name: a\n    image: alpine\n    commands: [make]\n',
+      '.pipeline.yml line 2 (when): unknown key "events" (did you mean "event")',
+    ],
+    [
+      'steps:\n  - name: a\n    image: alpine\n    commands: [make]\n    when: {branches: main}\n',
+      '.pipeline.yml line 5 (steps[0].when): unknown key "branches" (did you mean "branch")',
+    ],
+    [
+      'steps:\n  - name: a\n    image: alpine\n    commands: [make]\nservices: [db]\n',
+      '.pipeline.yml line 5: unknown key "services" (known keys: when, labels, steps)',
+    ],
+  ])('%j names the key and the nearest known one', (text, error) => {
+    expect(parsePipelineFile(text)).toEqual({ ok: false, error });
+  });
+});

@@ -7,14 +7,14 @@ import { output } from '../refs.ts';
 import { FossilOps } from './ops.ts';
 import { FossilReader } from './reader.ts';
 import { filesAt, moves, snapshot } from './refs.ts';
-import { BACKOFFICE_OFF } from './sql.ts';
+import { BACKOFFICE_OFF, sqlText } from './sql.ts';
 import { transport } from './transport.ts';
 
 /** Fossil: repository files, `fossil sql` reads, the Fossil CGI, merges in throw-away check-outs. */
 export const fossilDriver: VcsDriver = {
   kind: 'fossil',
   constants: FOSSIL,
-  async init(dest) {
+  async init(dest, name) {
     await fs.mkdir(path.dirname(dest), { recursive: true });
     await output(FOSSIL.bin, ['new', '--admin-user', 'triad', dest], FOSSIL.env);
     // Triad authenticates HTTP requests and passes REMOTE_USER as one of these two users;
@@ -25,6 +25,10 @@ export const fossilDriver: VcsDriver = {
       `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.reader}', lower(hex(randomblob(20))), 'goz', 'Triad pull access')`,
       `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.writer}', lower(hex(randomblob(20))), 'giozh', 'Triad push access')`,
       BACKOFFICE_OFF,
+      // A clone takes the project name with it (`fossil info`, the web pages' title).
+      ...(name === undefined
+        ? []
+        : [`REPLACE INTO config(name, value, mtime) VALUES ('project-name', ${sqlText(name)}, now())`]),
     ].join('; ');
     await output(FOSSIL.bin, ['sql', '-R', dest, sql], FOSSIL.env);
   },
