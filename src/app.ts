@@ -14,6 +14,7 @@ import { orgRoutes } from './orgs/routes.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
 import { contentRoutes } from './repos/contents.ts';
+import { refRoutes } from './repos/refs.ts';
 import { agentRoutes } from './agents/routes.ts';
 import { pipelineRoutes } from './pipelines/routes.ts';
 import { issueRoutes } from './issues/routes.ts';
@@ -151,6 +152,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     nice: config.backendNice,
     ...(services.rawCache === undefined ? {} : { cache: services.rawCache }),
   });
+  refRoutes(api, services.repos, services.vcs);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   pullRoutes(api, services.pulls);

@@ -47,6 +47,13 @@ export class ReleaseRecords {
     return this.one(t, r);
   }
 
+  /** The newest published release that is neither a draft nor a prerelease (404 when none is). */
+  async latest(t: RepoTarget): Promise<ReleaseJson> {
+    const r = await db.latest(this.d.em(), t.repo.id);
+    if (r === undefined) throw ApiError.notFound('release');
+    return this.one(t, r);
+  }
+
   /**
    * A published release needs its tag: it is created now when `target_commitish` is given. A
    * draft's tag is only checked (it exists, or `target_commitish` names a commit) and created

@@ -71,6 +71,17 @@ export function byTag(db: Db, repoId: number, tag: string): Promise<ReleaseRow |
   ]);
 }
 
+/** The newest published release that is no prerelease (by the time it was published). */
+export function latest(db: Db, repoId: number): Promise<ReleaseRow | undefined> {
+  return first<ReleaseRow>(
+    db,
+    `select ${RELEASE} from releases r
+      where r.repo_id = ? and not r.draft and not r.prerelease and r.published_at is not null
+      order by r.published_at desc, r.id desc limit 1`,
+    [repoId],
+  );
+}
+
 /** Inserts a release; undefined when the tag already has one. */
 export function insert(
   db: Db,

@@ -85,6 +85,18 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
   });
   api.repoRoute({
     method: 'get',
+    path: `${base}/latest`,
+    repo: READ,
+    tag: 'releases',
+    auth: 'public',
+    summary: 'The latest release: the one published last that is neither a draft nor a prerelease',
+    operationId: 'getLatestRelease',
+    returns: respond.data(releaseSchema, 'the release'),
+    errors: { 403: READ_403, 404: 'no such repository, or no published release that is not a prerelease' },
+    handler: async ({ target }) => reply.ok(await records.latest(target)),
+  });
+  api.repoRoute({
+    method: 'get',
     path: `${base}/:id`,
     repo: READ,
     params: ID,

@@ -50,7 +50,8 @@ type Stored = Pick<RepoHandle, 'vcs' | 'path' | 'driver'>;
  * Repository contents (tree, blob, log, changeset) read through the pooled VCS readers.
  * Decisions where the spec is silent: a missing path, a tree of a file and a blob of a directory
  * answer 404 `not_found`; a path escaping the repository answers 400 `validation_failed`; the
- * default revision `tip` of a repository without commits answers 404 "repository is empty".
+ * default revision `tip` of a repository without commits answers 404 "repository is empty", but
+ * its log is an empty page.
  */
 export class ContentsService {
   private readonly repos: ReposService;
@@ -208,7 +209,13 @@ export class ContentsService {
   async log(target: RepoTarget, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
     const r = ContentsService.rev(q.rev);
     const reader = await this.reader(target);
-    const out = await this.read(() => reader.log(r, q.page, q.per_page));
+    // an empty repository's history (at `tip`) is an empty list, not a missing revision
+    const out = await this.read(() =>
+      reader.log(r, q.page, q.per_page).catch((e: unknown) => {
+        if (e instanceof ReadNotFound && e.kind === 'empty') return { entries: [], total: 0 };
+        throw e;
+      }),
+    );
     return { items: out.entries, total: out.total, page: q.page, perPage: q.per_page };
   }
 
@@ -348,10 +355,10 @@ export function contentRoutes(
     tag: 'contents',
     auth: 'public',
     operationId: 'listCommits',
-    summary: 'Commit log from `rev` (default tip), newest first, paged',
+    summary: 'Commit log from `rev` (default tip), newest first, paged; an empty repository has an empty log',
     query: logQuery,
     returns: respond.list(commitSchema, 'commits, newest first'),
-    errors: READ_ERRORS,
+    errors: { ...READ_ERRORS, 404: 'no such repository or revision' },
     handler: async ({ target, query }) => reply.list(await svc.log(target, query)),
   });
   api.repoRoute({

@@ -87,3 +87,22 @@ export const changesetSchema = z
       .meta({ description: 'files shown by their header lines only (over the per-file cap)' }),
   })
   .meta({ id: 'Changeset' });
+
+export const refSchema = z
+  .object({
+    name: z.string(),
+    type: z.enum(['branch', 'bookmark', 'tag']),
+    default: z
+      .boolean()
+      .meta({ description: "the repository's default branch, or Mercurial's `@` bookmark; false for tags" }),
+    commit: z
+      .object({
+        id: commitShape.id,
+        short_id: commitShape.short_id,
+        subject: commitShape.subject,
+        author: commitShape.author,
+        date: commitShape.date,
+      })
+      .meta({ description: 'the commit the ref names (a branch: its head)' }),
+  })
+  .meta({ id: 'Ref' });

@@ -54,6 +54,14 @@ export const DEFAULT_LIMITS: ContentLimits = {
 };
 export type LogPage = { entries: LogEntry[]; total: number };
 
+export const REF_TYPES = ['branch', 'bookmark', 'tag'] as const;
+export type RefType = (typeof REF_TYPES)[number];
+/** A ref's head commit: the fields of its log entry that name and describe it. */
+export type RefCommit = Pick<LogEntry, 'id' | 'short_id' | 'subject' | 'author' | 'date'>;
+/** One branch, bookmark or tag with its head commit; `default` marks the mainline ref. */
+export type RefEntry = { name: string; type: RefType; default: boolean; commit: RefCommit };
+export type RefPage = { entries: RefEntry[]; total: number };
+
 /**
  * Read access to one repository. `resolve` answers undefined for an unknown revision; the other
  * reads throw `ReadNotFound` (unknown revision, missing path, wrong kind of path, empty
@@ -81,6 +89,16 @@ export interface RepoReader {
    */
   file(rev: string, path: string, inline?: number): Promise<RawFile>;
   log(rev: string, page: number, perPage: number): Promise<LogPage>;
+  /**
+   * The refs of one type, paged, each with its head commit, in name order (`byName`): Git
+   * branches and tags (annotated tags by the commit they name); Mercurial open named branches
+   * (the head a branch name resolves to: its newest open head), bookmarks and tags (`tip` left
+   * out); Fossil open branches (their newest check-in) and tags (those `fossil tag list
+   * --tagtype singleton` shows, a tag on several check-ins by its newest). `default` marks the
+   * branch named `defaultBranch` and Mercurial's `@` bookmark. Undefined when the kind has no
+   * refs of that type (bookmarks outside Mercurial). An empty repository has none.
+   */
+  refs(type: RefType, page: number, perPage: number, defaultBranch: string): Promise<RefPage | undefined>;
   /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
   changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;
   /** True while a request is queued or running (the pool closes no busy reader as idle). */
@@ -203,6 +221,21 @@ export function isoUtc(ms: number): string {
 export function splitMessage(message: string): { subject: string; message: string } {
   const m = message.replace(/\s+$/, '');
   return { subject: m.split('\n', 1)[0] ?? '', message: m };
+}
+
+/** Byte order of the names' UTF-8 (the order of `git for-each-ref`), for ref lists. */
+export function byName<T>(list: T[], name: (item: T) => string): T[] {
+  return list.sort((a, b) => Buffer.compare(Buffer.from(name(a)), Buffer.from(name(b))));
+}
+
+/** The head commit of a ref, from its log entry. */
+export function refCommit({ id, short_id, subject, author, date }: RefCommit): RefCommit {
+  return { id, short_id, subject, author, date };
+}
+
+/** The entries of page `page` of `list`, with the list's length. */
+export function pageOf<T>(list: readonly T[], page: number, perPage: number): { items: T[]; total: number } {
+  return { items: list.slice((page - 1) * perPage, page * perPage), total: list.length };
 }
 
 /** Dirs first, then files, each by name (code unit order, like the VCSs). */

@@ -248,7 +248,7 @@ export function contentsSuite(vcs: VcsKind): void {
       }
     });
 
-    test('an empty repository: the contents of tip', async () => {
+    test('an empty repository: the contents of tip, and an empty log', async () => {
       const name = uniq(`e${vcs}`);
       const created = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, vcs });
       expect(created.status).toBe(201);
@@ -263,8 +263,9 @@ export function contentsSuite(vcs: VcsKind): void {
       } else {
         expect(tree.status).toBe(404);
         expect(tree.body.error.message).toBe('repository is empty');
-        expect(log.status).toBe(404);
-        expect(log.body.error.message).toBe('repository is empty');
+        expect(log.status).toBe(200);
+        expect(log.body).toEqual({ data: [], pagination: { page: 1, per_page: 30, total: 0 } });
+        expect(log.headers.get('x-total-count')).toBe('0');
       }
     });
 

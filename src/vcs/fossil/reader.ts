@@ -13,6 +13,9 @@ import {
   type LogEntry,
   type LogPage,
   type RawFile,
+  refCommit,
+  type RefPage,
+  type RefType,
   type RepoReader,
   type TreeEntry,
 } from '../reader.ts';
@@ -35,6 +38,22 @@ const ENTRY_JSON = `json_object('rid', e.objid, 'uuid', b.uuid, 'mtime', e.mtime
   'branch', (SELECT x.value FROM tagxref x JOIN tag t ON t.tagid = x.tagid WHERE t.tagname = 'branch' AND x.rid = e.objid AND x.tagtype > 0),
   'tags', json((SELECT json_group_array(substr(t.tagname, 5)) FROM tagxref x JOIN tag t ON t.tagid = x.tagid
     WHERE x.rid = e.objid AND x.tagtype = 1 AND t.tagname GLOB 'sym-*')))`;
+
+/**
+ * The refs of a kind as `(name, rid)` rows, a name once, at its newest check-in: the branches
+ * whose newest check-in is not closed (what `fossil branch ls` lists), and the tags Fossil calls
+ * singleton (`fossil tag list --tagtype singleton`; a branch's propagating tag is not one).
+ */
+const REF_ROWS = {
+  branch: `SELECT name, rid FROM (SELECT x.value AS name, x.rid AS rid, max(e.mtime)
+      FROM tagxref x JOIN event e ON e.objid = x.rid
+      WHERE x.tagid = (SELECT tagid FROM tag WHERE tagname = 'branch') AND x.tagtype > 0 GROUP BY x.value) br
+    WHERE NOT EXISTS (SELECT 1 FROM tagxref c WHERE c.rid = br.rid AND c.tagtype > 0
+      AND c.tagid = (SELECT tagid FROM tag WHERE tagname = 'closed'))`,
+  tag: `SELECT substr(t.tagname, 5) AS name, x.rid AS rid, max(e.mtime)
+      FROM tagxref x JOIN tag t ON t.tagid = x.tagid JOIN event e ON e.objid = x.rid
+      WHERE t.tagname GLOB 'sym-*' AND x.tagtype = 1 AND e.type = 'ci' GROUP BY t.tagname`,
+};
 
 /** Julian day (Fossil's event.mtime) to ISO UTC. */
 function julianIso(mtime: number): string {
@@ -249,6 +268,32 @@ export class FossilReader implements RepoReader {
     const order = await this.order(rid);
     const rows = await this.rows(order.slice((page - 1) * perPage, page * perPage));
     return { entries: rows.map((r) => this.entry(r)), total: order.length };
+  }
+
+  /** Branches and tags (Fossil has no bookmarks), in byte order (SQLite's binary collation). */
+  async refs(
+    type: RefType,
+    page: number,
+    perPage: number,
+    defaultBranch: string,
+  ): Promise<RefPage | undefined> {
+    if (type === 'bookmark') return undefined;
+    const offset = (Math.trunc(page) - 1) * Math.trunc(perPage);
+    const r = await this.query<{ total: number; refs: [string, number][] }>(
+      `WITH refs AS (${REF_ROWS[type]})
+       SELECT json_object('total', (SELECT count(*) FROM refs),
+         'refs', json((SELECT json_group_array(json_array(name, rid))
+           FROM (SELECT name, rid FROM refs ORDER BY name LIMIT ${Math.trunc(perPage)} OFFSET ${offset}))))`,
+    );
+    const refs = r?.refs ?? [];
+    const rows = new Map((await this.rows(refs.map(([, rid]) => rid))).map((row) => [row.rid, row]));
+    const entries = refs.flatMap(([name, rid]) => {
+      const row = rows.get(rid);
+      if (row === undefined) return [];
+      const e = this.entry(row);
+      return [{ name, type, default: type === 'branch' && name === defaultBranch, commit: refCommit(e) }];
+    });
+    return { entries, total: r?.total ?? 0 };
   }
 
   async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {

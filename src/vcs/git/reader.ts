@@ -3,6 +3,11 @@ import path from 'node:path';
 import { GIT } from '../constants.ts';
 import {
   blobContent,
+  byName,
+  pageOf,
+  refCommit,
+  type RefPage,
+  type RefType,
   DEFAULT_LIMITS,
   isoUtc,
   Lru,
@@ -20,99 +25,29 @@ import {
   readPrefix,
   type RawFile,
 } from '../reader.ts';
-import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
+import { PersistentProcess, Respawning } from '../process/process.ts';
+import {
+  batchParser,
+  isBlobMode,
+  isTreeMode,
+  parseCommit,
+  parseTree,
+  type Cmd,
+  type Commit,
+  type Obj,
+  type RawEntry,
+} from './objects.ts';
 import { output } from '../refs.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
 
-type Obj = { id: string; type: string; size: number; data: Buffer | undefined };
-type Cmd = { op: 'info' | 'contents'; name: string };
-
-type Commit = {
-  id: string;
-  tree: string;
-  parents: string[];
-  author: string;
-  authorTime: number;
-  message: string;
+/** Branch heads, tags (name -> commit) and tags by commit, as of the ref files' `key`. */
+type Refs = {
+  key: string;
+  head: string;
+  branches: Map<string, string>;
+  tags: Map<string, string>;
+  tagsByCommit: Map<string, string[]>;
 };
-
-type Refs = { key: string; head: string; branches: Map<string, string>; tagsByCommit: Map<string, string[]> };
-
-/** Parses one `--batch-command` answer per command, in order. */
-function batchParser(cmds: Cmd[]): Parser<(Obj | undefined)[]> {
-  return (buf) => {
-    const out: (Obj | undefined)[] = [];
-    let at = 0;
-    for (const cmd of cmds) {
-      const nl = buf.indexOf(10, at);
-      if (nl < 0) return undefined;
-      const header = buf.toString('utf8', at, nl);
-      const parts = header.split(' ');
-      if (parts.length !== 3 || /^(missing|ambiguous)$/.test(parts[parts.length - 1] ?? '')) {
-        if (/ (missing|ambiguous)$/.test(header)) {
-          out.push(undefined);
-          at = nl + 1;
-          continue;
-        }
-        throw new Error(`git cat-file: unexpected answer ${JSON.stringify(header.slice(0, 200))}`);
-      }
-      const size = Number(parts[2]);
-      const obj: Obj = { id: parts[0] ?? '', type: parts[1] ?? '', size, data: undefined };
-      at = nl + 1;
-      if (cmd.op === 'contents') {
-        if (buf.length < at + size + 1) return undefined;
-        obj.data = buf.subarray(at, at + size);
-        at += size + 1;
-      }
-      out.push(obj);
-    }
-    return { value: out, used: at };
-  };
-}
-
-function parseCommit(id: string, data: Buffer): Commit {
-  const text = data.toString('utf8');
-  const blank = text.indexOf('\n\n');
-  const head = blank < 0 ? text : text.slice(0, blank);
-  const message = blank < 0 ? '' : text.slice(blank + 2);
-  let tree = '';
-  const parents: string[] = [];
-  let author = '';
-  let authorTime = 0;
-  for (const line of head.split('\n')) {
-    if (line.startsWith('tree ')) tree = line.slice(5);
-    else if (line.startsWith('parent ')) parents.push(line.slice(7));
-    else if (line.startsWith('author ')) {
-      const m = /^author (.*) (-?\d+) ([+-]\d{4})$/.exec(line);
-      if (m !== null) {
-        author = m[1] ?? '';
-        authorTime = Number(m[2]) * 1000;
-      }
-    }
-  }
-  return { id, tree, parents, author, authorTime, message };
-}
-
-type RawEntry = { mode: string; name: string; id: string };
-
-function parseTree(data: Buffer, hashLen: number): RawEntry[] {
-  const out: RawEntry[] = [];
-  let at = 0;
-  while (at < data.length) {
-    const sp = data.indexOf(32, at);
-    const nul = data.indexOf(0, sp);
-    if (sp < 0 || nul < 0) break;
-    const mode = data.toString('latin1', at, sp);
-    const name = data.toString('utf8', sp + 1, nul);
-    const id = data.toString('hex', nul + 1, nul + 1 + hashLen);
-    out.push({ mode: mode.padStart(6, '0'), name, id });
-    at = nul + 1 + hashLen;
-  }
-  return out;
-}
-
-const isTreeMode = (mode: string) => mode === '040000';
-const isBlobMode = (mode: string) => mode.startsWith('10') || mode === '120000';
 
 /** Git: one `git cat-file --batch-command` per repository for every object read. */
 export class GitReader implements RepoReader {
@@ -176,7 +111,7 @@ export class GitReader implements RepoReader {
   }
 
   /** Branch heads, HEAD's branch and tags by commit; re-read when the ref files change. */
-  private async refs(): Promise<Refs> {
+  private async refState(): Promise<Refs> {
     const stamp = ['HEAD', 'packed-refs', 'refs/heads', 'refs/tags']
       .map((f) => {
         try {
@@ -193,7 +128,7 @@ export class GitReader implements RepoReader {
         '-C',
         this.dir,
         'for-each-ref',
-        '--format=%(objectname) %(*objectname) %(refname)',
+        '--format=%(objectname) %(objecttype) %(*objectname) %(*objecttype) %(refname)',
         'refs/heads',
         'refs/tags',
       ],
@@ -201,21 +136,25 @@ export class GitReader implements RepoReader {
     );
     const headRef = fs.readFileSync(path.join(this.dir, 'HEAD'), 'utf8').trim();
     const branches = new Map<string, string>();
+    const tags = new Map<string, string>();
     const tagsByCommit = new Map<string, string[]>();
     for (const line of stdout.split('\n')) {
-      const m = /^([0-9a-f]+) ([0-9a-f]*) (.+)$/.exec(line);
+      const m = /^([0-9a-f]+) (\w+) ([0-9a-f]*) (\w*) (.+)$/.exec(line);
       if (m === null) continue;
-      const [, obj = '', peeled = '', ref = ''] = m;
+      const [, obj = '', type = '', peeled = '', peeledType = '', ref = ''] = m;
       if (ref.startsWith('refs/heads/')) branches.set(ref.slice(11), obj);
       else if (ref.startsWith('refs/tags/')) {
-        const target = peeled !== '' ? peeled : obj;
+        // an annotated tag by the object it names; a tag of a tree or a blob names no commit
+        const [target, targetType] = peeled !== '' ? [peeled, peeledType] : [obj, type];
+        if (targetType !== 'commit') continue;
+        tags.set(ref.slice(10), target);
         const list = tagsByCommit.get(target) ?? [];
         list.push(ref.slice(10));
         tagsByCommit.set(target, list);
       }
     }
     const head = headRef.startsWith('ref: refs/heads/') ? headRef.slice(16) : '';
-    this.refsCache = { key: stamp, head, branches, tagsByCommit };
+    this.refsCache = { key: stamp, head, branches, tags, tagsByCommit };
     return this.refsCache;
   }
 
@@ -299,16 +238,36 @@ export class GitReader implements RepoReader {
 
   async log(rev: string, page: number, perPage: number): Promise<LogPage> {
     const id = await this.mustResolve(rev);
-    const [order, refs] = await Promise.all([this.order(id), this.refs()]);
+    const [order, refs] = await Promise.all([this.order(id), this.refState()]);
     const ids = order.slice((page - 1) * perPage, page * perPage);
     const branch = this.branchOf(refs, rev, id);
     const commits = await this.commitsOf(ids);
     return { entries: commits.map((c) => this.entry(c, refs, branch)), total: order.length };
   }
 
+  async refs(
+    type: RefType,
+    page: number,
+    perPage: number,
+    defaultBranch: string,
+  ): Promise<RefPage | undefined> {
+    if (type === 'bookmark') return undefined;
+    const refs = await this.refState();
+    const all = byName([...(type === 'branch' ? refs.branches : refs.tags)], ([name]) => name);
+    const { items, total } = pageOf(all, page, perPage);
+    const commits = await this.commitsOf(items.map(([, id]) => id));
+    const entries = items.map(([name], i) => ({
+      name,
+      type,
+      default: type === 'branch' && name === defaultBranch,
+      commit: refCommit(this.entry(commits[i]!, refs, '')),
+    }));
+    return { entries, total };
+  }
+
   async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {
     const id = await this.mustResolve(rev);
-    const [[c], refs] = await Promise.all([this.commitsOf([id]), this.refs()]);
+    const [[c], refs] = await Promise.all([this.commitsOf([id]), this.refState()]);
     if (c === undefined) throw new ReadNotFound('revision');
     const parent = c.parents[0] === undefined ? undefined : (await this.commitsOf([c.parents[0]]))[0];
     const diff = await this.diff(parent?.tree, c.tree, limits);

@@ -12,6 +12,9 @@ import {
   type LogPage,
   type NotFoundKind,
   type RawFile,
+  refCommit,
+  type RefPage,
+  type RefType,
   type RepoReader,
   type TreeEntry,
 } from '../reader.ts';
@@ -31,6 +34,8 @@ type Answer = {
   node?: string;
   total?: number;
   entries?: Entry[];
+  /** `refs`: name and head, by name */
+  refs?: [string, Entry][];
   diff?: string;
 } & Partial<Entry>;
 
@@ -138,6 +143,19 @@ export class HgReader implements RepoReader {
   async log(rev: string, page: number, perPage: number): Promise<LogPage> {
     const { answer } = await this.read('log', rev, String((page - 1) * perPage), String(perPage));
     return { entries: (answer.entries ?? []).map((e) => this.entry(e)), total: answer.total ?? 0 };
+  }
+
+  /** Mercurial has all three kinds of refs; `@` is the mainline bookmark. */
+  async refs(type: RefType, page: number, perPage: number, defaultBranch: string): Promise<RefPage> {
+    const { answer } = await this.read('refs', '', type, String((page - 1) * perPage), String(perPage));
+    const mainline = type === 'branch' ? defaultBranch : type === 'bookmark' ? HG.mainBookmark : undefined;
+    const entries = (answer.refs ?? []).map(([name, e]) => ({
+      name,
+      type,
+      default: name === mainline,
+      commit: refCommit(this.entry(e)),
+    }));
+    return { entries, total: answer.total ?? 0 };
   }
 
   async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {

@@ -128,7 +128,23 @@ def _out(ui, obj, data=None):
     return head if data is None else head + data
 
 
+def _refs(repo, kind):
+    """(name, node) of the refs of one kind, by name: the open named branches at the head their
+    name resolves to (as `hg branches` lists them), the bookmarks, the tags but `tip`."""
+    if kind == b'branch':
+        pairs = [(name, tip) for name, _heads, tip, closed in repo.branchmap().iterbranches() if not closed]
+    elif kind == b'bookmark':
+        pairs = [(name, node) for name, node in repo._bookmarks.items() if node in repo]
+    else:
+        pairs = [(name, node) for name, node in repo.tags().items() if name != b'tip' and node in repo]
+    return sorted(pairs)
+
+
 def _answer(ui, repo, op, rev, *args):
+    if op == b'refs':
+        pairs = _refs(repo, args[0])
+        offset, limit = int(args[1]), int(args[2])
+        return _out(ui, {'total': len(pairs), 'refs': [[_s(n), _entry(repo, node)] for n, node in pairs[offset:offset + limit]]})
     ctx, err = _ctx(repo, rev)
     if ctx is None:
         return _out(ui, {'error': err})
