@@ -6,6 +6,9 @@ memory), so no working directory is written and nothing is left behind; new chan
 with memctx/commitctx inside one transaction, public, and bookmarks move in that transaction.
 Every name arrives as JSON data and is looked up in dictionaries (bookmarks, branches, tags) or
 as a hex node prefix, never through revsets or command lines.
+
+Pull request refs (see _ref): a bookmark; else "@" (no such bookmark) stands for the default named
+branch; else a named branch. A named branch's head is its newest head (closed heads count).
 """
 import json
 
@@ -179,14 +182,46 @@ def _merge_in_memory(repo, p1, p2, linear):
     return wctx
 
 
+# The mainline bookmark, and the named branch it stands for while it does not exist.
+_MAINLINE = b'@'
+_DEFAULT_BRANCH = b'default'
+
+
+def _branch_head(repo, branch):
+    """The newest head of a named branch (closed heads count), None when there is no such branch."""
+    if branch not in repo.branchmap():
+        return None
+    heads = repo.branchheads(branch, closed=True)
+    return repo[max(heads, key=repo.changelog.rev)] if heads else None
+
+
+def _ref(repo, name, role=None):
+    """A pull request ref as (changeset, how): a bookmark ('bookmark'; a bookmark wins a name
+    clash); else '@', when no bookmark has that name, as the newest head of the default named
+    branch ('mainline'; a merge creates '@'); else a named branch's newest head ('branch'; a merge
+    commits on it). (None, None), or ref_not_found for `role`, when the name names nothing."""
+    b = _b(name)
+    if b in repo._bookmarks:
+        ctx, how = _bookmark(repo, name), 'bookmark'
+    elif b == _MAINLINE:
+        ctx, how = _branch_head(repo, _DEFAULT_BRANCH), 'mainline'
+    else:
+        ctx, how = _branch_head(repo, b), 'branch'
+    if ctx is not None:
+        return ctx, how
+    if role is not None:
+        raise _Outcome({'kind': 'ref_not_found', 'role': role})
+    return None, None
+
+
 def _heads(repo, req):
-    src = _bookmark(repo, req['source'], 'source')
-    tgt = _bookmark(repo, req['target'], 'target')
-    return src, tgt
+    src, _how = _ref(repo, req['source'], 'source')
+    tgt, how = _ref(repo, req['target'], 'target')
+    return src, tgt, how
 
 
 def op_resolve(repo, req):
-    ctx = _bookmark(repo, req['name'])
+    ctx, _how = _ref(repo, req['name'])
     return {'id': _s(ctx.hex()) if ctx is not None else None}
 
 
@@ -196,7 +231,7 @@ def op_commit(repo, req):
 
 
 def op_check(repo, req):
-    src, tgt = _heads(repo, req)
+    src, tgt, _how = _heads(repo, req)
     ahead, behind = _counts(repo, src, tgt)
     out = {
         'commitsAhead': ahead,
@@ -226,7 +261,11 @@ def _author(req):
 
 
 def op_merge(repo, req):
-    src, tgt = _heads(repo, req)
+    """Merges source into target. A bookmark target moves to the result; '@' standing for the
+    default named branch is created at the result; a named-branch target gets the new changeset
+    as its newest head (it is never fast-forwarded: a source on the same branch descending from
+    the target's head would have made that head no head)."""
+    src, tgt, how = _heads(repo, req)
     if req.get('expectedHead') is not None and req['expectedHead'] != _s(src.hex()):
         return {'kind': 'head_moved', 'head': _s(src.hex())}
     if req.get('expectedTargetHead') is not None and req['expectedTargetHead'] != _s(tgt.hex()):
@@ -236,7 +275,7 @@ def op_merge(repo, req):
         return {'kind': 'nothing_to_merge'}
     style = req['style']
     linear = behind == 0
-    fast = linear and style != 'squash' and src.branch() == tgt.branch()
+    fast = linear and style != 'squash' and src.branch() == tgt.branch() and how != 'branch'
     if style == 'ff-only' and not fast:
         return {'kind': 'not_fast_forward'}
     wctx = None
@@ -244,14 +283,15 @@ def op_merge(repo, req):
         wctx = _merge_in_memory(repo, tgt, src, linear)
         if style == 'squash' and not wctx._cache:
             return {'kind': 'nothing_to_merge'}
-    target = _b(req['target'])
     with repo.wlock(), repo.lock():
-        now = repo._bookmarks.get(target)
-        if now != tgt.node():
-            return {'kind': 'target_moved', 'head': _s(hex(now)) if now is not None else ''}
+        # The locks re-read the repository: the target must still be where the checks saw it.
+        now, how = _ref(repo, req['target'])
+        if now is None or now.node() != tgt.node():
+            return {'kind': 'target_moved', 'head': _s(now.hex()) if now is not None else ''}
+        mark = None if how == 'branch' else _b(req['target'])
         with repo.transaction(b'triad-merge') as tr:
             if fast:
-                repo._bookmarks.applychanges(repo, tr, [(target, src.node())])
+                repo._bookmarks.applychanges(repo, tr, [(mark, src.node())])
                 return {'kind': 'merged', 'mergeCommit': _s(src.hex()), 'fastForward': True}
             if style == 'squash':
                 wctx.setparents(tgt.node())
@@ -261,7 +301,8 @@ def op_merge(repo, req):
                 _b(req['message']), branch=tgt.branch(), user=_author(req), date=dateutil.makedate()
             )
             node = repo.commitctx(mem)
-            repo._bookmarks.applychanges(repo, tr, [(target, node)])
+            if mark is not None:
+                repo._bookmarks.applychanges(repo, tr, [(mark, node)])
     return {'kind': 'merged', 'mergeCommit': _s(hex(node)), 'fastForward': False}
 
 
