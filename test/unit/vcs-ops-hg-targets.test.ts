@@ -146,6 +146,27 @@ describe('hg pull request targets', () => {
     expect(await r.marks()).toEqual({ '@': merged });
   });
 
+  test('a bookmarked head is a line of its own: @ and a named branch prefer the newest head without a bookmark', async () => {
+    const r = await fresh('marked');
+    const base = await r.commit({ README: 'hello\n' });
+    const main = await r.commit({ 'main.txt': 'main\n' });
+    // pushed last, so the newest head of default, but bookmarked
+    const feature = await r.commit({ 'feature.txt': 'feature\n' }, { from: base });
+    await r.bookmark('feature', feature);
+    expect(await ops.resolveRefs(r.srv, ['@', 'default'])).toEqual([main, main]);
+    expect(driver.refHeads(await driver.snapshot(r.srv))).toEqual(
+      new Map([
+        ['default', main],
+        ['@', main],
+        ['feature', feature],
+      ]),
+    );
+    expect(await ops.checkMerge(r.srv, 'feature', '@')).toMatchObject({ state: 'clean', commitsAhead: 1 });
+    // every head bookmarked: the newest
+    await r.bookmark('other', main);
+    expect(await ops.resolveRef(r.srv, '@')).toBe(feature);
+  });
+
   test('with an @ bookmark, @ is the bookmark, not the default branch head', async () => {
     const r = await fresh('at');
     const base = await r.commit({ README: 'hello\n' });

@@ -42,12 +42,17 @@ export function bookkeeping(
 
 /**
  * What pull request refs name at a snapshot, as `triadops` resolves them: every named branch's
- * newest head; `@` as the default named branch's while no bookmark has that name; bookmarks over
- * both (a bookmark wins a name clash).
+ * newest head without a bookmark (a bookmarked head is a line of its own), else its newest head;
+ * `@` as the default named branch's while no bookmark has that name; bookmarks over both (a
+ * bookmark wins a name clash).
  */
 export function refHeads(s: Snapshot): Map<string, string> {
   const out = new Map<string, string>();
-  for (const [branch, heads] of s.branches) out.set(branch, heads.slice(heads.lastIndexOf(',') + 1));
+  const marked = new Set(s.bookmarks.values());
+  for (const [branch, list] of s.branches) {
+    const heads = list.split(',');
+    out.set(branch, heads.findLast((h) => !marked.has(h)) ?? heads.at(-1)!);
+  }
   const main = out.get(HG.defaultBranch);
   if (main !== undefined) out.set(HG.mainBookmark, main);
   for (const [name, node] of s.bookmarks) out.set(name, node);

@@ -8,7 +8,9 @@ Every name arrives as JSON data and is looked up in dictionaries (bookmarks, bra
 as a hex node prefix, never through revsets or command lines.
 
 Pull request refs (see _ref): a bookmark; else "@" (no such bookmark) stands for the default named
-branch; else a named branch. A named branch's head is its newest head (closed heads count).
+branch; else a named branch. A named branch's head is its newest head that carries no bookmark (a
+bookmarked head is a line of its own, as "hg merge" sees it), or its newest head when all carry one;
+closed heads count.
 """
 import json
 
@@ -188,18 +190,21 @@ _DEFAULT_BRANCH = b'default'
 
 
 def _branch_head(repo, branch):
-    """The newest head of a named branch (closed heads count), None when there is no such branch."""
+    """The head a named branch stands for: its newest head without a bookmark, else its newest head
+    (closed heads count). None when there is no such branch."""
     if branch not in repo.branchmap():
         return None
-    heads = repo.branchheads(branch, closed=True)
-    return repo[max(heads, key=repo.changelog.rev)] if heads else None
+    heads = sorted(repo.branchheads(branch, closed=True), key=repo.changelog.rev)
+    marked = set(repo._bookmarks.values())
+    plain = [h for h in heads if h not in marked]
+    return repo[(plain or heads)[-1]] if heads else None
 
 
 def _ref(repo, name, role=None):
     """A pull request ref as (changeset, how): a bookmark ('bookmark'; a bookmark wins a name
-    clash); else '@', when no bookmark has that name, as the newest head of the default named
-    branch ('mainline'; a merge creates '@'); else a named branch's newest head ('branch'; a merge
-    commits on it). (None, None), or ref_not_found for `role`, when the name names nothing."""
+    clash); else '@', when no bookmark has that name, as the head of the default named branch
+    ('mainline'; a merge creates '@'); else a named branch's head ('branch'; a merge commits on
+    it); see _branch_head. (None, None), or ref_not_found for `role`, when the name names nothing."""
     b = _b(name)
     if b in repo._bookmarks:
         ctx, how = _bookmark(repo, name), 'bookmark'
