@@ -52,8 +52,8 @@ describe('hg operations', () => {
       undefined,
       base,
     ]);
+    // (a named branch, `default` included, names its head: vcs-ops-hg-targets.test.ts)
     for (const name of [
-      'default',
       'tip',
       '0',
       '.',
