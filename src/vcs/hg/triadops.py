@@ -5,12 +5,7 @@ frame (a JSON line). Merges run in memory (an overlay working context, as "rebas
 memory), so no working directory is written and nothing is left behind; new changesets are made
 with memctx/commitctx inside one transaction, public, and bookmarks move in that transaction.
 Every name arrives as JSON data and is looked up in dictionaries (bookmarks, branches, tags) or
-as a hex node prefix, never through revsets or command lines.
-
-Pull request refs (see _ref): a bookmark; else "@" (no such bookmark) stands for the default named
-branch; else a named branch. A named branch's head is its newest head that carries no bookmark (a
-bookmarked head is a line of its own, as "hg merge" sees it), or its newest head when all carry one;
-closed heads count.
+as a hex node prefix, never through revsets or command lines. Pull request refs: see _ref.
 """
 import json
 
@@ -79,12 +74,10 @@ def _known(repo, node):
         return False
 
 
-def _bookmark(repo, name, role=None):
+def _bookmark(repo, name):
     node = repo._bookmarks.get(_b(name))
     if node is not None and _known(repo, node):
         return repo[node]
-    if role is not None:
-        raise _Outcome({'kind': 'ref_not_found', 'role': role})
     return None
 
 
@@ -184,16 +177,10 @@ def _merge_in_memory(repo, p1, p2, linear):
     return wctx
 
 
-# The mainline bookmark, and the named branch it stands for while it does not exist.
-_MAINLINE = b'@'
-_DEFAULT_BRANCH = b'default'
-
-
 def _branch_head(repo, branch):
-    """The head a named branch stands for: its newest head without a bookmark, else its newest head
-    (closed heads count). None when there is no such branch."""
-    if branch not in repo.branchmap():
-        return None
+    """The head a named branch stands for: its newest head without a bookmark (a bookmarked head
+    is a line of its own, as "hg merge" sees it), else its newest head; closed heads count. None
+    when there is no such branch."""
     heads = sorted(repo.branchheads(branch, closed=True), key=repo.changelog.rev)
     marked = set(repo._bookmarks.values())
     plain = [h for h in heads if h not in marked]
@@ -201,15 +188,14 @@ def _branch_head(repo, branch):
 
 
 def _ref(repo, name, role=None):
-    """A pull request ref as (changeset, how): a bookmark ('bookmark'; a bookmark wins a name
-    clash); else '@', when no bookmark has that name, as the head of the default named branch
-    ('mainline'; a merge creates '@'); else a named branch's head ('branch'; a merge commits on
-    it); see _branch_head. (None, None), or ref_not_found for `role`, when the name names nothing."""
+    """A pull request ref as (changeset, how): a bookmark (it wins a clash); else '@' as the default
+    named branch's head ('mainline': a merge creates '@'); else a named branch's head ('branch').
+    (None, None), or ref_not_found for `role`, when the name names nothing."""
     b = _b(name)
     if b in repo._bookmarks:
         ctx, how = _bookmark(repo, name), 'bookmark'
-    elif b == _MAINLINE:
-        ctx, how = _branch_head(repo, _DEFAULT_BRANCH), 'mainline'
+    elif b == b'@':
+        ctx, how = _branch_head(repo, b'default'), 'mainline'
     else:
         ctx, how = _branch_head(repo, b), 'branch'
     if ctx is not None:
@@ -217,12 +203,6 @@ def _ref(repo, name, role=None):
     if role is not None:
         raise _Outcome({'kind': 'ref_not_found', 'role': role})
     return None, None
-
-
-def _heads(repo, req):
-    src, _how = _ref(repo, req['source'], 'source')
-    tgt, how = _ref(repo, req['target'], 'target')
-    return src, tgt, how
 
 
 def op_resolve(repo, req):
@@ -236,7 +216,8 @@ def op_commit(repo, req):
 
 
 def op_check(repo, req):
-    src, tgt, _how = _heads(repo, req)
+    src, _how = _ref(repo, req['source'], 'source')
+    tgt, _how = _ref(repo, req['target'], 'target')
     ahead, behind = _counts(repo, src, tgt)
     out = {
         'commitsAhead': ahead,
@@ -266,11 +247,10 @@ def _author(req):
 
 
 def op_merge(repo, req):
-    """Merges source into target. A bookmark target moves to the result; '@' standing for the
-    default named branch is created at the result; a named-branch target gets the new changeset
-    as its newest head (it is never fast-forwarded: a source on the same branch descending from
-    the target's head would have made that head no head)."""
-    src, tgt, how = _heads(repo, req)
+    """A bookmark target moves to the result, '@' standing for the default branch is created there,
+    a named branch gets it as its newest head (never a fast-forward: the target is a head)."""
+    src, _how = _ref(repo, req['source'], 'source')
+    tgt, how = _ref(repo, req['target'], 'target')
     if req.get('expectedHead') is not None and req['expectedHead'] != _s(src.hex()):
         return {'kind': 'head_moved', 'head': _s(src.hex())}
     if req.get('expectedTargetHead') is not None and req['expectedTargetHead'] != _s(tgt.hex()):
