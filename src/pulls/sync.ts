@@ -2,7 +2,7 @@ import type { Db } from '../db/query.ts';
 import type { RepoHandle } from '../domain/repo.ts';
 import type { Trigger } from '../pipelines/model.ts';
 import type { ChangeCause, ChangeContext } from '../repos/changes.ts';
-import type { BranchMove, RefMove } from '../vcs/driver.ts';
+import type { HeadMove } from '../vcs/driver.ts';
 import type { Mergeability } from './mergeability.ts';
 import type { PullReads } from './reads.ts';
 import * as db from './repository.ts';
@@ -11,7 +11,9 @@ import { emitPull, type PullsDeps } from './service.ts';
 
 /**
  * What moved refs mean for open pull requests: the `pulls` listener of `RepoChanges`, inside the
- * change's transaction (any change: a client push, a merge, one found at start-up):
+ * change's transaction (any change: a client push, a merge, one found at start-up). A ref moved
+ * when the head it names moved (`ChangeContext.heads`: also a Mercurial named branch, or `@`
+ * standing for the default one, that a push moved along with some bookmark):
  * - the pull request whose merge caused the change (its target moved) becomes `merged`;
  * - any other whose target moved so that it now contains the source head, which the target's
  *   previous head did not, becomes `merged` too (a manual merge: merged_by is the pusher,
@@ -32,20 +34,17 @@ export class PullSync {
   }
 
   async onMoves(ctx: ChangeContext): Promise<void> {
-    ctx.triggers.push(...(await this.refsMoved(ctx.tx, ctx.repo, ctx.moves, ctx.senderId, ctx.cause)));
+    ctx.triggers.push(...(await this.refsMoved(ctx.tx, ctx.repo, ctx.heads, ctx.senderId, ctx.cause)));
   }
 
   private async refsMoved(
     tx: Db,
     repo: RepoHandle,
-    moves: readonly RefMove[],
+    moved: ReadonlyMap<string, HeadMove>,
     senderId: number | null,
     cause: ChangeCause | undefined,
   ): Promise<Trigger[]> {
     const mergeCause = cause?.kind === 'pull_merge' ? cause : undefined;
-    const refType = repo.driver.constants.refType;
-    const moved = new Map<string, BranchMove>();
-    for (const m of moves) if (m.type === refType) moved.set(m.name, m);
     const rows = await db.openTouching(tx, repo.id, [...moved.keys()]);
     const ops = this.d.vcs.ops(repo.vcs);
     const heads = await this.unmovedHeads(repo, rows, moved);
@@ -99,7 +98,7 @@ export class PullSync {
   private async unmovedHeads(
     repo: RepoHandle,
     rows: readonly PullRow[],
-    moved: ReadonlyMap<string, BranchMove>,
+    moved: ReadonlyMap<string, HeadMove>,
   ): Promise<Map<string, string | undefined>> {
     const names = [...new Set(rows.flatMap((r) => [r.source_ref, r.target_ref]))].filter(
       (n) => !moved.has(n),

@@ -8,7 +8,8 @@ import type { RepoHandle } from '../domain/repo.ts';
 import { emitEvents } from '../events/outbox.ts';
 import { MAX_PUSH_COMMITS, refEvent, type CommitLinks } from '../events/payloads.ts';
 import type { Trigger } from '../pipelines/model.ts';
-import type { RefMove, Snapshot } from '../vcs/driver.ts';
+import type { HeadMove, RefMove, Snapshot } from '../vcs/driver.ts';
+import { headMoves } from '../vcs/refs.ts';
 import { Gate } from '../vcs/process/gate.ts';
 import * as db from './repository.ts';
 import type { SnapshotJson } from './repository.ts';
@@ -32,7 +33,14 @@ export type ChangeContext = {
   /** The change's transaction (a savepoint of it: a failing listener undoes only its own writes). */
   tx: Db;
   repo: RepoHandle;
+  /** What the change's push events report: branches, bookmarks and tags that moved or appeared. */
   moves: readonly RefMove[];
+  /**
+   * The refs a pull request may name whose head moved (`VcsDriver.refHeads` before and after):
+   * for Mercurial also named branches and `@` standing for the default one, which a move of
+   * another bookmark may carry along without a move of their own.
+   */
+  heads: ReadonlyMap<string, HeadMove>;
   senderId: number | null;
   cause: ChangeCause | undefined;
   /**
@@ -226,7 +234,14 @@ export class RepoChanges {
           const missed = await moves(recorded, before);
           if (missed.length > 0)
             log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
-          await this.record(tx, repo, links, missed, null, undefined);
+          await this.record(
+            tx,
+            repo,
+            links,
+            { before: recorded, after: before, moves: missed },
+            null,
+            undefined,
+          );
           let final = before;
           if (mutate !== undefined) {
             await fs.mkdir(this.deps.markerDir, { recursive: true });
@@ -241,7 +256,8 @@ export class RepoChanges {
               outcome = { error };
             }
             final = await driver.snapshot(repo.path);
-            await this.record(tx, repo, links, await moves(before, final), senderId, cause);
+            const change = { before, after: final, moves: await moves(before, final) };
+            await this.record(tx, repo, links, change, senderId, cause);
           }
           await db.saveRefState(tx, repo.id, toJson(final));
           changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
@@ -277,12 +293,15 @@ export class RepoChanges {
     return out.sort((a, b) => a.at - b.at);
   }
 
-  /** Outbox rows for ref moves, then the in-transaction listeners; a listener's failure keeps the events. */
+  /**
+   * Outbox rows for the ref moves from one snapshot to another, then the in-transaction
+   * listeners; a listener's failure keeps the events.
+   */
   private async record(
     tx: EntityManager,
     repo: RepoHandle,
     links: CommitLinks,
-    moves: RefMove[],
+    { before, after, moves }: { before: Snapshot; after: Snapshot; moves: RefMove[] },
     senderId: number | null,
     cause: ChangeCause | undefined,
   ) {
@@ -294,6 +313,7 @@ export class RepoChanges {
     const ctx: Omit<ChangeContext, 'tx'> = {
       repo,
       moves,
+      heads: headMoves(repo.driver, before, after),
       senderId,
       cause,
       triggers: [],

@@ -22,7 +22,10 @@ export type VcsConstants = {
   readonly shortId: number;
   /** The default branch of a new repository (`default_branch`). */
   readonly defaultBranch: string;
-  /** What a pull request's refs are (Mercurial: bookmarks; Git, Fossil: branches). */
+  /**
+   * What a pull request's refs are called in its `ref_type` (Mercurial: bookmarks, also when a
+   * ref names a named branch; Git, Fossil: branches).
+   */
   readonly refType: 'branch' | 'bookmark';
   /** The default target of a pull request when it is not the repository's default branch. */
   readonly pullTarget?: string;
@@ -53,7 +56,10 @@ export const HG = {
   pullTarget: '@',
   /** The Python that has the `mercurial` module (runs the hgweb CGI). */
   python: '/usr/bin/python3',
-  /** The mainline bookmark: a push event for it is the default ref's. */
+  /**
+   * The mainline bookmark: a push event for it is the default ref's. As a pull request ref in a
+   * repository without it, it stands for the default named branch (a merge creates it).
+   */
   mainBookmark: '@',
 } as const satisfies VcsConstants & Record<string, unknown>;
 

@@ -30,7 +30,10 @@ import type { VcsTransport } from './transport.ts';
 /** The refs of a repository at one moment: what change detection compares before and after. */
 export type Snapshot = {
   tip: string;
-  /** Git: branch -> head. Mercurial: branch -> heads joined by ','. Fossil: branch -> newest leaf. */
+  /**
+   * Git: branch -> head. Mercurial: named branch -> its heads (closed ones too) joined by ',',
+   * oldest first. Fossil: branch -> newest leaf.
+   */
   branches: Map<string, string>;
   bookmarks: Map<string, string>;
   tags: Map<string, string>;
@@ -57,11 +60,6 @@ export type BranchMove = {
   before: string;
   after: string;
   created: boolean;
-  /**
-   * The commit the ref itself named before ('' when created, and for a Mercurial named branch,
-   * which may have several heads): what pull requests compare with (`before` may be the tip).
-   */
-  oldHead: string;
   /** The commit the ref names now: what CI builds. */
   head: string;
   /** Commits the ref gained, newest first, at most the `maxCommits` asked for. */
@@ -73,6 +71,9 @@ export type BranchMove = {
    */
   total: number;
 };
+
+/** A ref a pull request may name whose head changed (`oldHead` '' when it named nothing before). */
+export type HeadMove = { oldHead: string; head: string };
 
 /** A tag that was created or moved; `commit` is undefined when the target could not be read. */
 export type TagMove = { type: 'tag'; name: string; target: string; commit: CommitInfo | undefined };
@@ -133,6 +134,14 @@ export interface VcsDriver {
    * then named branches), then tags. Deleted refs are not reported.
    */
   moves(dir: string, before: Snapshot, after: Snapshot, opts: MoveOptions): Promise<RefMove[]>;
+
+  /**
+   * The head of every name a pull request's source or target may be, at a snapshot, as
+   * `VcsOps.resolveRef` resolves that name: git and Fossil branches; Mercurial bookmarks, named
+   * branches (newest head) and `@` standing for the default named branch while no bookmark has
+   * that name. What the pull requests of a change compare (`headMoves` in refs.ts).
+   */
+  refHeads(snapshot: Snapshot): Map<string, string>;
 
   /**
    * One file's content at each of several revisions (the pipeline file at the commits a push

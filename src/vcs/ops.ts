@@ -6,7 +6,8 @@
  * merges in a throw-away check-out of the repository file). docs/vcs-operations.md describes the
  * mappings.
  *
- * Refs: git and Fossil branches, Mercurial bookmarks (`@` is the mainline bookmark). Names come
+ * Refs: git and Fossil branches; Mercurial bookmarks, else `@` standing for the default named
+ * branch while no bookmark has that name, else named branches (hg/triadops.py). Names come
  * from users: a name that cannot exist (see `plausibleRefName`) names nothing, and every name
  * reaches a VCS as data (a full ref name after `refs/heads/`, a dictionary lookup inside the
  * Mercurial extension, a hex SQL literal), never as an option, a revision expression or a revset.
@@ -108,8 +109,10 @@ export interface VcsOps {
   readonly kind: VcsKind;
 
   /**
-   * Head commit id of a branch (git, Fossil: the newest open leaf) or bookmark (Mercurial),
-   * undefined when there is none (also for a name that cannot exist).
+   * Head commit id of a branch (git, Fossil: the newest open leaf) or, for Mercurial, of a
+   * bookmark, `@` standing for the default named branch, or a named branch (its newest head
+   * without a bookmark, else its newest head); undefined when there is none (also for a name that
+   * cannot exist).
    */
   resolveRef(dir: string, name: string): Promise<string | undefined>;
 

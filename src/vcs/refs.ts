@@ -3,7 +3,15 @@
  * output, parsing commit records, and the git/Fossil rule "one move per branch whose head changed"
  * plus the tag rule common to all kinds.
  */
-import type { BranchMove, CommitInfo, MoveOptions, Snapshot, TagMove } from './driver.ts';
+import type {
+  BranchMove,
+  CommitInfo,
+  HeadMove,
+  MoveOptions,
+  Snapshot,
+  TagMove,
+  VcsDriver,
+} from './driver.ts';
 import { execute, VcsCommandFailed } from './process/run.ts';
 
 /**
@@ -72,7 +80,6 @@ export async function branchMoves(
       before: old ?? '',
       after: head,
       created: old === undefined,
-      oldHead: old ?? '',
       head,
       commits,
       total,
@@ -91,4 +98,25 @@ export async function tagMoves(
   if (changed.length === 0) return [];
   const infos = new Map((await commitsById([...new Set(changed.map(([, t]) => t))])).map((c) => [c.id, c]));
   return changed.map(([name, target]) => ({ type: 'tag', name, target, commit: infos.get(target) }));
+}
+
+/** Git and Fossil `refHeads`: a pull request names a branch. */
+export const branchHeads = (s: Snapshot): Map<string, string> => new Map(s.branches);
+
+/**
+ * The pull request refs whose head differs between two snapshots (`VcsDriver.refHeads`), created
+ * ones included; a ref that names nothing any more is not reported.
+ */
+export function headMoves(
+  driver: Pick<VcsDriver, 'refHeads'>,
+  before: Snapshot,
+  after: Snapshot,
+): Map<string, HeadMove> {
+  const old = driver.refHeads(before);
+  const out = new Map<string, HeadMove>();
+  for (const [name, head] of driver.refHeads(after)) {
+    const was = old.get(name) ?? '';
+    if (was !== head) out.set(name, { oldHead: was, head });
+  }
+  return out;
 }

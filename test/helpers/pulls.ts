@@ -28,12 +28,12 @@ export class PrRepo {
     this.api = `/api/v1/repos/${org}/${name}`;
   }
 
-  /** A new repository with one commit (`README`) on its mainline. */
+  /** A new repository with one commit (`README`) on its mainline (`empty`: none, a fresh clone). */
   static async create(
     owner: TestUser,
     org: string,
     kind: VcsKind,
-    opts: { isPrivate?: boolean } = {},
+    opts: { isPrivate?: boolean; empty?: boolean } = {},
   ): Promise<PrRepo> {
     const name = uniq(kind);
     const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, {
@@ -44,7 +44,7 @@ export class PrRepo {
     if (r.status !== 201) throw new Error(`create repo: ${r.status} ${r.text}`);
     const w = await WorkingCopy.clone(kind, r.body.data.clone_url, owner.token);
     const repo = new PrRepo(kind, org, name, r.body.data.id, w);
-    await repo.commitOn(MAINLINE[kind], { README: 'hello\n' }, 'first');
+    if (opts.empty !== true) await repo.commitOn(MAINLINE[kind], { README: 'hello\n' }, 'first');
     return repo;
   }
 

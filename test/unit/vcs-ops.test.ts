@@ -80,20 +80,8 @@ const CASES: Case[] = [
     main: '@',
     heads: 'bookmarks (also @)',
     id: /^[0-9a-f]{40}$/,
-    hostile: [
-      'default',
-      'tip',
-      '0',
-      '.',
-      'null',
-      'all()',
-      '@ or all()',
-      'literal:@',
-      '-x',
-      '--config=x',
-      ' @',
-      '',
-    ],
+    // (a named branch, `default` included, names its head: vcs-ops-hg-targets.test.ts)
+    hostile: ['tip', '0', '.', 'null', 'all()', '@ or all()', 'literal:@', '-x', '--config=x', ' @', ''],
     unresolved: '@ or all()',
     refused: [
       ['all()', '@', { role: 'source', ref: 'all()' }],

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileOutputStream, openFileClosing } from '../process/stream.ts';
 import { FOSSIL } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
-import { output } from '../refs.ts';
+import { branchHeads, output } from '../refs.ts';
 import { FossilOps } from './ops.ts';
 import { FossilReader } from './reader.ts';
 import { filesAt, moves, snapshot } from './refs.ts';
@@ -39,6 +39,7 @@ export const fossilDriver: VcsDriver = {
   snapshot,
   moves,
   filesAt,
+  refHeads: branchHeads,
   // `--` ends the options: a file named `-x` or `--args` is a file name, not an option
   // `fossil cat` writes with stdio and fails on a non-blocking socket: with `socket`, its pipe is
   // handed on to `cat` writing to the connection, which is then closed after the response.

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { commandStream, commandToSocket, openFile } from '../process/stream.ts';
 import { GIT } from '../constants.ts';
 import type { VcsDriver } from '../driver.ts';
-import { output } from '../refs.ts';
+import { branchHeads, output } from '../refs.ts';
 import { GitOps } from './ops.ts';
 import { GitReader } from './reader.ts';
 import { recover } from './recover.ts';
@@ -29,6 +29,7 @@ export const gitDriver: VcsDriver = {
   snapshot,
   moves,
   filesAt,
+  refHeads: branchHeads,
   // The reader knows the size from the object's header (`cat-file --batch-command` info).
   catFile: async (dir, commit, file, { size, head, nice, socket }) => {
     if (size === undefined) throw new Error('git: a raw read needs the size the reader answered');

@@ -1,7 +1,7 @@
 /**
- * Mercurial snapshots (named-branch heads, bookmarks, tags, the tip revision number) and ref
- * moves: a bookmark that moved gains the new changesets among its ancestors; the new changesets
- * no moved bookmark covers count for their named branch.
+ * Mercurial snapshots (named-branch heads, bookmarks, tags, the tip revision number), ref
+ * moves (a bookmark that moved gains the new changesets among its ancestors; the new changesets
+ * no moved bookmark covers count for their named branch) and the heads pull request refs name.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -29,16 +29,40 @@ type Hg = (dir: string, ...args: string[]) => Promise<string>;
  */
 export function bookkeeping(
   pool: ProcessPool,
-): Pick<VcsDriver, 'prepare' | 'snapshot' | 'moves' | 'filesAt'> {
+): Pick<VcsDriver, 'prepare' | 'snapshot' | 'moves' | 'filesAt' | 'refHeads'> {
   const hg: Hg = (dir, ...args) => runcommand(pool, dir, args);
   return {
     prepare: (dir) => warm(pool, dir),
     snapshot: (dir) => snapshot(hg, dir),
     moves: (...a) => moves(hg, ...a),
     filesAt: (...a) => filesAt(hg, ...a),
+    refHeads,
   };
 }
 
+/**
+ * What pull request refs name at a snapshot, as `triadops` resolves them: every named branch's
+ * newest head without a bookmark (a bookmarked head is a line of its own), else its newest head;
+ * `@` as the default named branch's while no bookmark has that name; bookmarks over both (a
+ * bookmark wins a name clash).
+ */
+export function refHeads(s: Snapshot): Map<string, string> {
+  const out = new Map<string, string>();
+  const marked = new Set(s.bookmarks.values());
+  for (const [branch, list] of s.branches) {
+    const heads = list.split(',');
+    out.set(branch, heads.findLast((h) => !marked.has(h)) ?? heads.at(-1)!);
+  }
+  const main = out.get(HG.defaultBranch);
+  if (main !== undefined) out.set(HG.mainBookmark, main);
+  for (const [name, node] of s.bookmarks) out.set(name, node);
+  return out;
+}
+
+/**
+ * The named branches with their heads, oldest first (closed heads count), the bookmarks, the tags
+ * and the tip.
+ */
 async function snapshot(hg: Hg, dir: string): Promise<Snapshot> {
   // No changelog, no changesets: a repository's first push needs no command for its snapshot
   // before, while the bookkeeping server (started as the push arrived) is still starting.
@@ -49,9 +73,10 @@ async function snapshot(hg: Hg, dir: string): Promise<Snapshot> {
     'log',
     '--hidden',
     '-r',
-    'head() or bookmark() or tag() or tip',
+    'sort(head() or bookmark() or tag() or tip, rev)',
     '-T',
-    `{node}${FIELD}{rev}${FIELD}{branch}${FIELD}{join(bookmarks,"\x1d")}${FIELD}{join(tags,"\x1d")}\n`,
+    // `revset(...)` is computed once per command (the template engine caches it)
+    `{node}${FIELD}{rev}${FIELD}{branch}${FIELD}{join(bookmarks,"\x1d")}${FIELD}{join(tags,"\x1d")}${FIELD}{ifcontains(rev, revset("head()"), "h")}\n`,
   );
   const branches = new Map<string, string>();
   const bookmarks = new Map<string, string>();
@@ -60,7 +85,7 @@ async function snapshot(hg: Hg, dir: string): Promise<Snapshot> {
   let mark = -1;
   for (const line of text.split('\n')) {
     if (line === '') continue;
-    const [node = '', rev = '', branch = '', bms = '', tgs = ''] = line.split(FIELD);
+    const [node = '', rev = '', branch = '', bms = '', tgs = '', head = ''] = line.split(FIELD);
     if (rev === '-1') continue; // the null revision of an empty repository
     for (const b of bms.split('\x1d')) if (b !== '') bookmarks.set(b, node);
     for (const t of tgs.split('\x1d')) {
@@ -69,6 +94,7 @@ async function snapshot(hg: Hg, dir: string): Promise<Snapshot> {
         mark = Number(rev);
       } else if (t !== '') tags.set(t, node);
     }
+    if (head === '') continue; // a bookmark, tag or tip that is no head of its branch
     const heads = branches.get(branch);
     branches.set(branch, heads === undefined ? node : `${heads},${node}`);
   }
@@ -149,7 +175,6 @@ async function moves(
       before: old === undefined ? '' : before.tip,
       after: after.tip,
       created: old === undefined,
-      oldHead: old ?? '',
       head: node,
       ...gained,
     });
@@ -166,7 +191,6 @@ async function moves(
         before: existed ? before.tip : '',
         after: after.tip,
         created: !existed,
-        oldHead: '',
         head: gained.commits[0]?.id ?? after.tip,
         ...gained,
       });

@@ -5,7 +5,7 @@ frame (a JSON line). Merges run in memory (an overlay working context, as "rebas
 memory), so no working directory is written and nothing is left behind; new changesets are made
 with memctx/commitctx inside one transaction, public, and bookmarks move in that transaction.
 Every name arrives as JSON data and is looked up in dictionaries (bookmarks, branches, tags) or
-as a hex node prefix, never through revsets or command lines.
+as a hex node prefix, never through revsets or command lines. Pull request refs: see _ref.
 """
 import json
 
@@ -74,12 +74,10 @@ def _known(repo, node):
         return False
 
 
-def _bookmark(repo, name, role=None):
+def _bookmark(repo, name):
     node = repo._bookmarks.get(_b(name))
     if node is not None and _known(repo, node):
         return repo[node]
-    if role is not None:
-        raise _Outcome({'kind': 'ref_not_found', 'role': role})
     return None
 
 
@@ -179,14 +177,36 @@ def _merge_in_memory(repo, p1, p2, linear):
     return wctx
 
 
-def _heads(repo, req):
-    src = _bookmark(repo, req['source'], 'source')
-    tgt = _bookmark(repo, req['target'], 'target')
-    return src, tgt
+def _branch_head(repo, branch):
+    """The head a named branch stands for: its newest head without a bookmark (a bookmarked head
+    is a line of its own, as "hg merge" sees it), else its newest head; closed heads count. None
+    when there is no such branch."""
+    heads = sorted(repo.branchheads(branch, closed=True), key=repo.changelog.rev)
+    marked = set(repo._bookmarks.values())
+    plain = [h for h in heads if h not in marked]
+    return repo[(plain or heads)[-1]] if heads else None
+
+
+def _ref(repo, name, role=None):
+    """A pull request ref as (changeset, how): a bookmark (it wins a clash); else '@' as the default
+    named branch's head ('mainline': a merge creates '@'); else a named branch's head ('branch').
+    (None, None), or ref_not_found for `role`, when the name names nothing."""
+    b = _b(name)
+    if b in repo._bookmarks:
+        ctx, how = _bookmark(repo, name), 'bookmark'
+    elif b == b'@':
+        ctx, how = _branch_head(repo, b'default'), 'mainline'
+    else:
+        ctx, how = _branch_head(repo, b), 'branch'
+    if ctx is not None:
+        return ctx, how
+    if role is not None:
+        raise _Outcome({'kind': 'ref_not_found', 'role': role})
+    return None, None
 
 
 def op_resolve(repo, req):
-    ctx = _bookmark(repo, req['name'])
+    ctx, _how = _ref(repo, req['name'])
     return {'id': _s(ctx.hex()) if ctx is not None else None}
 
 
@@ -196,7 +216,8 @@ def op_commit(repo, req):
 
 
 def op_check(repo, req):
-    src, tgt = _heads(repo, req)
+    src, _how = _ref(repo, req['source'], 'source')
+    tgt, _how = _ref(repo, req['target'], 'target')
     ahead, behind = _counts(repo, src, tgt)
     out = {
         'commitsAhead': ahead,
@@ -226,7 +247,10 @@ def _author(req):
 
 
 def op_merge(repo, req):
-    src, tgt = _heads(repo, req)
+    """A bookmark target moves to the result, '@' standing for the default branch is created there,
+    a named branch gets it as its newest head (never a fast-forward: the target is a head)."""
+    src, _how = _ref(repo, req['source'], 'source')
+    tgt, how = _ref(repo, req['target'], 'target')
     if req.get('expectedHead') is not None and req['expectedHead'] != _s(src.hex()):
         return {'kind': 'head_moved', 'head': _s(src.hex())}
     if req.get('expectedTargetHead') is not None and req['expectedTargetHead'] != _s(tgt.hex()):
@@ -236,7 +260,7 @@ def op_merge(repo, req):
         return {'kind': 'nothing_to_merge'}
     style = req['style']
     linear = behind == 0
-    fast = linear and style != 'squash' and src.branch() == tgt.branch()
+    fast = linear and style != 'squash' and src.branch() == tgt.branch() and how != 'branch'
     if style == 'ff-only' and not fast:
         return {'kind': 'not_fast_forward'}
     wctx = None
@@ -244,14 +268,15 @@ def op_merge(repo, req):
         wctx = _merge_in_memory(repo, tgt, src, linear)
         if style == 'squash' and not wctx._cache:
             return {'kind': 'nothing_to_merge'}
-    target = _b(req['target'])
     with repo.wlock(), repo.lock():
-        now = repo._bookmarks.get(target)
-        if now != tgt.node():
-            return {'kind': 'target_moved', 'head': _s(hex(now)) if now is not None else ''}
+        # The locks re-read the repository: the target must still be where the checks saw it.
+        now, how = _ref(repo, req['target'])
+        if now is None or now.node() != tgt.node():
+            return {'kind': 'target_moved', 'head': _s(now.hex()) if now is not None else ''}
+        mark = None if how == 'branch' else _b(req['target'])
         with repo.transaction(b'triad-merge') as tr:
             if fast:
-                repo._bookmarks.applychanges(repo, tr, [(target, src.node())])
+                repo._bookmarks.applychanges(repo, tr, [(mark, src.node())])
                 return {'kind': 'merged', 'mergeCommit': _s(src.hex()), 'fastForward': True}
             if style == 'squash':
                 wctx.setparents(tgt.node())
@@ -261,7 +286,8 @@ def op_merge(repo, req):
                 _b(req['message']), branch=tgt.branch(), user=_author(req), date=dateutil.makedate()
             )
             node = repo.commitctx(mem)
-            repo._bookmarks.applychanges(repo, tr, [(target, node)])
+            if mark is not None:
+                repo._bookmarks.applychanges(repo, tr, [(mark, node)])
     return {'kind': 'merged', 'mergeCommit': _s(hex(node)), 'fastForward': False}
 
 
