@@ -134,7 +134,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     summary: 'This OpenAPI document',
     returns: respond.bare(
       z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
-      'an OpenAPI 3.0 document',
+      'an OpenAPI 3.1 document',
     ),
     handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
   });

@@ -99,9 +99,11 @@ export class ReleaseAssets {
       await drop();
       throw e;
     }
-    const name = (fields.name ?? file.filename).trim();
+    // The name's length is that of the field as sent (as documented), before trimming.
+    const given = fields.name ?? file.filename;
+    const name = given.trim();
     const label = fields.label ?? '';
-    const problem = assetNameProblem(name) ?? labelProblem(label);
+    const problem = assetNameProblem(given.length > 255 ? given : name) ?? labelProblem(label);
     if (problem !== undefined) {
       await drop();
       throw ApiError.validation(problem);

@@ -12,6 +12,7 @@ import type { Download } from './assets.ts';
 import type { Viewer } from './common.ts';
 import {
   assetSchema,
+  assetUploadForm,
   createReleaseBody,
   listReleasesQuery,
   releaseSchema,
@@ -179,7 +180,7 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     path: `${base}/:id/assets`,
     repo: WRITE,
     params: ID,
-    rawBody: true,
+    form: assetUploadForm,
     tag: 'releases',
     auth: 'token',
     summary:
