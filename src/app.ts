@@ -8,6 +8,7 @@ import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
+import { corsFor } from './http/cors.ts';
 import { openapiDocument } from './http/openapi.ts';
 import { userRoutes } from './users/routes.ts';
 import { orgRoutes } from './orgs/routes.ts';
@@ -71,6 +72,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     });
     next();
   });
+
+  if (config.corsOrigins.length > 0) app.use('/api/', corsFor(config.corsOrigins));
 
   const api = new Api({ bodyLimit: config.bodyLimit, baseUrl: deps.baseUrl });
   api.route({

@@ -24,6 +24,7 @@ export type Reply<T> =
   | { kind: 'list'; page: Page<T> }
   | { kind: 'bare'; status: 200 | 201; body: T }
   | { kind: 'empty' }
+  | { kind: 'notModified' }
   | ({ kind: 'stream' } & StreamReply)
   | { kind: 'handled' };
 
@@ -35,6 +36,8 @@ export const reply = {
   bare: <T>(body: T, status: 200 | 201 = 200): Reply<T> => ({ kind: 'bare', status, body }),
   list: <T>(page: Page<T>): Reply<T> => ({ kind: 'list', page }),
   noContent: (): Reply<never> => ({ kind: 'empty' }),
+  /** 304 without a body: the client's copy is current (`unchanged`, a route with `etag`). */
+  notModified: (): Reply<never> => ({ kind: 'notModified' }),
   /**
    * 200 with these headers and the body read from `body` (a `text` route). With `handOff` (a
    * process that writes the body to the response's connection itself, `OpenedFile.handOff`), it is
@@ -320,6 +323,10 @@ export class Api {
       case 'empty':
         if (ok.kind !== 'empty' && ok.noContent === undefined) throw undeclared('204');
         res.status(204).end();
+        return;
+      case 'notModified':
+        if (ok.etag === undefined) throw undeclared('304');
+        res.status(304).end();
         return;
       case 'stream':
         if (ok.kind !== 'text') throw undeclared('a stream');

@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'not_fast_forward',
   'payload_too_large',
   'unsupported_media_type',
+  'range_not_satisfiable',
   'unprocessable',
   'limit_exceeded',
   'rate_limited',

@@ -110,6 +110,7 @@ const ERROR_TEXT: Record<ErrorStatus, string> = {
   409: 'conflicts with the current state (`conflict`)',
   413: 'request body too large (`payload_too_large`)',
   415: 'a body that is not `application/json`, or whose encoding or charset is not supported (`unsupported_media_type`)',
+  416: 'the one byte range asked for starts past the end (`range_not_satisfiable`; `Content-Range: bytes */size`)',
   422: 'well-formed but cannot be processed (`unprocessable`)',
   429: 'too many requests: retry after `Retry-After` seconds',
   503: 'a dependency is unavailable (`service_unavailable`)',
@@ -149,6 +150,7 @@ function errorResponse(status: ErrorStatus, description: string): unknown {
   const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
   if (status === 401) headers['WWW-Authenticate'] = header('`Bearer realm="triad"` challenge (RFC 6750)');
   if (status === 429) headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
+  if (status === 416) headers['Content-Range'] = header('`bytes */size`: the size of the whole');
   return { description, headers, content: { 'application/json': { schema: { $ref: `${REF}Error` } } } };
 }
 
@@ -217,6 +219,17 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
   }
   if (ok.noContent !== undefined)
     out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
+  if (ok.etag !== undefined) {
+    const etag = header(`a strong validator: ${ok.etag}`);
+    for (const status of ['200', '206']) {
+      const res = out[status] as { headers: Record<string, unknown> } | undefined;
+      if (res !== undefined) res.headers.ETag = etag;
+    }
+    out[304] = {
+      description: '`If-None-Match` lists the current `ETag`: the copy the client has is current (no body)',
+      headers: { 'X-Request-Id': REQUEST_ID, ETag: etag },
+    };
+  }
   if (r.links !== undefined) {
     const status = ok.kind === 'data' || ok.kind === 'bare' ? ok.status : 200;
     const links = Object.entries(r.links).map(([operationId, parameters]) => [
