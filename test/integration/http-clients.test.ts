@@ -166,12 +166,18 @@ describe('conditional reads', () => {
     expect(r2.status).toBe(304);
   });
 
-  test('a revision that names nothing is still a 404', async () => {
-    expectError(
+  test('a revision or path that names nothing is still a 404, without an ETag', async () => {
+    const missing = [
       await s.anon.get(`${repo.api}/tree?rev=no-such-branch`, { 'if-none-match': '*' }),
-      404,
-      'not_found',
-    );
+      // the revision resolves (its tag was set) but the path names nothing there
+      await s.anon.get(`${repo.api}/tree/no-such-dir?rev=main`),
+      await s.anon.get(`${repo.api}/raw/no-such-file?rev=main`, { 'if-none-match': '*' }),
+    ];
+    for (const r of missing) {
+      expectError(r, 404, 'not_found');
+      expect(r.headers.get('etag')).toBeNull();
+      expect(r.headers.get('cache-control')).toBe('no-store');
+    }
   });
 });
 
