@@ -93,6 +93,15 @@ describe('JSON routes read only application/json', () => {
       { field: 'attachment', filename: 'a.bin', data: Buffer.from('0123456789') },
     ]);
     expect(up.status).toBe(201);
+    // the name's length is checked as sent (the document's maxLength), before trimming
+    const long = await postMultipart(`${s.url}${repo.api}/releases/${rel.body.data.id}/assets`, owner.token, [
+      { field: 'name', value: `${'n'.repeat(255)} ` },
+      { field: 'attachment', filename: 'b.bin', data: Buffer.from('x') },
+    ]);
+    expect({ status: long.status, code: long.body?.error?.code }).toEqual({
+      status: 400,
+      code: 'validation_failed',
+    });
   });
 });
 
