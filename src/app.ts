@@ -8,6 +8,7 @@ import { Api, reply, respond } from './http/api.ts';
 import { authenticate, type Directory } from './http/auth.ts';
 import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
+import { corsFor } from './http/cors.ts';
 import { openapiDocument } from './http/openapi.ts';
 import { userRoutes } from './users/routes.ts';
 import { orgRoutes } from './orgs/routes.ts';
@@ -77,6 +78,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     next();
   });
 
+  if (config.corsOrigins.length > 0) app.use('/api/', corsFor(config.corsOrigins));
+
   const api = new Api({ bodyLimit: config.bodyLimit, baseUrl: deps.baseUrl });
   api.route({
     method: 'get',
@@ -139,7 +142,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     summary: 'This OpenAPI document',
     returns: respond.bare(
       z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
-      'an OpenAPI 3.0 document',
+      'an OpenAPI 3.1 document',
     ),
     handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
   });

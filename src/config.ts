@@ -49,6 +49,24 @@ const trustProxy = z.string().transform((v, ctx): boolean | number | string => {
   return z.NEVER;
 });
 
+/** A comma list of web origins (`https://app.example`), each as browsers send it in `Origin`. */
+const corsOrigins = z.string().transform((v, ctx): string[] => {
+  const items = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  const origins: string[] = [];
+  for (const item of items) {
+    const origin = /^https?:\/\/[^/?#\s]+\/?$/i.test(item) ? URL.parse(item)?.origin : undefined;
+    if (origin === undefined || origin === 'null') {
+      ctx.addIssue({ code: 'custom', message: `${item}: an origin is scheme://host[:port], without a path` });
+      return z.NEVER;
+    }
+    origins.push(origin);
+  }
+  return origins;
+});
+
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
@@ -97,6 +115,7 @@ const envSchema = z.object({
   TRIAD_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(0).default(10),
   TRIAD_AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().positive().default(60),
   TRIAD_TRUST_PROXY: trustProxy.default(false),
+  TRIAD_CORS_ORIGINS: corsOrigins.default([]),
   ...webhookEnv,
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
@@ -186,6 +205,8 @@ export type Config = {
   authFailures: { limit: number; windowMs: number };
   /** express `trust proxy`: whose X-Forwarded-For names the client address. */
   trustProxy: boolean | number | string;
+  /** Web origins whose pages may call the API from a browser (CORS, never with credentials); none: off. */
+  corsOrigins: string[];
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
   /**
@@ -300,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       windowMs: e.TRIAD_AUTH_FAILURE_WINDOW_SECONDS * 1000,
     },
     trustProxy: e.TRIAD_TRUST_PROXY,
+    corsOrigins: e.TRIAD_CORS_ORIGINS,
     webhooks: webhookSettings(e),
     transport: {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,

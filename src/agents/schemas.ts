@@ -3,7 +3,8 @@ import { nonBlank } from '../http/input.ts';
 import { isoTime } from '../db/sql.ts';
 import type { AgentListRow } from './repository.ts';
 
-export const createAgentBody = z.object({ name: z.string().trim().min(1).max(255).meta(nonBlank) });
+// The length is the name's as sent (the document's `maxLength`), checked before trimming.
+export const createAgentBody = z.object({ name: z.string().max(255).trim().min(1).meta(nonBlank) });
 
 export const newAgentSchema = z
   .object({ id: z.int(), name: z.string(), token: z.string().meta({ description: 'shown only here' }) })

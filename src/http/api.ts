@@ -5,7 +5,7 @@ import { setPageHeaders, type Page, type PageInfo } from './pagination.ts';
 import type { Access, OrgNeeds, RepoNeeds } from './auth.ts';
 import type { OrgRef, RepoTarget } from '../domain/repo.ts';
 import { isPathInt, pathText, type ParamSchemas } from './params.ts';
-import { parseWith, rejectNul } from './input.ts';
+import { jsonOnly, parseWith, rejectNul } from './input.ts';
 import { respond, type ErrorStatus, type Success } from './responses.ts';
 import { sendStream, type StreamReply } from './stream-reply.ts';
 
@@ -24,6 +24,7 @@ export type Reply<T> =
   | { kind: 'list'; page: Page<T> }
   | { kind: 'bare'; status: 200 | 201; body: T }
   | { kind: 'empty' }
+  | { kind: 'notModified' }
   | ({ kind: 'stream' } & StreamReply)
   | { kind: 'handled' };
 
@@ -35,6 +36,8 @@ export const reply = {
   bare: <T>(body: T, status: 200 | 201 = 200): Reply<T> => ({ kind: 'bare', status, body }),
   list: <T>(page: Page<T>): Reply<T> => ({ kind: 'list', page }),
   noContent: (): Reply<never> => ({ kind: 'empty' }),
+  /** 304 without a body: the client's copy is current (`unchanged`, a route with `etag`). */
+  notModified: (): Reply<never> => ({ kind: 'notModified' }),
   /**
    * 200 with these headers and the body read from `body` (a `text` route). With `handOff` (a
    * process that writes the body to the response's connection itself, `OpenedFile.handOff`), it is
@@ -80,6 +83,11 @@ export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = u
   query?: QS;
   /** Body is read by the handler itself (raw text, streams) instead of the JSON parser. */
   rawBody?: boolean;
+  /**
+   * A `multipart/form-data` body the handler reads itself (`multipartUpload`): documents its
+   * parts (a file part is a string with `format: binary`). Never parsed with this schema.
+   */
+  form?: z.ZodObject;
   /** The JSON body may be left out: the body schema then parses `undefined` (give it a default). */
   optionalBody?: boolean;
   /** The success response (envelope, status, schema, headers): see `respond`. */
@@ -165,7 +173,7 @@ export class Api {
   private readonly baseUrl: () => string;
 
   constructor(opts: { bodyLimit: string; baseUrl: () => string }) {
-    this.json = express.json({ limit: opts.bodyLimit, strict: false, type: () => true });
+    this.json = express.json({ limit: opts.bodyLimit, strict: false, type: 'application/json' });
     this.baseUrl = opts.baseUrl;
     this.router.use(this.methods, this.others);
   }
@@ -192,7 +200,7 @@ export class Api {
       (req, _res, next) => (numeric(req, ints) ? next() : next('route')),
       (req, res, next) => gate(def.auth, req, res, next),
     ];
-    if (jsonBody) handlers.push(this.json);
+    if (jsonBody) handlers.push(jsonOnly, this.json);
     handlers.push(async (req, res) => {
       const rawBody: unknown = req.body;
       const absent = req.headers['content-length'] === '0' || rawBody === undefined;
@@ -315,6 +323,10 @@ export class Api {
       case 'empty':
         if (ok.kind !== 'empty' && ok.noContent === undefined) throw undeclared('204');
         res.status(204).end();
+        return;
+      case 'notModified':
+        if (ok.etag === undefined) throw undeclared('304');
+        res.status(304).end();
         return;
       case 'stream':
         if (ok.kind !== 'text') throw undeclared('a stream');

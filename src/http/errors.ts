@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'not_fast_forward',
   'payload_too_large',
   'unsupported_media_type',
+  'range_not_satisfiable',
   'unprocessable',
   'limit_exceeded',
   'rate_limited',
@@ -106,6 +107,11 @@ export class ApiError extends Error {
 }
 
 export function sendError(res: Parameters<RequestHandler>[1], err: ApiError): void {
+  // An error is never a version of what a conditional read had begun to answer (`unchanged`).
+  if (res.hasHeader('ETag')) {
+    res.removeHeader('ETag');
+    res.setHeader('Cache-Control', 'no-store');
+  }
   for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   if (err.status === 401 && !res.hasHeader('WWW-Authenticate')) bearerChallenge(res.req);
   res.status(err.status).json({ error: { code: err.code, message: err.message, ...err.details } });

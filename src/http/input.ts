@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
 
@@ -105,4 +105,20 @@ export async function readRawBody(req: Request, limit: number): Promise<Buffer> 
     parts.push(chunk);
   }
   return Buffer.concat(parts);
+}
+
+/**
+ * A JSON route reads a body only when it is `application/json` (parameters such as `charset`
+ * allowed): any other body is a 415, never parsed as JSON, so a form another site's page posts
+ * (which needs no preflight) is never read as a request. A request without a body (no
+ * `Transfer-Encoding`, `Content-Length` absent or 0) passes whatever its `Content-Type`.
+ */
+export function jsonOnly(req: Request, _res: Response, next: NextFunction): void {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (hasBody && req.is('application/json') !== 'application/json') {
+    const message = 'the request body must be JSON, sent with Content-Type: application/json';
+    throw new ApiError(415, 'unsupported_media_type', message);
+  }
+  next();
 }

@@ -14,7 +14,8 @@ export type OpenApiDocument = {
 const REF = '#/components/schemas/';
 
 /**
- * Zod to OpenAPI 3.0 schema objects. Schemas named with `.meta({id})` become
+ * Zod to OpenAPI 3.1 schema objects (JSON Schema 2020-12: a nullable value is an `anyOf` with
+ * `{type: 'null'}`, never a `nullable` keyword). Schemas named with `.meta({id})` become
  * `components.schemas` entries referenced by `$ref`, so generated clients get named types.
  */
 class Schemas {
@@ -22,7 +23,7 @@ class Schemas {
 
   convert(s: z.ZodType, io: Io): JsonSchema {
     const out = z.toJSONSchema(s, {
-      target: 'openapi-3.0',
+      target: 'draft-2020-12',
       io,
       unrepresentable: 'any',
       override: (ctx) => {
@@ -33,12 +34,14 @@ class Schemas {
         if (n === undefined) return;
         const json = ctx.jsonSchema as JsonSchema;
         delete json.pattern;
-        Object.assign(json, z.toJSONSchema(n, { target: 'openapi-3.0' }));
+        Object.assign(json, z.toJSONSchema(n, { target: 'draft-2020-12' }));
+        delete json.$schema;
         if (def.type === 'default') json.default = def.defaultValue;
       },
     }) as JsonSchema;
-    const defs = (out.definitions ?? {}) as Record<string, JsonSchema>;
-    delete out.definitions;
+    const defs = (out.$defs ?? {}) as Record<string, JsonSchema>;
+    delete out.$defs;
+    delete out.$schema;
     for (const [id, def] of Object.entries(defs)) {
       const clean = tidy(def, io) as JsonSchema;
       const had = this.named[id];
@@ -67,13 +70,14 @@ function tidy(v: unknown, io: Io): unknown {
     const safeBound =
       (k === 'minimum' || k === 'maximum') && Math.abs(x as number) === Number.MAX_SAFE_INTEGER;
     if (io === 'output' && (safeBound || (k === 'additionalProperties' && x === false))) continue;
-    if (k === '$ref' && typeof x === 'string') out[k] = x.replace('#/definitions/', REF);
-    else if (k === 'properties' || k === 'definitions') {
+    if (k === '$ref' && typeof x === 'string') out[k] = x.replace('#/$defs/', REF);
+    else if (k === 'properties' || k === '$defs') {
       out[k] = Object.fromEntries(Object.entries(x as object).map(([n, p]) => [n, tidy(p, io)]));
     } else if (k === 'enum' || k === 'default' || k === 'required') out[k] = x;
     else out[k] = tidy(x, io);
   }
-  const plainString = s.type === 'string' && s.pattern === undefined && s.format === undefined;
+  const string = s.type === 'string' || (Array.isArray(s.type) && s.type.includes('string'));
+  const plainString = string && s.pattern === undefined && s.format === undefined;
   if (io === 'input' && plainString && s.enum === undefined) out.pattern = '^[^\\u0000]*$';
   return out;
 }
@@ -105,7 +109,8 @@ const ERROR_TEXT: Record<ErrorStatus, string> = {
   405: 'method not allowed on this path (`method_not_allowed`)',
   409: 'conflicts with the current state (`conflict`)',
   413: 'request body too large (`payload_too_large`)',
-  415: 'request body encoding or charset not supported (`unsupported_media_type`)',
+  415: 'a body that is not `application/json`, or whose encoding or charset is not supported (`unsupported_media_type`)',
+  416: 'the one byte range asked for starts past the end (`range_not_satisfiable`; `Content-Range: bytes */size`)',
   422: 'well-formed but cannot be processed (`unprocessable`)',
   429: 'too many requests: retry after `Retry-After` seconds',
   503: 'a dependency is unavailable (`service_unavailable`)',
@@ -145,12 +150,23 @@ function errorResponse(status: ErrorStatus, description: string): unknown {
   const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
   if (status === 401) headers['WWW-Authenticate'] = header('`Bearer realm="triad"` challenge (RFC 6750)');
   if (status === 429) headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
+  if (status === 416) headers['Content-Range'] = header('`bytes */size`: the size of the whole');
   return { description, headers, content: { 'application/json': { schema: { $ref: `${REF}Error` } } } };
 }
 
-/** The content map of a text reply: each of its content types, a string body. */
+/**
+ * The content map of a text reply: each of its content types, a string body; bytes (any type but
+ * `text/*`) are `format: binary`, so generated clients read them as bytes, not text.
+ */
 function textContent(types: string | readonly string[]): Record<string, unknown> {
-  return Object.fromEntries([types].flat().map((type) => [type, { schema: { type: 'string' } }]));
+  return Object.fromEntries(
+    [types]
+      .flat()
+      .map((type) => [
+        type,
+        { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } },
+      ]),
+  );
 }
 
 function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown> {
@@ -203,6 +219,17 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
   }
   if (ok.noContent !== undefined)
     out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
+  if (ok.etag !== undefined) {
+    const etag = header(`a strong validator: ${ok.etag}`);
+    for (const status of ['200', '206']) {
+      const res = out[status] as { headers: Record<string, unknown> } | undefined;
+      if (res !== undefined) res.headers.ETag = etag;
+    }
+    out[304] = {
+      description: '`If-None-Match` lists the current `ETag`: the copy the client has is current (no body)',
+      headers: { 'X-Request-Id': REQUEST_ID, ETag: etag },
+    };
+  }
   if (r.links !== undefined) {
     const status = ok.kind === 'data' || ok.kind === 'bare' ? ok.status : 200;
     const links = Object.entries(r.links).map(([operationId, parameters]) => [
@@ -270,7 +297,7 @@ list keeps its own envelope). Authentication: \`Authorization: Bearer <token>\`;
 must be valid even on public routes. A known path called with another method answers 405 with
 \`Allow\`. Private things the caller may not see answer 404.`;
 
-/** Builds the OpenAPI 3.0 document from the route table (the zod schemas are the source). */
+/** Builds the OpenAPI 3.1 document from the route table (the zod schemas are the source). */
 export function openapiDocument(api: Api, version: string, serverUrl: string): OpenApiDocument {
   const schemas = new Schemas();
   schemas.convert(errorEnvelope, 'output');
@@ -291,7 +318,12 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
       security: security[r.auth],
       responses,
     };
-    if (r.body !== undefined) {
+    if (r.form !== undefined) {
+      op.requestBody = {
+        required: true,
+        content: { 'multipart/form-data': { schema: schemas.convert(r.form, 'input') } },
+      };
+    } else if (r.body !== undefined) {
       // A raw text body may be empty (a log append of nothing answers the stored size).
       op.requestBody = r.rawBody
         ? { required: false, content: { 'text/plain': { schema: { type: 'string' } } } }
@@ -303,7 +335,7 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
     (paths[oaPath] ??= {})[r.method] = op;
   }
   return {
-    openapi: '3.0.3',
+    openapi: '3.1.1',
     info: { title: 'Triad API', version, description: DESCRIPTION },
     servers: [{ url: serverUrl }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),

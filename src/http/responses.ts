@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { PageInfo } from './pagination.ts';
 
 /** Error statuses a route can declare (the body is always the `Error` envelope). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 405 | 409 | 413 | 415 | 416 | 422 | 429 | 503;
 
 /** A documented response header. */
 export type HeaderDoc = { description: string; required: boolean; type: 'string' | 'integer' };
@@ -18,6 +18,11 @@ type Common<T> = {
   partial?: string;
   /** A `text` route may also answer 302 to `Location`; the text says when. */
   redirect?: string;
+  /**
+   * The answer carries a strong `ETag` (made of what this text says) and a matching
+   * `If-None-Match` gets 304 without a body (`unchanged`, `reply.notModified`).
+   */
+  etag?: string;
   location?: Locator<T>;
   headers?: Record<string, HeaderDoc>;
 };
@@ -67,10 +72,11 @@ export const respond = {
     description,
   }),
   /** 200 `{data: [item], pagination: {page, per_page, total}}` with `Link` and `X-Total-Count`. */
-  list: <S extends z.ZodType>(item: S, description: string): Success<Out<S>> => ({
+  list: <S extends z.ZodType>(item: S, description: string, opts: Opts<Out<S>> = {}): Success<Out<S>> => ({
     kind: 'list',
     schema: item as z.ZodType<Out<S>>,
     description,
+    ...opts,
   }),
   /** The schema itself as the body (no `data` envelope); `paged` adds `Link` and `X-Total-Count`. */
   bare: <S extends z.ZodType>(
@@ -91,7 +97,7 @@ export const respond = {
     contentType: string | readonly string[],
     description: string,
     headers?: Record<string, HeaderDoc>,
-    opts: Pick<Common<never>, 'partial' | 'redirect'> = {},
+    opts: Pick<Common<never>, 'partial' | 'redirect' | 'etag'> = {},
   ): Success<never> => ({
     kind: 'text',
     contentType,

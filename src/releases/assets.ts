@@ -99,9 +99,11 @@ export class ReleaseAssets {
       await drop();
       throw e;
     }
-    const name = (fields.name ?? file.filename).trim();
+    // The name's length is that of the field as sent (as documented), before trimming.
+    const given = fields.name ?? file.filename;
+    const name = given.trim();
     const label = fields.label ?? '';
-    const problem = assetNameProblem(name) ?? labelProblem(label);
+    const problem = assetNameProblem(given.length > 255 ? given : name) ?? labelProblem(label);
     if (problem !== undefined) {
       await drop();
       throw ApiError.validation(problem);
@@ -150,6 +152,10 @@ export class ReleaseAssets {
     if (a === undefined) throw ApiError.notFound('asset');
     const size = Number(a.size);
     const range = parseRange(rangeHeader, size);
+    if (range === 'unsatisfiable') {
+      const message = `the range asked for starts past the end of the ${size} bytes of the asset`;
+      throw new ApiError(416, 'range_not_satisfiable', message, { 'Content-Range': `bytes */${size}` });
+    }
     try {
       if (this.d.redirectDownloads) {
         const url = await this.d.blobs.presignedGet(a.blob_key, PRESIGN_SECONDS, {
@@ -227,19 +233,22 @@ export class ReleaseAssets {
   /**
    * A source archive of `rev` (a commit, branch, bookmark or tag): headers and the streamed bytes,
    * once a slot of the transports' cap is free (503 with `Retry-After` when its queue is full);
-   * `signal`: the client left.
+   * `signal`: the client left. Undefined when `unchanged` says the client's copy is current.
    */
   async archive(
     t: RepoTarget,
     rev: string,
     format: ArchiveFormat,
     signal: AbortSignal,
-  ): Promise<{ headers: Record<string, string>; body: AsyncIterable<Buffer> }> {
+    unchanged?: (version: string) => boolean,
+  ): Promise<{ headers: Record<string, string>; body: AsyncIterable<Buffer> } | undefined> {
     const repo = await this.d.repos.handle(t);
     const dir = repo.path;
     const commit = await this.d.vcs.ops(repo.vcs).resolveCommit(dir, rev);
     if (commit === undefined) throw ApiError.notFound('revision');
     const prefix = `${t.repo.name}-${rev}`.replace(/[^A-Za-z0-9._+-]+/g, '-');
+    // The commit, the format and the folder name inside decide the bytes: a current copy is not made again.
+    if (unchanged?.([commit, format, prefix].join('\u0000')) === true) return undefined;
     const body = await this.d.archives
       .archive(repo.driver, { dir, commit, format, prefix }, signal)
       .catch((e: unknown) => {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
 import type { Access, RepoNeeds } from '../http/auth.ts';
 import type { RepoTarget } from '../domain/repo.ts';
+import { strongEtag, unchanged } from '../http/conditional.ts';
 import { ApiError } from '../http/errors.ts';
 import { multipartUpload } from '../http/multipart.ts';
 import { pathInt, pathText } from '../http/params.ts';
@@ -12,6 +13,7 @@ import type { Download } from './assets.ts';
 import type { Viewer } from './common.ts';
 import {
   assetSchema,
+  assetUploadForm,
   createReleaseBody,
   listReleasesQuery,
   releaseSchema,
@@ -191,7 +193,7 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
     path: `${base}/:id/assets`,
     repo: WRITE,
     params: ID,
-    rawBody: true,
+    form: assetUploadForm,
     tag: 'releases',
     auth: 'token',
     summary:
@@ -234,7 +236,12 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
         redirect: 'with TRIAD_S3_REDIRECT_DOWNLOADS=true: to a presigned S3 URL valid 5 minutes',
       },
     ),
-    errors: { 403: READ_403, 404: 'no such repository, release or asset', 503: STORE_503 },
+    errors: {
+      403: READ_403,
+      404: 'no such repository, release or asset',
+      416: 'a single `Range` whose first byte is past the end of the asset (`Content-Range: bytes */size`)',
+      503: STORE_503,
+    },
     handler: async ({ access, target, params, req, res }) => {
       const v = await viewer(access, target);
       await send(res, await assets.download(target, params.id, params.asset_id, v, req.headers.range));
@@ -268,19 +275,27 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
       auth: 'public',
       summary: `Source archive (${format}) of a commit, branch, bookmark or tag, streamed from the VCS`,
       operationId: format === 'zip' ? 'getZipArchive' : 'getTarArchive',
-      returns: respond.text(format === 'zip' ? 'application/zip' : 'application/gzip', 'the archive'),
+      returns: respond.text(
+        format === 'zip' ? 'application/zip' : 'application/gzip',
+        'the archive',
+        undefined,
+        {
+          etag: 'the commit `rev` resolves to, the format and the folder name inside the archive',
+        },
+      ),
       errors: {
         403: 'a private repository and the token lacks repo:read',
         404: 'no such repository or revision',
         503: 'too many archives, clones and pushes at once (`service_unavailable`, with `Retry-After`)',
       },
-      handler: async ({ target, params, res }) => {
+      handler: async ({ target, params, req, res }) => {
         const gone = new AbortController();
         res.on('close', () => {
           if (!res.writableFinished) gone.abort();
         });
-        const a = await assets.archive(target, params.rev, format, gone.signal);
-        return reply.stream(a.headers, a.body);
+        const fresh = (version: string) => unchanged(req, res, strongEtag('archive', version));
+        const a = await assets.archive(target, params.rev, format, gone.signal, fresh);
+        return a === undefined ? reply.notModified() : reply.stream(a.headers, a.body);
       },
     });
   }

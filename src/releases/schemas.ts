@@ -29,6 +29,31 @@ export type UpdateReleaseBody = z.infer<typeof updateReleaseBody>;
 
 export const listReleasesQuery = pageQuery();
 
+/** JavaScript's `trim` set, spelled out (`\s` differs between regex dialects). */
+const SPACE = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+/** A character of an asset name: no control character, no slash or backslash. */
+const NAME_CHAR = '\\u0000-\\u001f\\u007f/\\\\';
+/** An asset name as the service takes it once trimmed: not blank, no control characters or slashes. */
+const ASSET_NAME = `^[${SPACE}]*(?:[^${NAME_CHAR}${SPACE}](?:[^${NAME_CHAR}]*[^${NAME_CHAR}${SPACE}])?)[${SPACE}]*$`;
+
+/**
+ * The parts of an asset upload (`multipart/form-data`), for the document: the upload is read as
+ * it streams (`multipartUpload`), and the name and label are judged by the assets service.
+ */
+export const assetUploadForm = z.object({
+  attachment: z
+    .string()
+    .meta({ format: 'binary', description: 'the file (its part file name names the asset)' }),
+  name: z.string().max(255).optional().meta({
+    description: 'the asset name (default: the file name), trimmed; no control characters or slashes',
+    pattern: ASSET_NAME,
+  }),
+  label: z.string().max(1000).optional().meta({
+    description: 'a label shown instead of the name; line breaks and tabs allowed',
+    pattern: '^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f]*$',
+  }),
+});
+
 // ----- responses ---------------------------------------------------------------------------------
 
 const personSchema = z.object({ id: z.int(), username: z.string() }).meta({ id: 'ReleasePerson' });

@@ -1,26 +1,15 @@
 import { z } from 'zod';
-import type { Socket } from 'node:net';
-import { Readable } from 'node:stream';
-import { reply, respond, type Api } from '../http/api.ts';
+import { reply, respond, type Api, type Ctx, type Reply } from '../http/api.ts';
 import { handOffSocket } from '../http/stream-reply.ts';
-import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
+import { strongEtag, unchanged } from '../http/conditional.ts';
+import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
-import { pageQuery, type Page } from '../http/pagination.ts';
+import { pageQuery } from '../http/pagination.ts';
+import { DEFAULT_LIMITS, type ContentLimits } from '../vcs/reader.ts';
 import type { Vcs } from '../vcs/index.ts';
-import { openPlainFile, type OpenedFile } from '../vcs/process/stream.ts';
-import {
-  BadPath,
-  blobContent,
-  DEFAULT_LIMITS,
-  normalisePath,
-  plausibleRev,
-  ReadNotFound,
-  type LogEntry,
-  type ContentLimits,
-  type RepoReader,
-} from '../vcs/reader.ts';
 import type { RawCache } from './raw-cache.ts';
 import type { ReposService } from './service.ts';
+import { ContentsService } from './contents-service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 
 const revText = z
@@ -43,222 +32,13 @@ const pathParam = z.string().meta({
   pattern: '^(?!/)(?!(.*/)?\\.\\.(/|$))[^\\u0000-\\u001f\\u007f\\\\]*$',
 });
 
-/** Where a repository is stored and its driver (never changes: kept per repository id). */
-type Stored = Pick<RepoHandle, 'vcs' | 'path' | 'driver'>;
-
-/**
- * Repository contents (tree, blob, log, changeset) read through the pooled VCS readers.
- * Decisions where the spec is silent: a missing path, a tree of a file and a blob of a directory
- * answer 404 `not_found`; a path escaping the repository answers 400 `validation_failed`; the
- * default revision `tip` of a repository without commits answers 404 "repository is empty", but
- * its log is an empty page.
- */
-export class ContentsService {
-  private readonly repos: ReposService;
-  private readonly vcs: Pick<Vcs, 'reader' | 'driver'>;
-  /** Repository id -> storage path and kind (neither ever changes for an id). */
-  private readonly where = new Map<number, Stored>();
-
-  private readonly limits: ContentLimits;
-  /** Niceness added to the raw download processes (`TRIAD_BACKEND_NICE`). */
-  private readonly nice: number;
-  /** Where larger raw downloads are kept for the next (`TRIAD_RAW_CACHE_BYTES`); none when off. */
-  private readonly cache: RawCache | undefined;
-
-  constructor(
-    repos: ReposService,
-    vcs: Pick<Vcs, 'reader' | 'driver'>,
-    limits: ContentLimits = DEFAULT_LIMITS,
-    opts: { nice?: number; cache?: RawCache } = {},
-  ) {
-    this.repos = repos;
-    this.vcs = vcs;
-    this.limits = limits;
-    this.nice = opts.nice ?? 0;
-    this.cache = opts.cache;
-  }
-
-  private async location(t: RepoTarget): Promise<Stored> {
-    let w = this.where.get(t.repo.id);
-    if (w === undefined) {
-      const { vcs, path, driver } = await this.repos.handle(t);
-      w = { vcs, path, driver };
-      if (this.where.size > 10_000) this.where.clear();
-      this.where.set(t.repo.id, w);
-    }
-    return w;
-  }
-
-  private async reader(target: RepoTarget): Promise<RepoReader> {
-    const w = await this.location(target);
-    return this.vcs.reader(w.vcs, w.path);
-  }
-
-  private async read<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof ReadNotFound) {
-        throw e.kind === 'empty'
-          ? new ApiError(404, 'not_found', 'repository is empty')
-          : ApiError.notFound(e.kind === 'path' ? 'path' : e.kind);
-      }
-      throw e;
-    }
-  }
-
-  private static path(raw: unknown): string {
-    try {
-      return normalisePath(Array.isArray(raw) ? raw.map(String) : typeof raw === 'string' ? raw : undefined);
-    } catch (e) {
-      if (e instanceof BadPath) throw ApiError.validation(`path: ${e.message}`);
-      throw e;
-    }
-  }
-
-  private static rev(rev: string): string {
-    if (!plausibleRev(rev)) throw ApiError.validation('query.rev: must not contain control characters');
-    return rev;
-  }
-
-  async tree(target: RepoTarget, rawPath: unknown, rev: string) {
-    const p = ContentsService.path(rawPath);
-    const r = ContentsService.rev(rev);
-    const reader = await this.reader(target);
-    return this.read(() => reader.tree(r, p));
-  }
-
-  async blob(target: RepoTarget, rawPath: unknown, rev: string) {
-    const p = ContentsService.path(rawPath);
-    const r = ContentsService.rev(rev);
-    if (p === '') throw ApiError.notFound('file');
-    const reader = await this.reader(target);
-    return this.read(() => reader.blob(r, p, this.limits.blobMaxBytes));
-  }
-
-  /**
-   * A file's bytes at a revision, whole, for streaming: the pooled reader resolves the revision
-   * and checks the file (the same 404s as a blob read); a small file (at most `RAW_INLINE_BYTES`)
-   * comes whole from it, with no process of its own. A larger one is not read by the reader: its
-   * bytes come from a process of their own (`catFile`), at that commit, which also tells the size
-   * when the reader could not, and whose first bytes decide whether the file is text. The file is
-   * read once, and the repository's reader is not held while it is. With `socket` (the response's
-   * connection, when it may be handed over), `handOff` is there when the kind's producer can
-   * write the file to it itself. A larger file kept by the cache comes from there (`cat` writes
-   * it); one that is not is kept once its download ended (`RawCache`).
-   */
-  async raw(target: RepoTarget, rawPath: unknown, rev: string, socket?: Socket) {
-    const p = ContentsService.path(rawPath);
-    const r = ContentsService.rev(rev);
-    if (p === '') throw ApiError.notFound('file');
-    const w = await this.location(target);
-    const reader = this.vcs.reader(w.vcs, w.path);
-    const { commit, size, data, object } = await this.read(() => reader.file(r, p, RAW_INLINE_BYTES));
-    const file: OpenedFile =
-      data !== undefined
-        ? { size: data.length, head: data, body: Readable.from([data]) }
-        : await this.openLarger(w, commit, p, { size, object, socket });
-    const sniff = blobContent(p, file.head, file.size, RAW_SNIFF_BYTES);
-    return {
-      size: file.size,
-      contentType: sniff.encoding === 'utf-8' ? 'text/plain; charset=utf-8' : 'application/octet-stream',
-      body: file.body,
-      handOff: file.handOff,
-      closes: file.handOff !== undefined && file.closes === true,
-    };
-  }
-
-  /**
-   * A larger file's bytes: from the cache when it keeps them (`cat` writes a large one to the
-   * connection), else from the store, and kept once they were all sent. A cache that fails is
-   * passed by: the store is read.
-   */
-  private async openLarger(
-    w: Stored,
-    commit: string,
-    p: string,
-    f: { size: number | undefined; object: string | undefined; socket: Socket | undefined },
-  ): Promise<OpenedFile> {
-    const opts = { head: RAW_SNIFF_BYTES, nice: this.nice, socket: f.socket };
-    const fromStore = (o: typeof opts) => w.driver.catFile(w.path, commit, p, { ...o, size: f.size });
-    const { cache } = this;
-    const object = f.object;
-    if (cache === undefined || object === undefined) return fromStore(opts);
-    const kept = await cache.get(w.path, object, f.size);
-    if (kept !== undefined) {
-      const file = await openPlainFile(kept.file, {
-        ...opts,
-        size: kept.size,
-        // `cat` closes the connection: a smaller file is sent by the server, on a kept one
-        ...(kept.size < CAT_MIN_BYTES ? { socket: undefined } : {}),
-      }).catch(() => undefined); // (gone since it was looked up)
-      if (file !== undefined) return file;
-    }
-    const file = await fromStore(opts);
-    if (!cache.keeps(file.size)) return file;
-    return whenSent(file, () =>
-      cache.put(
-        w.path,
-        object,
-        file.size,
-        async () => (await fromStore({ ...opts, socket: undefined })).body,
-      ),
-    );
-  }
-
-  async log(target: RepoTarget, q: z.infer<typeof logQuery>): Promise<Page<LogEntry>> {
-    const r = ContentsService.rev(q.rev);
-    const reader = await this.reader(target);
-    // an empty repository's history (at `tip`) is an empty list, not a missing revision
-    const out = await this.read(() =>
-      reader.log(r, q.page, q.per_page).catch((e: unknown) => {
-        if (e instanceof ReadNotFound && e.kind === 'empty') return { entries: [], total: 0 };
-        throw e;
-      }),
-    );
-    return { items: out.entries, total: out.total, page: q.page, perPage: q.per_page };
-  }
-
-  async changeset(target: RepoTarget, rev: string) {
-    const r = ContentsService.rev(rev);
-    const reader = await this.reader(target);
-    return this.read(() => reader.changeset(r, this.limits));
-  }
-}
-
-/** `file`, calling `then` once its bytes were all sent (by the hand-off, or read through `body`). */
-function whenSent(file: OpenedFile, then: () => void): OpenedFile {
-  const it = file.body[Symbol.asyncIterator]();
-  const body: AsyncIterableIterator<Buffer> = {
-    [Symbol.asyncIterator]: () => body,
-    next: async () => {
-      const r = await it.next();
-      if (r.done === true) then();
-      return r;
-    },
-    return: async () => {
-      await it.return?.();
-      return { done: true, value: undefined };
-    },
-  };
-  const handOff = file.handOff;
-  return { ...file, body, ...(handOff === undefined ? {} : { handOff: () => handOff().then(then) }) };
-}
-
-/** Bytes of a file's start that decide whether the raw download is text (as git's heuristic). */
-const RAW_SNIFF_BYTES = 8000;
-
-/** Raw files from the cache this large or larger are written to the connection by `cat`. */
-const CAT_MIN_BYTES = 4 * 1024 * 1024;
-
-/** Raw files up to this size are read by the pooled reader, whole (milliseconds of its time). */
-const RAW_INLINE_BYTES = 256 * 1024;
-
 const READ_ERRORS = {
   400: 'a path with `..`, a leading `/`, a backslash or control characters, or a bad `rev` (`validation_failed`)',
   403: 'a private repository and the token lacks repo:read or does not reach it',
   404: 'no such repository, revision or path, or the repository is empty',
 } as const;
+
+const AT_COMMIT = 'the commit `rev` resolves to (a moving `rev` such as a branch answers 304 until it moves)';
 
 /** Routes under /api/v1/repos/:org/:repo for contents (thin: parse -> service -> reply). */
 export function contentRoutes(
@@ -273,6 +53,20 @@ export function contentRoutes(
     ...(opts.cache ? { cache: opts.cache } : {}),
   });
   const READ = { scope: 'repo:read' } as const;
+  /**
+   * A read at the commit `rev` resolves to, with that commit's `ETag`; 304 when the client's
+   * copy is current. A `rev` that resolves to nothing is read as given: the read answers the 404.
+   */
+  const atCommit = async <T>(
+    ctx: Pick<Ctx<unknown, unknown>, 'req' | 'res'> & { target: RepoTarget },
+    kind: string,
+    rev: string,
+    read: (at: string) => Promise<T>,
+  ): Promise<Reply<T>> => {
+    const at = await svc.commit(ctx.target, rev);
+    if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, at))) return reply.notModified();
+    return reply.ok(await read(at ?? rev));
+  };
   const tree = {
     repo: READ,
     method: 'get',
@@ -280,21 +74,22 @@ export function contentRoutes(
     auth: 'public',
     summary: 'Directory listing at a revision (`rev`, default tip): dirs first, then files',
     query: revQuery,
-    returns: respond.data(z.array(treeEntrySchema), 'the entries of the directory'),
+    returns: respond.data(z.array(treeEntrySchema), 'the entries of the directory', { etag: AT_COMMIT }),
     errors: READ_ERRORS,
   } as const;
   api.repoRoute({
     ...tree,
     path: '/tree',
     operationId: 'getRootTree',
-    handler: async ({ target, query }) => reply.ok(await svc.tree(target, undefined, query.rev)),
+    handler: (ctx) => atCommit(ctx, 'tree', ctx.query.rev, async (at) => svc.tree(ctx.target, undefined, at)),
   });
   api.repoRoute({
     ...tree,
     path: '/tree/*path',
     operationId: 'getTree',
     params: { path: pathParam },
-    handler: async ({ target, params, query }) => reply.ok(await svc.tree(target, params.path, query.rev)),
+    handler: (ctx) =>
+      atCommit(ctx, 'tree', ctx.query.rev, async (at) => svc.tree(ctx.target, ctx.params.path, at)),
   });
   api.repoRoute({
     repo: READ,
@@ -307,9 +102,10 @@ export function contentRoutes(
       'File content at a revision; binary files have `encoding: "base64"`; content beyond the blob cap is cut (`truncated: true`, `size` is the full size)',
     query: revQuery,
     params: { path: pathParam },
-    returns: respond.data(fileContentSchema, 'the file'),
+    returns: respond.data(fileContentSchema, 'the file', { etag: AT_COMMIT }),
     errors: READ_ERRORS,
-    handler: async ({ target, params, query }) => reply.ok(await svc.blob(target, params.path, query.rev)),
+    handler: (ctx) =>
+      atCommit(ctx, 'blob', ctx.query.rev, async (at) => svc.blob(ctx.target, ctx.params.path, at)),
   });
   api.repoRoute({
     repo: READ,
@@ -328,11 +124,14 @@ export function contentRoutes(
       {
         'Content-Length': { description: 'the size of the file in bytes', required: true, type: 'integer' },
       },
+      { etag: "the file's id in the repository (a moving `rev` answers 304 while the file stays the same)" },
     ),
     errors: READ_ERRORS,
-    handler: async ({ req, target, params, query }) => {
+    handler: async ({ req, res, target, params, query }) => {
       const socket = opts.socketHandOff ? handOffSocket(req) : undefined;
-      const file = await svc.raw(target, params.path, query.rev, socket);
+      const fresh = (version: string) => unchanged(req, res, strongEtag('raw', version));
+      const file = await svc.raw(target, params.path, query.rev, { socket, unchanged: fresh });
+      if (file === undefined) return reply.notModified();
       return reply.stream(
         {
           'Content-Type': file.contentType,
@@ -357,9 +156,13 @@ export function contentRoutes(
     operationId: 'listCommits',
     summary: 'Commit log from `rev` (default tip), newest first, paged; an empty repository has an empty log',
     query: logQuery,
-    returns: respond.list(commitSchema, 'commits, newest first'),
+    returns: respond.list(commitSchema, 'commits, newest first', { etag: AT_COMMIT }),
     errors: { ...READ_ERRORS, 404: 'no such repository or revision' },
-    handler: async ({ target, query }) => reply.list(await svc.log(target, query)),
+    handler: async (ctx) => {
+      const at = await svc.commit(ctx.target, ctx.query.rev);
+      if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag('log', at))) return reply.notModified();
+      return reply.list(await svc.log(ctx.target, { ...ctx.query, rev: at ?? ctx.query.rev }));
+    },
   });
   api.repoRoute({
     repo: READ,
@@ -371,12 +174,12 @@ export function contentRoutes(
     summary:
       'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`); `rev` may contain `/` (a branch `feature/x`)',
     params: { rev: revParam },
-    returns: respond.data(changesetSchema, 'the changeset'),
+    returns: respond.data(changesetSchema, 'the changeset', { etag: AT_COMMIT }),
     errors: READ_ERRORS,
-    handler: async ({ target, params }) => {
+    handler: async (ctx) => {
       // As for every other path segment, a NUL names nothing (404).
-      if (params.rev.includes('\u0000')) throw ApiError.notFound('revision');
-      return reply.ok(await svc.changeset(target, params.rev));
+      if (ctx.params.rev.includes('\u0000')) throw ApiError.notFound('revision');
+      return atCommit(ctx, 'changeset', ctx.params.rev, (at) => svc.changeset(ctx.target, at));
     },
   });
   return svc;

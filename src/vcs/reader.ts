@@ -70,7 +70,8 @@ export type RefPage = { entries: RefEntry[]; total: number };
 /**
  * What `RepoReader.file` answers: the commit, the size when known, the bytes of a small file, and
  * `object`, the id of the file's content in the repository's store (Git's blob, Mercurial's file
- * node, Fossil's artifact): within a repository the same id always names the same bytes.
+ * node, Fossil's artifact; small files' too): within a repository the same id always names the
+ * same bytes (a raw download's `ETag` is made of it).
  */
 export type RawFile = { commit: string; size: number | undefined; data?: Buffer; object?: string };
 

@@ -1,4 +1,4 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 
 type Schema = Record<string, unknown>;
@@ -16,49 +16,35 @@ export type OpenApiDoc = {
   components: { schemas: Record<string, Schema>; headers?: Record<string, HeaderObject> };
 };
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const DOC_ID = 'https://triad.invalid/openapi';
 
 /**
- * OpenAPI 3.0 schema object -> JSON Schema for ajv: `nullable` becomes a `null` alternative,
- * boolean `exclusiveMinimum`/`exclusiveMaximum` become numbers, component `$ref`s point into the
- * document, and every object with `properties` is closed (`additionalProperties: false`) so a
- * field the server sends but the document does not describe is a mismatch.
+ * OpenAPI 3.1 schema object (JSON Schema 2020-12) -> a schema for ajv: component `$ref`s point
+ * into the document, and every object with `properties` is closed (`additionalProperties: false`)
+ * so a field the server sends but the document does not describe is a mismatch.
  */
 export function toJsonSchema(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(toJsonSchema);
   if (typeof v !== 'object' || v === null) return v;
-  const s = { ...(v as Schema) };
   const out: Schema = {};
-  const nullable = s.nullable === true;
-  delete s.nullable;
-  for (const [k, x] of Object.entries(s)) {
+  for (const [k, x] of Object.entries(v as Schema)) {
     if (k === '$ref' && typeof x === 'string')
-      out[k] = x.replace('#/components/schemas/', `${DOC_ID}#/definitions/`);
-    else if (k === 'properties' || k === 'definitions') {
+      out[k] = x.replace('#/components/schemas/', `${DOC_ID}#/$defs/`);
+    else if (k === 'properties' || k === '$defs') {
       out[k] = Object.fromEntries(Object.entries(x as Schema).map(([n, p]) => [n, toJsonSchema(p)]));
     } else out[k] = toJsonSchema(x);
   }
-  for (const [bool, bound] of [
-    ['exclusiveMinimum', 'minimum'],
-    ['exclusiveMaximum', 'maximum'],
-  ] as const) {
-    if (typeof out[bool] === 'boolean') {
-      if (out[bool] === true) out[bool] = out[bound];
-      else delete out[bool];
-      if (out[bool] !== undefined) delete out[bound];
-    }
-  }
   if (out.properties !== undefined && out.additionalProperties === undefined)
     out.additionalProperties = false;
-  return nullable ? { anyOf: [{ type: 'null' }, out] } : out;
+  return out;
 }
 
 type Route = { method: string; regex: RegExp; op: Operation };
 
 /** Checks responses against the operation (method + path template + status) of an OpenAPI document. */
 export class ResponseChecker {
-  private readonly ajv = new Ajv({ allErrors: true, strict: true });
+  private readonly ajv = new Ajv2020({ allErrors: true, strict: true });
   private readonly routes: Route[] = [];
   private readonly templates: RegExp[] = [];
   private readonly compiled = new Map<Schema, ValidateFunction>();
@@ -67,7 +53,8 @@ export class ResponseChecker {
   constructor(doc: OpenApiDoc) {
     this.doc = doc;
     addFormats(this.ajv);
-    this.ajv.addSchema({ $id: DOC_ID, definitions: toJsonSchema(doc.components.schemas) as Schema });
+    this.ajv.addFormat('binary', true);
+    this.ajv.addSchema({ $id: DOC_ID, $defs: toJsonSchema(doc.components.schemas) as Schema });
     for (const [template, ops] of Object.entries(doc.paths)) {
       let regex: RegExp | undefined;
       for (const [method, op] of Object.entries(ops)) {

@@ -36,7 +36,7 @@ describe('operations endpoints', () => {
   test('the OpenAPI document describes every mounted route with its body schema', async () => {
     const r = await s.anon.get('/api/v1/openapi.json');
     expect(r.status).toBe(200);
-    expect(r.body.openapi).toBe('3.0.3');
+    expect(r.body.openapi).toBe('3.1.1');
     const paths = r.body.paths;
     for (const [p, m] of [
       ['/api/v1/user', 'get'],

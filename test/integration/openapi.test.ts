@@ -52,7 +52,7 @@ function raw(method: string, path: string, headers: Record<string, string> = {})
 }
 
 describe('the OpenAPI document', () => {
-  test('is a valid OpenAPI 3.0 document with a unique camelCase operationId per operation', async () => {
+  test('is a valid OpenAPI 3.1 document with a unique camelCase operationId per operation', async () => {
     const v = new Validator();
     const r = await v.validate(doc);
     expect(r.errors).toBeUndefined();

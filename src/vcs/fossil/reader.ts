@@ -217,7 +217,7 @@ export class FossilReader implements RepoReader {
     const [size, hex, object] = r.file;
     if (hex !== null) {
       const data = Buffer.from(hex, 'hex');
-      return { commit: r.uuid, size: data.length, data };
+      return { commit: r.uuid, size: data.length, data, object };
     }
     // -1: a phantom (content not in this repository); `fossil cat` fails on it
     return { commit: r.uuid, size: size < 0 ? undefined : size, object };

@@ -222,7 +222,7 @@ export class GitReader implements RepoReader {
     if (info.size > inline) return { commit: id, size: info.size, object: info.id };
     const obj = await this.one('contents', info.id);
     if (obj?.data === undefined) throw new ReadNotFound('file');
-    return { commit: id, size: obj.data.length, data: Buffer.from(obj.data) };
+    return { commit: id, size: obj.data.length, data: Buffer.from(obj.data), object: info.id };
   }
 
   /** Ancestors of a commit newest first, in `git log` order (cached per commit: history is immutable). */

@@ -125,7 +125,7 @@ export class HgReader implements RepoReader {
     if (answer.size === undefined) return { commit: answer.id, size: undefined, object: answer.node };
     const data = Buffer.from(rest);
     if (data.length !== answer.size) throw new Error('hg triadread file: short data');
-    return { commit: answer.id, size: data.length, data };
+    return { commit: answer.id, size: data.length, data, object: answer.node };
   }
 
   private entry(e: Entry): LogEntry {

@@ -198,7 +198,7 @@ def _answer(ui, repo, op, rev, *args):
         data = _data(ctx, path, fnode)
         if len(data) > inline:  # a flag processor's data (not the stored revision's) may be larger
             return _out(ui, {'id': _s(ctx.hex()), 'node': _s(nodemod.hex(fnode))})
-        return _out(ui, {'id': _s(ctx.hex()), 'size': len(data)}, data)
+        return _out(ui, {'id': _s(ctx.hex()), 'node': _s(nodemod.hex(fnode)), 'size': len(data)}, data)
     if op == b'log':
         offset, limit = int(args[0]), int(args[1])
         cl = repo.changelog
