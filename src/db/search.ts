@@ -1,0 +1,69 @@
+import { one, type Db } from './query.ts';
+
+/**
+ * Full-text search, as migration `0013-search` indexes it: the text search configuration, the
+ * query a user's text becomes, and the two reads of a per-repository numbered table that carries
+ * the generated `search` (title and body) and `search_title` columns (issues, pull requests).
+ * Each feature calls these from its repository.ts with its own table.
+ */
+
+/** The configuration the generated columns use; a query must use the same one. */
+export const SEARCH_CONFIG = 'english';
+
+/**
+ * The tsquery of a user's text, web-search style: words (all must match, by their stem),
+ * `"a phrase"`, `or`, `-word`. Text of stop words or punctuation only matches nothing.
+ */
+export const TEXT_QUERY = `websearch_to_tsquery('${SEARCH_CONFIG}', ?)`;
+
+/** The tables `textCounts` and `textPage` read (each with the columns above). */
+export type SearchTable = 'issues' | 'pulls';
+
+/**
+ * One match: its number and when it was created, in microseconds since 1970 as decimal text
+ * (what the matches of several tables merge by, to PostgreSQL's precision).
+ */
+export type TextHit = { number: number; created_us: string };
+
+/** How many rows of the repository match, and how many of them in the title. */
+export async function textCounts(
+  db: Db,
+  table: SearchTable,
+  repoId: number,
+  text: string,
+): Promise<{ title: number; total: number }> {
+  // Two scalar subqueries: each count uses its own index.
+  return one<{ title: number; total: number }>(
+    db,
+    `select (select count(*)::int from ${table} where repo_id = ? and search_title @@ ${TEXT_QUERY}) as title,
+            (select count(*)::int from ${table} where repo_id = ? and search @@ ${TEXT_QUERY}) as total`,
+    [repoId, text, repoId, text],
+  );
+}
+
+/**
+ * One page of the matches of one group, newest (highest number) first: `title` those matching
+ * in the title, `rest` the others. The text is a literal in the statement, so the planner sees
+ * how common its words are: a rare word reads its index, a common one walks `(repo_id, number)`
+ * backwards and stops at the page.
+ */
+export function textPage(
+  db: Db,
+  table: SearchTable,
+  repoId: number,
+  text: string,
+  group: 'title' | 'rest',
+  limit: number,
+  offset: number,
+): Promise<TextHit[]> {
+  const match =
+    group === 'title'
+      ? `search_title @@ ${TEXT_QUERY}`
+      : `search @@ ${TEXT_QUERY} and not (search_title @@ ${TEXT_QUERY})`;
+  const texts = group === 'title' ? [text] : [text, text];
+  return db.execute<TextHit[]>(
+    `select number, (extract(epoch from created_at) * 1000000)::bigint::text as created_us from ${table} where repo_id = ? and ${match}
+      order by number desc limit ? offset ?`,
+    [repoId, ...texts, limit, offset],
+  );
+}
