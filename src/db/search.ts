@@ -42,10 +42,18 @@ export async function textCounts(
 }
 
 /**
+ * Below this many matches in a group, its page is read by sorting all of them: the planner
+ * could otherwise walk the `(repo_id, number)` index, row after row, for matches that are rare
+ * (it estimates each word's frequency, not how few rows both conditions of `rest` leave).
+ */
+const FEW = 1000;
+
+/**
  * One page of the matches of one group, newest (highest number) first: `title` those matching
- * in the title, `rest` the others. The text is a literal in the statement, so the planner sees
- * how common its words are: a rare word reads its index, a common one walks `(repo_id, number)`
- * backwards and stops at the page.
+ * in the title, `rest` the others; `matches` is how many the group has (`textCounts`). The text
+ * is a literal in the statement, so the planner sees how common its words are: a common one
+ * walks `(repo_id, number)` backwards and stops at the page, fewer than `FEW` matches are read
+ * through the GIN index and sorted.
  */
 export function textPage(
   db: Db,
@@ -53,6 +61,7 @@ export function textPage(
   repoId: number,
   text: string,
   group: 'title' | 'rest',
+  matches: number,
   limit: number,
   offset: number,
 ): Promise<TextHit[]> {
@@ -61,9 +70,11 @@ export function textPage(
       ? `search_title @@ ${TEXT_QUERY}`
       : `search @@ ${TEXT_QUERY} and not (search_title @@ ${TEXT_QUERY})`;
   const texts = group === 'title' ? [text] : [text, text];
+  // `number + 0` is no indexed order, so the planner reads the matches from the GIN index
+  const order = matches < FEW ? 'number + 0 desc' : 'number desc';
   return db.execute<TextHit[]>(
-    `select number, (extract(epoch from created_at) * 1000000)::bigint::text as created_us from ${table} where repo_id = ? and ${match}
-      order by number desc limit ? offset ?`,
+    `select number, (extract(epoch from created_at) * 1000000)::bigint::text as created_us
+       from ${table} where repo_id = ? and ${match} order by ${order} limit ? offset ?`,
     [repoId, ...texts, limit, offset],
   );
 }

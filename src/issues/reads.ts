@@ -117,15 +117,16 @@ export class IssueReads {
     return db.searchCounts(this.em(), repoId, text);
   }
 
-  /** A page of matching issue numbers of one group (`title` or the `rest`), newest first. */
+  /** A page of matching issue numbers of one group (`title` or the `rest`, of `matches`), newest first. */
   searchPage(
     repoId: number,
     text: string,
     group: 'title' | 'rest',
+    matches: number,
     limit: number,
     offset: number,
   ): Promise<TextHit[]> {
-    return db.searchPage(this.em(), repoId, text, group, limit, offset);
+    return db.searchPage(this.em(), repoId, text, group, matches, limit, offset);
   }
 
   /** The issues of these numbers as the list shows them, in the order given. */

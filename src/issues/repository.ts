@@ -258,10 +258,11 @@ export function searchPage(
   repoId: number,
   text: string,
   group: 'title' | 'rest',
+  matches: number,
   limit: number,
   offset: number,
 ): Promise<TextHit[]> {
-  return textPage(db, 'issues', repoId, text, group, limit, offset);
+  return textPage(db, 'issues', repoId, text, group, matches, limit, offset);
 }
 
 /** The issue `number` of the repository; `lock` holds its row until the transaction ends. */

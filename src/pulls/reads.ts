@@ -68,15 +68,16 @@ export class PullReads {
     return db.searchCounts(this.d.em(), repoId, text);
   }
 
-  /** A page of matching pull request numbers of one group (`title` or the `rest`), newest first. */
+  /** A page of matching pull request numbers of one group (`title` or the `rest`, of `matches`), newest first. */
   searchPage(
     repoId: number,
     text: string,
     group: 'title' | 'rest',
+    matches: number,
     limit: number,
     offset: number,
   ): Promise<TextHit[]> {
-    return db.searchPage(this.d.em(), repoId, text, group, limit, offset);
+    return db.searchPage(this.d.em(), repoId, text, group, matches, limit, offset);
   }
 
   /** The pull requests of these numbers as the list shows them (live mergeability), in the order given. */

@@ -214,8 +214,9 @@ export function searchPage(
   repoId: number,
   text: string,
   group: 'title' | 'rest',
+  matches: number,
   limit: number,
   offset: number,
 ): Promise<TextHit[]> {
-  return textPage(db, 'pulls', repoId, text, group, limit, offset);
+  return textPage(db, 'pulls', repoId, text, group, matches, limit, offset);
 }

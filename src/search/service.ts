@@ -10,7 +10,14 @@ type Group = 'title' | 'rest';
 /** What search asks a feature with full-text searchable, numbered records (issues, pull requests). */
 type SearchSource = {
   searchCounts(repoId: number, text: string): Promise<{ title: number; total: number }>;
-  searchPage(repoId: number, text: string, group: Group, limit: number, offset: number): Promise<TextHit[]>;
+  searchPage(
+    repoId: number,
+    text: string,
+    group: Group,
+    matches: number,
+    limit: number,
+    offset: number,
+  ): Promise<TextHit[]>;
 };
 
 type Counted = { kind: SearchKind; counts: { title: number; total: number } };
@@ -78,13 +85,13 @@ export class SearchService {
     if (n <= 0) return [];
     const size = (c: Counted) => (group === 'title' ? c.counts.title : c.counts.total - c.counts.title);
     const present = counted.filter((c) => size(c) > 0);
-    const read = async (kind: SearchKind, limit: number, offset: number): Promise<Found[]> => {
-      const hits = await this.sources[kind].searchPage(t.repo.id, text, group, limit, offset);
-      return hits.map((hit) => ({ kind, hit }));
+    const read = async (c: Counted, limit: number, offset: number): Promise<Found[]> => {
+      const hits = await this.sources[c.kind].searchPage(t.repo.id, text, group, size(c), limit, offset);
+      return hits.map((hit) => ({ kind: c.kind, hit }));
     };
-    if (present.length === 1) return read(present[0]!.kind, n, start);
+    if (present.length === 1) return read(present[0]!, n, start);
     const lists: Found[][] = [];
-    for (const c of present) lists.push(await read(c.kind, start + n, 0));
+    for (const c of present) lists.push(await read(c, start + n, 0));
     return merge(lists).slice(start, start + n);
   }
 
