@@ -1,4 +1,4 @@
-import { one, type Db } from './query.ts';
+import { count, type Db } from './query.ts';
 
 /**
  * Full-text search, as migration `0013-search` indexes it: the text search configuration, the
@@ -16,7 +16,7 @@ export const SEARCH_CONFIG = 'english';
  */
 export const TEXT_QUERY = `websearch_to_tsquery('${SEARCH_CONFIG}', ?)`;
 
-/** The tables `textCounts` and `textPage` read (each with the columns above). */
+/** The tables `textCount` and `textPage` read (each with the columns above). */
 export type SearchTable = 'issues' | 'pulls';
 
 /**
@@ -25,19 +25,18 @@ export type SearchTable = 'issues' | 'pulls';
  */
 export type TextHit = { number: number; created_us: string };
 
-/** How many rows of the repository match, and how many of them in the title. */
-export async function textCounts(
+/** How many rows of the repository match: `all` (title or body), or in the `title`. */
+export async function textCount(
   db: Db,
   table: SearchTable,
   repoId: number,
   text: string,
-): Promise<{ title: number; total: number }> {
-  // Two scalar subqueries: each count uses its own index.
-  return one<{ title: number; total: number }>(
+  where: 'all' | 'title',
+): Promise<number> {
+  return count(
     db,
-    `select (select count(*)::int from ${table} where repo_id = ? and search_title @@ ${TEXT_QUERY}) as title,
-            (select count(*)::int from ${table} where repo_id = ? and search @@ ${TEXT_QUERY}) as total`,
-    [repoId, text, repoId, text],
+    `select count(*) as n from ${table} where repo_id = ? and ${where === 'all' ? 'search' : 'search_title'} @@ ${TEXT_QUERY}`,
+    [repoId, text],
   );
 }
 
@@ -50,7 +49,7 @@ const FEW = 1000;
 
 /**
  * One page of the matches of one group, newest (highest number) first: `title` those matching
- * in the title, `rest` the others; `matches` is how many the group has (`textCounts`). The text
+ * in the title, `rest` the others; `matches` is how many the group has, or at most has. The text
  * is a literal in the statement, so the planner sees how common its words are: a common one
  * walks `(repo_id, number)` backwards and stops at the page, fewer than `FEW` matches are read
  * through the GIN index and sorted.

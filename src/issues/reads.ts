@@ -112,9 +112,9 @@ export class IssueReads {
     return row;
   }
 
-  /** Full-text search (title and body): how many issues match, and how many in the title. */
-  searchCounts(repoId: number, text: string): Promise<{ title: number; total: number }> {
-    return db.searchCounts(this.em(), repoId, text);
+  /** Full-text search: how many issues match, in the title or body (`all`) or in the `title`. */
+  searchCount(repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
+    return db.searchCount(this.em(), repoId, text, where);
   }
 
   /** A page of matching issue numbers of one group (`title` or the `rest`, of `matches`), newest first. */

@@ -1,6 +1,6 @@
 import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { intArray, likeEscape, textArray } from '../db/sql.ts';
-import { textCounts, textPage, type TextHit } from '../db/search.ts';
+import { textCount, textPage, type TextHit } from '../db/search.ts';
 import type { IssueSort, IssueState, LabelScope, Severity, StateFilter } from './schemas.ts';
 
 /**
@@ -249,8 +249,8 @@ export async function byNumbers(db: Db, repoId: number, numbers: readonly number
 }
 
 /** Full-text search of the repository's issues (title and body; see db/search.ts). */
-export function searchCounts(db: Db, repoId: number, text: string): ReturnType<typeof textCounts> {
-  return textCounts(db, 'issues', repoId, text);
+export function searchCount(db: Db, repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
+  return textCount(db, 'issues', repoId, text, where);
 }
 
 export function searchPage(

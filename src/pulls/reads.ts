@@ -63,9 +63,9 @@ export class PullReads {
     return row;
   }
 
-  /** Full-text search (title and body): how many pull requests match, and how many in the title. */
-  searchCounts(repoId: number, text: string): Promise<{ title: number; total: number }> {
-    return db.searchCounts(this.d.em(), repoId, text);
+  /** Full-text search: how many pull requests match, in the title or body (`all`) or in the `title`. */
+  searchCount(repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
+    return db.searchCount(this.d.em(), repoId, text, where);
   }
 
   /** A page of matching pull request numbers of one group (`title` or the `rest`, of `matches`), newest first. */

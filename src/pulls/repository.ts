@@ -1,6 +1,6 @@
 import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { intArray, isUniqueViolation, textArray } from '../db/sql.ts';
-import { textCounts, textPage, type TextHit } from '../db/search.ts';
+import { textCount, textPage, type TextHit } from '../db/search.ts';
 import type { MergeableState, PullStatus } from './schemas.ts';
 
 /** The queries of pull requests: `pulls` and `pull_comments` only. */
@@ -205,8 +205,8 @@ export async function byNumbers(db: Db, repoId: number, numbers: readonly number
 }
 
 /** Full-text search of the repository's pull requests (title and body; see db/search.ts). */
-export function searchCounts(db: Db, repoId: number, text: string): ReturnType<typeof textCounts> {
-  return textCounts(db, 'pulls', repoId, text);
+export function searchCount(db: Db, repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
+  return textCount(db, 'pulls', repoId, text, where);
 }
 
 export function searchPage(

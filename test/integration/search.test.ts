@@ -120,6 +120,11 @@ describe('GET /api/v1/repos/:org/:repo/search/issues', () => {
       }
     }
     expect(pages).toEqual(all);
+    // one kind, one per page: the pages past the title matches start the others where they end
+    const one: string[] = [];
+    for (let page = 1; page <= 3; page++)
+      one.push(...named(await s.anon.get(searchPath(`q=crash&kind=issue&per_page=1&page=${page}`))));
+    expect(one).toEqual(['I4', 'I1', 'I2']);
     const beyond = await s.anon.get(searchPath('q=crash&per_page=2&page=9'));
     expect(beyond.body).toEqual({ data: [], pagination: { page: 9, per_page: 2, total: 5 } });
   });
