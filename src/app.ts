@@ -22,6 +22,7 @@ import { issueRoutes } from './issues/routes.ts';
 import { pullRoutes } from './pulls/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { releaseRoutes } from './releases/routes.ts';
+import { searchRoutes } from './search/routes.ts';
 import type { AppDeps, Services } from './services.ts';
 
 export const VERSION = '0.1.0';
@@ -161,6 +162,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   pullRoutes(api, services.pulls);
   webhookRoutes(api, services.webhooks);
   releaseRoutes(api, services.releases);
+  searchRoutes(api, services.search, services.repos);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });
 
   app.use((_req, _res, next) => RequestContext.create(orm.em, next));

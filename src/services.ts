@@ -25,6 +25,7 @@ import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
 import { openBlobStore, type BlobStore } from './storage/index.ts';
 import { ReleasesService } from './releases/service.ts';
+import { SearchService } from './search/service.ts';
 import path from 'node:path';
 
 export type Services = {
@@ -46,6 +47,8 @@ export type Services = {
   /** The transfers' per-process spool directory: made at start, removed at shutdown. */
   spool: Spool;
   releases: ReleasesService;
+  /** Issue and pull request search (the issues and pulls services' full-text reads). */
+  search: SearchService;
   /** Larger raw downloads kept for the next (TRIAD_RAW_CACHE_BYTES); none when off. */
   rawCache: RawCache | undefined;
 };
@@ -187,6 +190,7 @@ export function createServices(deps: AppDeps): Services {
     transports,
     spool: new Spool(deps.config.transport.spoolDir),
     releases,
+    search: new SearchService({ issues: issues.reads, pulls: pulls.reads }),
     rawCache,
   };
 }

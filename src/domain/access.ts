@@ -68,3 +68,20 @@ export type TokenGrant = {
  * when the route looked it up (site admins count as owners).
  */
 export type Actor = { id: number; username: string; isAdmin: boolean; role?: Role | undefined };
+
+/**
+ * What a caller reaches in the lists that span organizations (the caller's organizations and
+ * repositories, repository search), as `Access.listReach` states it for a service.
+ */
+export type ListReach = {
+  /** The calling user; undefined when anonymous. */
+  userId: number | undefined;
+  /** A site administrator: counts as an owner of every organization its token reaches. */
+  siteAdmin: boolean;
+  /** The token may read private repositories (`repo:read`). */
+  privateRepos: boolean;
+  /** An organization or repository token: the organization it is restricted to. */
+  orgId: number | null;
+  /** A repository token: the repository it is restricted to. */
+  repoId: number | null;
+};

@@ -6,6 +6,7 @@ import {
   scopeAllows,
   type Actor,
   type AuthUser,
+  type ListReach,
   type Role,
   type Scope,
   type TokenGrant,
@@ -170,6 +171,23 @@ export class Access {
       return 'all';
     if (p.grant.level === 'repo' && p.grant.targetRepoId !== null) return { repoId: p.grant.targetRepoId };
     return 'none';
+  }
+
+  /** What the caller reaches in lists spanning organizations (see `ListReach`). */
+  listReach(): ListReach {
+    const p = this.principal;
+    if (p.kind !== 'user') {
+      return { userId: undefined, siteAdmin: false, privateRepos: false, orgId: null, repoId: null };
+    }
+    const g = p.grant;
+    return {
+      userId: p.user.id,
+      siteAdmin: p.user.isAdmin,
+      privateRepos: scopeAllows(g.scopes, 'repo:read'),
+      // (0 names nothing: a restricted token whose target is unknown reaches nothing)
+      orgId: g.level === 'personal' ? null : (g.targetOrgId ?? 0),
+      repoId: g.level === 'repo' ? (g.targetRepoId ?? 0) : null,
+    };
   }
 
   /** Public repositories are visible to all; private ones to members whose token reaches them. */

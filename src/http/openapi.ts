@@ -289,6 +289,7 @@ const TAGS: Record<string, string> = {
   pipelines: 'CI pipelines, user side',
   ci: 'CI agent protocol (agent token)',
   webhooks: 'repository and organization webhooks, their delivery history and redelivery',
+  search: 'full-text search: repositories, and the issues and pull requests of a repository',
 };
 
 const DESCRIPTION = `Triad REST API. Errors are always \`{"error": {"code", "message"}}\`. Lists answer

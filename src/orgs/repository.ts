@@ -92,3 +92,49 @@ export async function hasOtherOwner(db: Db, orgId: number, userId: number): Prom
   );
   return rows.length > 0;
 }
+
+// ----- lists -------------------------------------------------------------------------------------
+
+/** One page of every organization, by name, and how many there are. */
+export async function orgsPage(
+  db: Db,
+  limit: number,
+  offset: number,
+): Promise<{ rows: OrgRow[]; total: number }> {
+  const total = await count(db, 'select count(*) as n from orgs');
+  const rows = await db.execute<OrgRow[]>(`select ${ORG} from orgs order by lower(name) limit ? offset ?`, [
+    limit,
+    offset,
+  ]);
+  return { rows, total };
+}
+
+/** The organizations the user is a member of. */
+export async function memberOrgIds(db: Db, userId: number): Promise<number[]> {
+  const rows = await db.execute<{ org_id: number }[]>('select org_id from org_members where user_id = ?', [
+    userId,
+  ]);
+  return rows.map((r) => r.org_id);
+}
+
+export type MembershipRow = OrgRow & { role: Role };
+
+/** One page of the user's organizations (only `orgId` when given), by name, with the user's role. */
+export async function membershipsPage(
+  db: Db,
+  userId: number,
+  orgId: number | null,
+  limit: number,
+  offset: number,
+): Promise<{ rows: MembershipRow[]; total: number }> {
+  const where = `m.user_id = ?${orgId === null ? '' : ' and m.org_id = ?'}`;
+  const params = orgId === null ? [userId] : [userId, orgId];
+  const total = await count(db, `select count(*) as n from org_members m where ${where}`, params);
+  const rows = await db.execute<MembershipRow[]>(
+    `select o.id, o.name, o.description, o.created_at as "createdAt", m.role
+       from org_members m join orgs o on o.id = m.org_id
+      where ${where} order by lower(o.name) limit ? offset ?`,
+    [...params, limit, offset],
+  );
+  return { rows, total };
+}

@@ -6,7 +6,7 @@ import { ApiError } from '../http/errors.ts';
 import type { UsersService } from '../users/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import type { OrgsService } from './service.ts';
-import { createOrgBody, memberBody, memberSchema, orgJson, orgSchema } from './schemas.ts';
+import { createOrgBody, memberBody, memberSchema, orgJson, orgSchema, userOrgSchema } from './schemas.ts';
 
 const OWNER_ONLY = 'not an owner of the organization, or the token lacks the admin scope or reach';
 const OWNER = { role: 'owner', scope: 'admin' } as const;
@@ -35,6 +35,32 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     handler: async ({ access, body }) => {
       const user = access.personal('repo:write');
       return reply.created(orgJson(await orgs.create(user.id, body, { capped: !user.isAdmin })));
+    },
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/orgs',
+    tag: 'orgs',
+    auth: 'public',
+    operationId: 'listOrgs',
+    summary: 'Every organization (public fields), by name',
+    query: pageQuery(),
+    returns: respond.list(orgSchema, 'organizations, by name (case-insensitive)'),
+    handler: async ({ query }) => reply.list(await orgs.list(query)),
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/user/orgs',
+    tag: 'users',
+    auth: 'token',
+    operationId: 'listMyOrgs',
+    summary:
+      "The caller's organizations with the caller's role (any valid token; an org or repo token: its organization)",
+    query: pageQuery(),
+    returns: respond.list(userOrgSchema, "the caller's organizations, by name (case-insensitive)"),
+    handler: async ({ access, query }) => {
+      const reach = access.listReach();
+      return reply.list(await orgs.forUser(access.user().id, reach.orgId, query));
     },
   });
   api.route({

@@ -31,14 +31,21 @@ export const orgSchema = z
 export type OrgJson = z.infer<typeof orgSchema>;
 
 export const ROLES = ['owner', 'member'] as const;
+const roleEnum = z.enum(ROLES).meta({ id: 'Role' });
 
 export const memberSchema = z
   .object({
     user: z.object({ ...userRefSchema.shape, email: z.string() }).meta({ id: 'MemberUser' }),
-    role: z.enum(ROLES).meta({ id: 'Role' }),
+    role: roleEnum,
   })
   .meta({ id: 'Member' });
 export type MemberJson = z.infer<typeof memberSchema>;
+
+/** An organization of the caller, with the caller's role in it. */
+export const userOrgSchema = z
+  .object({ ...orgSchema.shape, role: roleEnum })
+  .meta({ id: 'UserOrganization' });
+export type UserOrgJson = z.infer<typeof userOrgSchema>;
 
 export function orgJson(o: OrgRow): OrgJson {
   return { id: o.id, name: o.name, description: o.description, created_at: isoTime(o.createdAt) };

@@ -9,7 +9,7 @@ import type { UsersService } from '../users/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import * as db from './repository.ts';
 import type { OrgRow } from './repository.ts';
-import type { CreateOrgBody, MemberJson } from './schemas.ts';
+import { orgJson, type CreateOrgBody, type MemberJson, type OrgJson, type UserOrgJson } from './schemas.ts';
 
 export type { OrgRow };
 export { RESERVED_ORG_NAMES } from './schemas.ts';
@@ -95,6 +95,28 @@ export class OrgsService {
       if (isUniqueViolation(e)) throw conflict();
       throw e;
     }
+  }
+
+  /** One page of every organization, by name (case-insensitive). */
+  async list(q: PageQuery): Promise<Page<OrgJson>> {
+    const { rows, total } = await db.orgsPage(this.em(), q.per_page, offsetOf(q));
+    return { items: rows.map(orgJson), total, page: q.page, perPage: q.per_page };
+  }
+
+  /** The organizations the user is a member of. */
+  async memberOrgIds(userId: number): Promise<number[]> {
+    return db.memberOrgIds(this.em(), userId);
+  }
+
+  /** One page of the user's organizations with the user's role, by name; `orgId`: only that one. */
+  async forUser(userId: number, orgId: number | null, q: PageQuery): Promise<Page<UserOrgJson>> {
+    const { rows, total } = await db.membershipsPage(this.em(), userId, orgId, q.per_page, offsetOf(q));
+    return {
+      items: rows.map((r) => ({ ...orgJson(r), role: r.role })),
+      total,
+      page: q.page,
+      perPage: q.per_page,
+    };
   }
 
   /** One page of the members, by username (case-insensitive), with their roles. */

@@ -2,6 +2,7 @@ import { ApiError } from '../http/errors.ts';
 import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { isDbId } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
+import type { TextHit } from '../db/search.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';
 import * as db from './repository.ts';
 import type { PullRow, StoredCheck } from './repository.ts';
@@ -60,6 +61,31 @@ export class PullReads {
     const row = isDbId(number) ? await db.pullByNumber(em, repoId, number, lock) : undefined;
     if (row === undefined) throw ApiError.notFound('pull request');
     return row;
+  }
+
+  /** Full-text search: how many pull requests match, in the title or body (`all`) or in the `title`. */
+  searchCount(repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
+    return db.searchCount(this.d.em(), repoId, text, where);
+  }
+
+  /** A page of matching pull request numbers of one group (`title` or the `rest`, of `matches`), newest first. */
+  searchPage(
+    repoId: number,
+    text: string,
+    group: 'title' | 'rest',
+    matches: number,
+    limit: number,
+    offset: number,
+  ): Promise<TextHit[]> {
+    return db.searchPage(this.d.em(), repoId, text, group, matches, limit, offset);
+  }
+
+  /** The pull requests of these numbers as the list shows them (live mergeability), in the order given. */
+  async byNumbers(t: RepoTarget, numbers: readonly number[]): Promise<PullJson[]> {
+    const em = this.d.em();
+    const rows = await db.byNumbers(em, t.repo.id, numbers);
+    if (rows.length === 0) return [];
+    return this.json(em, await this.repo(t), rows, true);
   }
 
   /** Rows to JSON with their users; `live`: open and closed ones with mergeability computed now. */

@@ -1,4 +1,6 @@
 import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
+import { intArray, likeEscape } from '../db/sql.ts';
+import { SEARCH_CONFIG, TEXT_QUERY } from '../db/search.ts';
 import type { PrivateShown, RepoRef, RepoTarget } from '../domain/repo.ts';
 import type { VcsKind } from '../vcs/index.ts';
 
@@ -88,6 +90,103 @@ export async function page(
     [...params, limit, offset],
   );
   return { rows, total };
+}
+
+// ----- lists across organizations -------------------------------------------------------------------
+
+/** Which private repositories a list spanning organizations may show (see `ReposService`). */
+export type RepoScope = {
+  /** Those of these organizations (`all`: of any; none when empty). */
+  privateOrgIds: readonly number[] | 'all';
+  /** Only this one of them (a repository token). */
+  privateRepoId: number | null;
+};
+
+export type RepoWithOrg = RepoRow & { orgName: string };
+
+const WITH_ORG_NAME = `${repoColumns('r')}, o.name as "orgName"`;
+
+/** The predicate of `scope`: every public repository, and the private ones it shows. */
+function scopeSql(scope: RepoScope): { sql: string; params: unknown[] } {
+  const ids = scope.privateOrgIds;
+  if (ids !== 'all' && ids.length === 0) return { sql: 'not r.is_private', params: [] };
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (ids !== 'all') {
+    parts.push('r.org_id = any(?::int[])');
+    params.push(intArray(ids));
+  }
+  if (scope.privateRepoId !== null) {
+    parts.push('r.id = ?');
+    params.push(scope.privateRepoId);
+  }
+  return { sql: parts.length === 0 ? 'true' : `(not r.is_private or (${parts.join(' and ')}))`, params };
+}
+
+async function pageWhere(
+  db: Db,
+  where: string,
+  params: readonly unknown[],
+  order: { sql: string; params: readonly unknown[] },
+  limit: number,
+  offset: number,
+): Promise<{ rows: RepoWithOrg[]; total: number }> {
+  const from = 'repos r join orgs o on o.id = r.org_id';
+  const total = await count(db, `select count(*) as n from ${from} where ${where}`, params);
+  if (total <= offset) return { rows: [], total };
+  const rows = await db.execute<RepoWithOrg[]>(
+    `select ${WITH_ORG_NAME} from ${from} where ${where} order by ${order.sql} limit ? offset ?`,
+    [...params, ...order.params, limit, offset],
+  );
+  return { rows, total };
+}
+
+/**
+ * Repositories in `scope` whose name contains `text` (case-insensitive) or whose description
+ * matches its words (full text). Ranked: the name equal to the text, then starting with it,
+ * then containing it, then description matches only; ties by organization and name.
+ */
+export function searchPage(
+  db: Db,
+  text: string,
+  scope: RepoScope,
+  limit: number,
+  offset: number,
+): Promise<{ rows: RepoWithOrg[]; total: number }> {
+  const s = scopeSql(scope);
+  const contains = `%${likeEscape(text)}%`;
+  const where = `(lower(r.name) like lower(?) or to_tsvector('${SEARCH_CONFIG}', r.description) @@ ${TEXT_QUERY})
+    and ${s.sql}`;
+  const order = {
+    sql: `case when lower(r.name) = lower(?) then 0 when lower(r.name) like lower(?) then 1
+               when lower(r.name) like lower(?) then 2 else 3 end, lower(o.name), lower(r.name)`,
+    params: [text, `${likeEscape(text)}%`, contains],
+  };
+  return pageWhere(db, where, [contains, text, ...s.params], order, limit, offset);
+}
+
+/**
+ * Repositories of these organizations in `scope` (only `repoId` when given), by organization and
+ * name; `visibility` keeps only public or only private ones.
+ */
+export function orgsReposPage(
+  db: Db,
+  orgIds: readonly number[],
+  scope: RepoScope,
+  filter: { repoId: number | null; visibility: 'public' | 'private' | undefined },
+  limit: number,
+  offset: number,
+): Promise<{ rows: RepoWithOrg[]; total: number }> {
+  const s = scopeSql(scope);
+  const params: unknown[] = [intArray(orgIds), ...s.params];
+  let where = `r.org_id = any(?::int[]) and ${s.sql}`;
+  if (filter.repoId !== null) {
+    where += ' and r.id = ?';
+    params.push(filter.repoId);
+  }
+  if (filter.visibility !== undefined)
+    where += ` and ${filter.visibility === 'private' ? '' : 'not '}r.is_private`;
+  return pageWhere(db, where, params, { sql: 'lower(o.name), lower(r.name)', params: [] }, limit, offset);
 }
 
 export function insertRepo(

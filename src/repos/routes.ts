@@ -2,7 +2,7 @@ import { reply, respond, type Api } from '../http/api.ts';
 import { apiPath } from '../http/responses.ts';
 import { pageQuery } from '../http/pagination.ts';
 import type { ReposService } from './service.ts';
-import { createRepoBody, repoSchema, updateRepoBody } from './schemas.ts';
+import { createRepoBody, repoSchema, updateRepoBody, userReposQuery } from './schemas.ts';
 
 const NO_READ = 'a private repository and the token lacks repo:read or does not reach it';
 
@@ -19,6 +19,24 @@ export function repoRoutes(api: Api, repos: ReposService): void {
     returns: respond.list(repoSchema, 'repositories, by name'),
     handler: async ({ access, org, query }) =>
       reply.list(await repos.listForOrg(org, await access.privateReposShown(org.id), query)),
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/user/repos',
+    tag: 'users',
+    auth: 'token',
+    operationId: 'listMyRepos',
+    summary:
+      "Repositories of the caller's organizations as far as the token reaches (private ones with repo:read)",
+    query: userReposQuery,
+    returns: respond.list(repoSchema, 'repositories, by organization and name (case-insensitive)'),
+    errors: { 404: 'the organization named by `org` does not exist' },
+    handler: async ({ access, query }) => {
+      const user = access.user();
+      const org = query.org === undefined ? undefined : await access.org(query.org);
+      const filter = { orgId: org?.id, visibility: query.visibility };
+      return reply.list(await repos.forUser({ ...access.listReach(), userId: user.id }, filter, query));
+    },
   });
   api.orgRoute({
     method: 'post',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { pageQuery } from '../http/pagination.ts';
 import { timestamp } from '../http/responses.ts';
 import { VCS_KINDS } from '../vcs/index.ts';
 
@@ -28,6 +29,19 @@ export const updateRepoBody = z
   .object({ description: z.string().max(10_000).optional(), is_private: z.boolean().optional() })
   .strict();
 export type UpdateRepoBody = z.infer<typeof updateRepoBody>;
+
+export const userReposQuery = pageQuery().extend({
+  org: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({ description: 'only the repositories of this organization' }),
+  visibility: z
+    .enum(['public', 'private'])
+    .optional()
+    .meta({ description: 'only public or only private ones' }),
+});
 
 // ----- responses ---------------------------------------------------------------------------------
 

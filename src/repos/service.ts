@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
+import type { ListReach } from '../domain/access.ts';
 import type { OrgRef, PrivateShown, RepoHandle, RepoRef, RepoTarget } from '../domain/repo.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
@@ -13,7 +14,7 @@ export type { RepoRow };
 
 export class ReposService {
   private readonly em: () => EntityManager;
-  private readonly orgs: Pick<OrgsService, 'lock'>;
+  private readonly orgs: Pick<OrgsService, 'lock' | 'memberOrgIds'>;
   private readonly root: string;
   private readonly baseUrl: () => string;
   private readonly vcs: Pick<Vcs, 'driver'>;
@@ -22,7 +23,7 @@ export class ReposService {
 
   constructor(deps: {
     em: () => EntityManager;
-    orgs: Pick<OrgsService, 'lock'>;
+    orgs: Pick<OrgsService, 'lock' | 'memberOrgIds'>;
     repoDir: string;
     baseUrl: () => string;
     vcs: Pick<Vcs, 'driver'>;
@@ -117,6 +118,61 @@ export class ReposService {
   async listForOrg(org: OrgRef, shown: PrivateShown, q: PageQuery): Promise<Page<RepoJson>> {
     const { rows, total } = await db.page(this.em(), org.id, shown, q.per_page, offsetOf(q));
     return { items: rows.map((r) => this.json(r, org.name)), total, page: q.page, perPage: q.per_page };
+  }
+
+  /**
+   * Repositories whose name contains `text` or whose description matches its words: every
+   * public one, and the private ones the caller may read (see `privateScope`).
+   */
+  async search(reach: ListReach, text: string, q: PageQuery): Promise<Page<RepoJson>> {
+    const scope = await this.privateScope(reach);
+    const { rows, total } = await db.searchPage(this.em(), text, scope, q.per_page, offsetOf(q));
+    return this.pageOf(rows, total, q);
+  }
+
+  /**
+   * Repositories of the caller's organizations (of `orgId` only, when given) as far as its token
+   * reaches: an organization token, that organization's; a repository token, that repository.
+   * Private ones need `repo:read`. `visibility` keeps only public or only private ones.
+   */
+  async forUser(
+    reach: ListReach & { userId: number },
+    filter: { orgId?: number | undefined; visibility?: 'public' | 'private' | undefined },
+    q: PageQuery,
+  ): Promise<Page<RepoJson>> {
+    const empty: Page<RepoJson> = { items: [], total: 0, page: q.page, perPage: q.per_page };
+    let orgIds = await this.orgs.memberOrgIds(reach.userId);
+    if (reach.orgId !== null) orgIds = orgIds.filter((id) => id === reach.orgId);
+    if (filter.orgId !== undefined) orgIds = orgIds.filter((id) => id === filter.orgId);
+    if (orgIds.length === 0) return empty;
+    const scope: db.RepoScope = { privateOrgIds: reach.privateRepos ? orgIds : [], privateRepoId: null };
+    const { rows, total } = await db.orgsReposPage(
+      this.em(),
+      orgIds,
+      scope,
+      { repoId: reach.repoId, visibility: filter.visibility },
+      q.per_page,
+      offsetOf(q),
+    );
+    return this.pageOf(rows, total, q);
+  }
+
+  /**
+   * The private repositories a caller may read, across organizations (what `Access.canSee`
+   * allows with `repo:read`): none without a token holding it; for a site administrator those
+   * of every organization, for anyone else those of the organizations they are a member of;
+   * an organization or repository token narrows that to its organization or repository.
+   */
+  private async privateScope(reach: ListReach): Promise<db.RepoScope> {
+    if (reach.userId === undefined || !reach.privateRepos) return { privateOrgIds: [], privateRepoId: null };
+    let ids: number[] | 'all' = reach.siteAdmin ? 'all' : await this.orgs.memberOrgIds(reach.userId);
+    const only = reach.orgId;
+    if (only !== null) ids = ids === 'all' || ids.includes(only) ? [only] : [];
+    return { privateOrgIds: ids, privateRepoId: reach.repoId };
+  }
+
+  private pageOf(rows: db.RepoWithOrg[], total: number, q: PageQuery): Page<RepoJson> {
+    return { items: rows.map((r) => this.json(r, r.orgName)), total, page: q.page, perPage: q.per_page };
   }
 
   /** Inserts the row and creates the storage in one transaction: a failed init leaves nothing. */

@@ -10,6 +10,8 @@ import {
   createTokenBody,
   createUserBody,
   newTokenSchema,
+  profileJson,
+  profileSchema,
   tokenSchema,
   userJson,
   userSchema,
@@ -38,6 +40,18 @@ export function userRoutes(api: Api, users: UsersService): void {
     summary: 'The authenticated user',
     returns: respond.data(userSchema, 'the user the token belongs to'),
     handler: async ({ access }) => reply.ok(userJson(await users.get(access.user().id))),
+  });
+  api.route({
+    method: 'get',
+    path: '/api/v1/users/:username',
+    params: USERNAME,
+    tag: 'users',
+    auth: 'public',
+    operationId: 'getUserProfile',
+    summary: "A user's public profile, by username (case-insensitive); no e-mail address",
+    returns: respond.data(profileSchema, 'the profile'),
+    errors: { 404: 'no such user' },
+    handler: async ({ params }) => reply.ok(profileJson(await users.byUsername(params.username))),
   });
   api.route({
     method: 'get',

@@ -45,6 +45,18 @@ export const userSchema = z
   .meta({ id: 'User' });
 export type UserJson = z.infer<typeof userSchema>;
 
+/** A user's public profile: no e-mail address, no administrator flag. */
+export const profileSchema = z
+  .object({
+    id: z.int(),
+    username: z.string(),
+    display_name: z.string(),
+    avatar_url: z.string().meta({ description: 'empty: Triad keeps no avatar images' }),
+    created_at: timestamp,
+  })
+  .meta({ id: 'UserProfile' });
+export type ProfileJson = z.infer<typeof profileSchema>;
+
 /** The short form inside other objects (authors, assignees). */
 export const userRefSchema = z
   .object({ id: z.int(), username: z.string(), display_name: z.string(), avatar_url: z.string() })
@@ -78,6 +90,16 @@ export function userJson(u: UserRow): UserJson {
     email: u.email,
     display_name: u.displayName,
     is_admin: u.isAdmin,
+    avatar_url: u.avatarUrl,
+    created_at: isoTime(u.createdAt),
+  };
+}
+
+export function profileJson(u: UserRow): ProfileJson {
+  return {
+    id: u.id,
+    username: u.username,
+    display_name: u.displayName,
     avatar_url: u.avatarUrl,
     created_at: isoTime(u.createdAt),
   };

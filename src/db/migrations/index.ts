@@ -9,6 +9,7 @@ import { Migration0009Pulls } from './0009-pulls.ts';
 import { Migration0010Releases } from './0010-releases.ts';
 import { Migration0011AgentPools } from './0011-agent-pools.ts';
 import { Migration0012PipelineTurns } from './0012-pipeline-turns.ts';
+import { Migration0013Search } from './0013-search.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -23,4 +24,5 @@ export const migrations = [
   { name: '0010-releases', class: Migration0010Releases },
   { name: '0011-agent-pools', class: Migration0011AgentPools },
   { name: '0012-pipeline-turns', class: Migration0012PipelineTurns },
+  { name: '0013-search', class: Migration0013Search },
 ];

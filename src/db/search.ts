@@ -1,0 +1,79 @@
+import { count, type Db } from './query.ts';
+
+/**
+ * Full-text search, as migration `0013-search` indexes it: the text search configuration, the
+ * query a user's text becomes, and the two reads of a per-repository numbered table that carries
+ * the generated `search` (title and body) and `search_title` columns (issues, pull requests).
+ * Each feature calls these from its repository.ts with its own table.
+ */
+
+/** The configuration the generated columns use; a query must use the same one. */
+export const SEARCH_CONFIG = 'english';
+
+/**
+ * The tsquery of a user's text, web-search style: words (all must match, by their stem),
+ * `"a phrase"`, `or`, `-word`. Text of stop words or punctuation only matches nothing.
+ */
+export const TEXT_QUERY = `websearch_to_tsquery('${SEARCH_CONFIG}', ?)`;
+
+/** The tables `textCount` and `textPage` read (each with the columns above). */
+export type SearchTable = 'issues' | 'pulls';
+
+/**
+ * One match: its number and when it was created, in microseconds since 1970 as decimal text
+ * (what the matches of several tables merge by, to PostgreSQL's precision).
+ */
+export type TextHit = { number: number; created_us: string };
+
+/** How many rows of the repository match: `all` (title or body), or in the `title`. */
+export async function textCount(
+  db: Db,
+  table: SearchTable,
+  repoId: number,
+  text: string,
+  where: 'all' | 'title',
+): Promise<number> {
+  return count(
+    db,
+    `select count(*) as n from ${table} where repo_id = ? and ${where === 'all' ? 'search' : 'search_title'} @@ ${TEXT_QUERY}`,
+    [repoId, text],
+  );
+}
+
+/**
+ * Below this many matches in a group, its page is read by sorting all of them: the planner
+ * could otherwise walk the `(repo_id, number)` index, row after row, for matches that are rare
+ * (it estimates each word's frequency, not how few rows both conditions of `rest` leave).
+ */
+const FEW = 1000;
+
+/**
+ * One page of the matches of one group, newest (highest number) first: `title` those matching
+ * in the title, `rest` the others; `matches` is how many the group has, or at most has. The text
+ * is a literal in the statement, so the planner sees how common its words are: a common one
+ * walks `(repo_id, number)` backwards and stops at the page, fewer than `FEW` matches are read
+ * through the GIN index and sorted.
+ */
+export function textPage(
+  db: Db,
+  table: SearchTable,
+  repoId: number,
+  text: string,
+  group: 'title' | 'rest',
+  matches: number,
+  limit: number,
+  offset: number,
+): Promise<TextHit[]> {
+  const match =
+    group === 'title'
+      ? `search_title @@ ${TEXT_QUERY}`
+      : `search @@ ${TEXT_QUERY} and not (search_title @@ ${TEXT_QUERY})`;
+  const texts = group === 'title' ? [text] : [text, text];
+  // `number + 0` is no indexed order, so the planner reads the matches from the GIN index
+  const order = matches < FEW ? 'number + 0 desc' : 'number desc';
+  return db.execute<TextHit[]>(
+    `select number, (extract(epoch from created_at) * 1000000)::bigint::text as created_us
+       from ${table} where repo_id = ? and ${match} order by ${order} limit ? offset ?`,
+    [repoId, ...texts, limit, offset],
+  );
+}
