@@ -109,3 +109,24 @@ export class Assignments {
     return this.sets.join(', ');
   }
 }
+
+/**
+ * Rows of a per-repository numbered table (issues, pull requests) by their numbers, in the order
+ * given (numbers naming none are left out); `select` is `select <columns> from <table> <alias>`.
+ */
+export async function byNumbersIn<T extends { number: number }>(
+  db: Db,
+  select: string,
+  alias: string,
+  repoId: number,
+  numbers: readonly number[],
+): Promise<T[]> {
+  if (numbers.length === 0) return [];
+  const where = `${alias}.repo_id = ? and ${alias}.number = any(?::int[])`;
+  const rows = await db.execute<T[]>(`${select} where ${where}`, [repoId, intArray(numbers)]);
+  const byNumber = new Map(rows.map((r) => [r.number, r]));
+  return numbers.flatMap((n) => {
+    const r = byNumber.get(n);
+    return r === undefined ? [] : [r];
+  });
+}

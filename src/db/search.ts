@@ -77,3 +77,27 @@ export function textPage(
     [repoId, ...texts, limit, offset],
   );
 }
+
+/** Full-text search of one table, on the entity manager of the moment (what the search feature asks). */
+export type TextSource = {
+  /** How many rows match: `all` (title or body), or in the `title`. */
+  count(repoId: number, text: string, where: 'all' | 'title'): Promise<number>;
+  /** A page of the matches of one group (`title` or the `rest`, of `matches`), newest first. */
+  page(
+    repoId: number,
+    text: string,
+    group: 'title' | 'rest',
+    matches: number,
+    limit: number,
+    offset: number,
+  ): Promise<TextHit[]>;
+};
+
+/** `textCount` and `textPage` of `table`, run on `em()`. */
+export function textSource(table: SearchTable, em: () => Db): TextSource {
+  return {
+    count: (repoId, text, where) => textCount(em(), table, repoId, text, where),
+    page: (repoId, text, group, matches, limit, offset) =>
+      textPage(em(), table, repoId, text, group, matches, limit, offset),
+  };
+}

@@ -3,7 +3,7 @@ import { ApiError } from '../http/errors.ts';
 import type { RepoTarget } from '../domain/repo.ts';
 import { isDbId, isoTime } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
-import type { TextHit } from '../db/search.ts';
+import type { TextSource } from '../db/search.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';
 import type { UsersService } from '../users/service.ts';
 import { userRefJson } from '../users/schemas.ts';
@@ -112,22 +112,8 @@ export class IssueReads {
     return row;
   }
 
-  /** Full-text search: how many issues match, in the title or body (`all`) or in the `title`. */
-  searchCount(repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
-    return db.searchCount(this.em(), repoId, text, where);
-  }
-
-  /** A page of matching issue numbers of one group (`title` or the `rest`, of `matches`), newest first. */
-  searchPage(
-    repoId: number,
-    text: string,
-    group: 'title' | 'rest',
-    matches: number,
-    limit: number,
-    offset: number,
-  ): Promise<TextHit[]> {
-    return db.searchPage(this.em(), repoId, text, group, matches, limit, offset);
-  }
+  /** Full-text search of the issues (title and body). */
+  readonly search: TextSource = db.textSearch(() => this.em());
 
   /** The issues of these numbers as the list shows them, in the order given. */
   async byNumbers(t: RepoTarget, numbers: readonly number[]): Promise<IssueJson[]> {

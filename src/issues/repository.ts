@@ -1,6 +1,6 @@
-import { Assignments, count, first, one, type Db } from '../db/query.ts';
+import { Assignments, byNumbersIn, count, first, one, type Db } from '../db/query.ts';
 import { intArray, likeEscape, textArray } from '../db/sql.ts';
-import { textCount, textPage, type TextHit } from '../db/search.ts';
+import { textSource, type TextSource } from '../db/search.ts';
 import type { IssueSort, IssueState, LabelScope, Severity, StateFilter } from './schemas.ts';
 
 /**
@@ -235,34 +235,13 @@ export async function page(
 }
 
 /** The issues of these numbers, in the order given (numbers naming no issue are left out). */
-export async function byNumbers(db: Db, repoId: number, numbers: readonly number[]): Promise<IssueRow[]> {
-  if (numbers.length === 0) return [];
-  const rows = await db.execute<IssueRow[]>(
-    `select ${ISSUE} from issues i where i.repo_id = ? and i.number = any(?::int[])`,
-    [repoId, intArray(numbers)],
-  );
-  const byNumber = new Map(rows.map((r) => [r.number, r]));
-  return numbers.flatMap((n) => {
-    const r = byNumber.get(n);
-    return r === undefined ? [] : [r];
-  });
+export function byNumbers(db: Db, repoId: number, numbers: readonly number[]): Promise<IssueRow[]> {
+  return byNumbersIn<IssueRow>(db, `select ${ISSUE} from issues i`, 'i', repoId, numbers);
 }
 
 /** Full-text search of the repository's issues (title and body; see db/search.ts). */
-export function searchCount(db: Db, repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
-  return textCount(db, 'issues', repoId, text, where);
-}
-
-export function searchPage(
-  db: Db,
-  repoId: number,
-  text: string,
-  group: 'title' | 'rest',
-  matches: number,
-  limit: number,
-  offset: number,
-): Promise<TextHit[]> {
-  return textPage(db, 'issues', repoId, text, group, matches, limit, offset);
+export function textSearch(em: () => Db): TextSource {
+  return textSource('issues', em);
 }
 
 /** The issue `number` of the repository; `lock` holds its row until the transaction ends. */

@@ -2,7 +2,7 @@ import { ApiError } from '../http/errors.ts';
 import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { isDbId } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
-import type { TextHit } from '../db/search.ts';
+import type { TextSource } from '../db/search.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';
 import * as db from './repository.ts';
 import type { PullRow, StoredCheck } from './repository.ts';
@@ -63,22 +63,8 @@ export class PullReads {
     return row;
   }
 
-  /** Full-text search: how many pull requests match, in the title or body (`all`) or in the `title`. */
-  searchCount(repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
-    return db.searchCount(this.d.em(), repoId, text, where);
-  }
-
-  /** A page of matching pull request numbers of one group (`title` or the `rest`, of `matches`), newest first. */
-  searchPage(
-    repoId: number,
-    text: string,
-    group: 'title' | 'rest',
-    matches: number,
-    limit: number,
-    offset: number,
-  ): Promise<TextHit[]> {
-    return db.searchPage(this.d.em(), repoId, text, group, matches, limit, offset);
-  }
+  /** Full-text search of the pull requests (title and body). */
+  readonly search: TextSource = db.textSearch(() => this.d.em());
 
   /** The pull requests of these numbers as the list shows them (live mergeability), in the order given. */
   async byNumbers(t: RepoTarget, numbers: readonly number[]): Promise<PullJson[]> {

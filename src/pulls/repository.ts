@@ -1,6 +1,6 @@
-import { Assignments, count, first, one, type Db } from '../db/query.ts';
-import { intArray, isUniqueViolation, textArray } from '../db/sql.ts';
-import { textCount, textPage, type TextHit } from '../db/search.ts';
+import { Assignments, byNumbersIn, count, first, one, type Db } from '../db/query.ts';
+import { isUniqueViolation, textArray } from '../db/sql.ts';
+import { textSource, type TextSource } from '../db/search.ts';
 import type { MergeableState, PullStatus } from './schemas.ts';
 
 /** The queries of pull requests: `pulls` and `pull_comments` only. */
@@ -191,32 +191,11 @@ export function comments(db: Db, pullId: number): Promise<PullCommentRow[]> {
 // ----- search ------------------------------------------------------------------------------------
 
 /** The pull requests of these numbers, in the order given (numbers naming none are left out). */
-export async function byNumbers(db: Db, repoId: number, numbers: readonly number[]): Promise<PullRow[]> {
-  if (numbers.length === 0) return [];
-  const rows = await db.execute<PullRow[]>(
-    `select ${PULL} from pulls p where p.repo_id = ? and p.number = any(?::int[])`,
-    [repoId, intArray(numbers)],
-  );
-  const byNumber = new Map(rows.map((r) => [r.number, r]));
-  return numbers.flatMap((n) => {
-    const r = byNumber.get(n);
-    return r === undefined ? [] : [r];
-  });
+export function byNumbers(db: Db, repoId: number, numbers: readonly number[]): Promise<PullRow[]> {
+  return byNumbersIn<PullRow>(db, `select ${PULL} from pulls p`, 'p', repoId, numbers);
 }
 
 /** Full-text search of the repository's pull requests (title and body; see db/search.ts). */
-export function searchCount(db: Db, repoId: number, text: string, where: 'all' | 'title'): Promise<number> {
-  return textCount(db, 'pulls', repoId, text, where);
-}
-
-export function searchPage(
-  db: Db,
-  repoId: number,
-  text: string,
-  group: 'title' | 'rest',
-  matches: number,
-  limit: number,
-  offset: number,
-): Promise<TextHit[]> {
-  return textPage(db, 'pulls', repoId, text, group, matches, limit, offset);
+export function textSearch(em: () => Db): TextSource {
+  return textSource('pulls', em);
 }

@@ -1,24 +1,11 @@
 import type { RepoTarget } from '../domain/repo.ts';
-import type { TextHit } from '../db/search.ts';
+import type { TextHit, TextSource } from '../db/search.ts';
 import { offsetOf, type Page } from '../http/pagination.ts';
 import type { IssuesService } from '../issues/service.ts';
 import type { PullsService } from '../pulls/service.ts';
 import { issueHit, pullHit, type SearchHitJson, type SearchIssuesQuery, type SearchKind } from './schemas.ts';
 
 type Group = 'title' | 'rest';
-
-/** What search asks a feature with full-text searchable, numbered records (issues, pull requests). */
-type SearchSource = {
-  searchCount(repoId: number, text: string, where: 'all' | 'title'): Promise<number>;
-  searchPage(
-    repoId: number,
-    text: string,
-    group: Group,
-    matches: number,
-    limit: number,
-    offset: number,
-  ): Promise<TextHit[]>;
-};
 
 /** A kind searched: how many of it match (`total`), and how many in the title, once known. */
 type Counted = { kind: SearchKind; total: number; title?: number };
@@ -33,15 +20,15 @@ type Found = { kind: SearchKind; hit: TextHit };
  * are counted only when the page does not tell how many there are (a page past them).
  */
 export class SearchService {
-  private readonly sources: Record<SearchKind, SearchSource>;
+  private readonly sources: Record<SearchKind, TextSource>;
   private readonly issues: Pick<IssuesService['reads'], 'byNumbers'>;
   private readonly pulls: Pick<PullsService['reads'], 'byNumbers'>;
 
   constructor(deps: {
-    issues: Pick<IssuesService['reads'], 'searchCount' | 'searchPage' | 'byNumbers'>;
-    pulls: Pick<PullsService['reads'], 'searchCount' | 'searchPage' | 'byNumbers'>;
+    issues: Pick<IssuesService['reads'], 'search' | 'byNumbers'>;
+    pulls: Pick<PullsService['reads'], 'search' | 'byNumbers'>;
   }) {
-    this.sources = { issue: deps.issues, pull: deps.pulls };
+    this.sources = { issue: deps.issues.search, pull: deps.pulls.search };
     this.issues = deps.issues;
     this.pulls = deps.pulls;
   }
@@ -51,7 +38,7 @@ export class SearchService {
     const kinds: SearchKind[] = q.kind === undefined ? ['issue', 'pull'] : [q.kind];
     const counted: Counted[] = [];
     for (const kind of kinds) {
-      const total = await this.sources[kind].searchCount(t.repo.id, q.q, 'all');
+      const total = await this.sources[kind].count(t.repo.id, q.q, 'all');
       if (total > 0) counted.push({ kind, total });
     }
     const total = counted.reduce((n, c) => n + c.total, 0);
@@ -90,7 +77,7 @@ export class SearchService {
     only.title =
       found.length > 0 || start === 0
         ? start + found.length
-        : await this.sources[only.kind].searchCount(t.repo.id, text, 'title');
+        : await this.sources[only.kind].count(t.repo.id, text, 'title');
     return found;
   }
 
@@ -114,7 +101,7 @@ export class SearchService {
     const read = new Map<SearchKind, number>();
     if (n <= 0 || present.length === 0) return { found: [], read };
     const page = async (c: Counted, limit: number, offset: number): Promise<Found[]> => {
-      const hits = await this.sources[c.kind].searchPage(t.repo.id, text, group, size(c), limit, offset);
+      const hits = await this.sources[c.kind].page(t.repo.id, text, group, size(c), limit, offset);
       read.set(c.kind, hits.length);
       return hits.map((hit) => ({ kind: c.kind, hit }));
     };
