@@ -161,7 +161,10 @@ export function contentRoutes(
     handler: async (ctx) => {
       const at = await svc.commit(ctx.target, ctx.query.rev);
       if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag('log', at))) return reply.notModified();
-      return reply.list(await svc.log(ctx.target, { ...ctx.query, rev: at ?? ctx.query.rev }));
+      const page = await svc.log(ctx.target, { ...ctx.query, rev: at ?? ctx.query.rev });
+      // an empty repository's (empty) log: current until its first commit
+      if (at === undefined && unchanged(ctx.req, ctx.res, strongEtag('log', ''))) return reply.notModified();
+      return reply.list(page);
     },
   });
   api.repoRoute({
