@@ -1,4 +1,4 @@
-import { count, type Db } from './query.ts';
+import { count, first, type Db } from './query.ts';
 
 /**
  * Full-text search, as migration `0013-search` indexes it: the text search configuration, the
@@ -93,10 +93,38 @@ export type TextSource = {
   ): Promise<TextHit[]>;
 };
 
-/** `textCount` and `textPage` of `table`, run on `em()`. */
+/** The repository's text version: raised whenever a title or body of its issues or pull requests changes. */
+export async function textVersion(db: Db, repoId: number): Promise<string> {
+  const row = await first<{ v: string }>(
+    db,
+    'select version::text as v from search_versions where repo_id = ?',
+    [repoId],
+  );
+  return row?.v ?? '0';
+}
+
+/** Counts kept per source, the least recently used first out beyond this many. */
+const KEPT_COUNTS = 2000;
+
+/**
+ * `textCount` and `textPage` of `table`, run on `em()`. A count is kept with the repository's
+ * text version it was made at and answered again while the version stays (a page of a search
+ * counts its matches, and a common word matches thousands of rows).
+ */
 export function textSource(table: SearchTable, em: () => Db): TextSource {
+  const kept = new Map<string, { version: string; n: number }>();
   return {
-    count: (repoId, text, where) => textCount(em(), table, repoId, text, where),
+    count: async (repoId, text, where) => {
+      const db = em();
+      const version = await textVersion(db, repoId);
+      const key = `${repoId}\u0000${where}\u0000${text}`;
+      const hit = kept.get(key);
+      kept.delete(key);
+      const n = hit?.version === version ? hit.n : await textCount(db, table, repoId, text, where);
+      kept.set(key, { version, n });
+      if (kept.size > KEPT_COUNTS) kept.delete(kept.keys().next().value!);
+      return n;
+    },
     page: (repoId, text, group, matches, limit, offset) =>
       textPage(em(), table, repoId, text, group, matches, limit, offset),
   };

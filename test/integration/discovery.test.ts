@@ -7,6 +7,7 @@ import {
   type TestServer,
   type TestUser,
 } from '../helpers/server.ts';
+import { expectError } from '../helpers/factories.ts';
 
 /**
  * The lists of organizations, of the caller's organizations and repositories, and public
@@ -23,10 +24,6 @@ let beta: string;
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
-function expectError(r: Res, status: number, code: string): void {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { code, message: expect.any(String) } });
-}
 
 async function createRepo(org: string, name: string, isPrivate: boolean): Promise<void> {
   const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, is_private: isPrivate, vcs: 'git' });

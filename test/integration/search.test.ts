@@ -8,6 +8,7 @@ import {
   type TestUser,
 } from '../helpers/server.ts';
 import { PrRepo } from '../helpers/pulls.ts';
+import { expectError } from '../helpers/factories.ts';
 
 /**
  * Search: the issues and pull requests of a repository (full text, title matches first) and
@@ -24,10 +25,6 @@ let repo: PrRepo;
 /** What the fixture created, in creation order: [kind, number]. */
 const made: Record<string, ['issue' | 'pull', number]> = {};
 
-function expectError(r: Res, status: number, code: string): void {
-  expect(r.status).toBe(status);
-  expect(r.body).toEqual({ error: { code, message: expect.any(String) } });
-}
 
 const searchPath = (query: string) => `${repo.api}/search/issues?${query}`;
 
@@ -158,6 +155,25 @@ describe('GET /api/v1/repos/:org/:repo/search/issues', () => {
     const r = await owner.client.patch(`${repo.api}/issues/${made.I3![1]}`, { title: 'Crash on exit' });
     expect(r.status).toBe(200);
     expect(named(await s.anon.get(searchPath('q=crash')))).toEqual(['I4', 'P2', 'I3', 'I1', 'P1', 'I2']);
+  });
+
+  test('when an issue is opened after a search, then the same search counts it at once', async () => {
+    const before = await s.anon.get(searchPath('q=quokka'));
+    expect(before.body.pagination.total).toBe(0);
+    await issue('I5', 'Quokka sighting', 'Seen near the loader.');
+    const after = await s.anon.get(searchPath('q=quokka'));
+    expect(after.body.pagination.total).toBe(1);
+    expect(named(after)).toEqual(['I5']);
+    // the counts of other words follow too ("loader" is in P1's title and now in I5's body)
+    expect(named(await s.anon.get(searchPath('q=loader')))).toEqual(['P1', 'I5']);
+  });
+
+  test('when a repository with issues and pull requests is deleted, then it goes (the search bookkeeping with it)', async () => {
+    const other = await PrRepo.create(owner, org, 'git');
+    expect((await owner.client.post(`${other.api}/issues`, { title: 'doomed', body: 'x' })).status).toBe(201);
+    expect((await s.anon.get(`${other.api}/search/issues?q=doomed`)).body.pagination.total).toBe(1);
+    expect((await owner.client.delete(other.api)).status).toBe(204);
+    expect((await s.anon.get(`${other.api}/search/issues?q=doomed`)).status).toBe(404);
   });
 
   test('when the query is missing, blank, too long or of an unknown kind, then it answers 400', async () => {

@@ -12,6 +12,12 @@ import { Migration } from '@mikro-orm/migrations';
  * vector alone, and the repository is then checked on the rows found). Adding the columns
  * rewrites both tables once.
  *
+ * A search counts its matches once per page, and a common word matches thousands of rows, so
+ * the counts are kept (in each server process) with the repository's text version they were
+ * counted at: `search_versions` holds one number per repository, raised by triggers in the
+ * transaction of every insert and delete of issues and pull requests and of every change of a
+ * title or body; a kept count of another version is counted again.
+ *
  * Repositories are searched by name (a substring: a trigram GIN on `lower(name)`, when `pg_trgm`
  * can be installed) and by the words of their description (a GIN on its tsvector).
  */
@@ -37,6 +43,37 @@ export class Migration0013Search extends Migration {
           execute 'create index ${table}_search_title_idx on ${table} using gin (search_title)';
         end
         $$`);
+    }
+    this.addSql(`
+      create table search_versions (
+        repo_id integer primary key references repos (id) on delete cascade,
+        version bigint not null default 0
+      )`);
+    // The rows of a statement (inserted or deleted), one raise per repository; a repository being
+    // deleted (its rows go by cascade) is left out.
+    this.addSql(`
+      create function search_versions_raise() returns trigger language plpgsql as $$
+      begin
+        insert into search_versions as v (repo_id, version)
+          select distinct c.repo_id, 1 from changed c where exists (select 1 from repos r where r.id = c.repo_id)
+          on conflict (repo_id) do update set version = v.version + 1;
+        return null;
+      end $$`);
+    this.addSql(`
+      create function search_versions_raise_row() returns trigger language plpgsql as $$
+      begin
+        insert into search_versions as v (repo_id, version) values (new.repo_id, 1)
+          on conflict (repo_id) do update set version = v.version + 1;
+        return null;
+      end $$`);
+    for (const table of ['issues', 'pulls']) {
+      this.addSql(`create trigger ${table}_search_inserted after insert on ${table}
+        referencing new table as changed for each statement execute function search_versions_raise()`);
+      this.addSql(`create trigger ${table}_search_deleted after delete on ${table}
+        referencing old table as changed for each statement execute function search_versions_raise()`);
+      this.addSql(`create trigger ${table}_search_edited after update of title, body on ${table} for each row
+        when (old.title is distinct from new.title or old.body is distinct from new.body)
+        execute function search_versions_raise_row()`);
     }
     this.addSql(
       `create index repos_description_search_idx on repos using gin (to_tsvector('english', description))`,
