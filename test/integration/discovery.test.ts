@@ -24,7 +24,6 @@ let beta: string;
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
-
 async function createRepo(org: string, name: string, isPrivate: boolean): Promise<void> {
   const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name, is_private: isPrivate, vcs: 'git' });
   expect(r.status).toBe(201);

@@ -25,7 +25,6 @@ let repo: PrRepo;
 /** What the fixture created, in creation order: [kind, number]. */
 const made: Record<string, ['issue' | 'pull', number]> = {};
 
-
 const searchPath = (query: string) => `${repo.api}/search/issues?${query}`;
 
 /** The fixture names of a search answer, in order. */
