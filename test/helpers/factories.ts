@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect } from '@jest/globals';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { startTestServer, uniq, type Client, type Res, type TestServer, type TestUser } from './server.ts';
+import { tempDir } from './vcs.ts';
 
 /** The API's error body: `{ error: { code, message } }` with the given status. */
 export function expectError(r: Res, status: number, code: string): void {
@@ -20,6 +21,28 @@ export async function serverWithOrg(env: Record<string, string> = {}): Promise<O
   const s = await startTestServer(env);
   const owner = await s.newUser();
   return { s, owner, org: await s.newOrg(owner) };
+}
+
+/**
+ * A serverWithOrg whose transport spool (`TRIAD_TRANSPORT_SPOOL_DIR`) is a new temporary
+ * directory of its own, `spool`, so that a test can see what is left in it.
+ */
+export async function serverWithSpool(
+  env: Record<string, string> = {},
+): Promise<OrgServer & { spool: string }> {
+  const spool = await tempDir('triad-spool-test-');
+  return { spool, ...(await serverWithOrg({ TRIAD_TRANSPORT_SPOOL_DIR: spool, ...env })) };
+}
+
+/** A client holding a new token that `user` minted with `body` (under a unique name). */
+export async function mintedClient(
+  s: TestServer,
+  user: TestUser,
+  body: Record<string, unknown>,
+): Promise<Client> {
+  const r = await user.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
+  expect(r.status).toBe(201);
+  return s.anon.as(r.body.data.token);
 }
 
 /** A new organization of a new owner, with a new member. */

@@ -66,3 +66,21 @@ export async function writeFile(dir: string, rel: string, content: string | Buff
   await fs.mkdir(path.dirname(p), { recursive: true });
   await fs.writeFile(p, content);
 }
+
+/**
+ * Pushes a first commit (a README.md on `main`), with the given tags, to the Git repository at
+ * `clone` as the holder of `token`.
+ */
+export async function pushFirstGitCommit(clone: string, token: string, tags: string[] = []): Promise<void> {
+  const work = await tempDir();
+  await ok('git', ['init', '-q', '-b', 'main', work], work);
+  await writeFile(work, 'README.md', '# hello\n');
+  await ok('git', ['add', '.'], work);
+  await ok('git', ['commit', '-q', '-m', 'first'], work);
+  for (const t of tags) await ok('git', ['tag', t], work);
+  await ok(
+    'git',
+    ['push', '-q', withCreds(clone, token), 'main', ...(tags.length > 0 ? ['--tags'] : [])],
+    work,
+  );
+}

@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import {
-  startTestServer,
-  uniq,
-  type Client,
-  type Res,
-  type TestServer,
-  type TestUser,
-} from '../helpers/server.ts';
-import { expectError } from '../helpers/factories.ts';
+import { startTestServer, uniq, type Res, type TestServer, type TestUser } from '../helpers/server.ts';
+import { expectError, mintedClient } from '../helpers/factories.ts';
 
 /**
  * The lists of organizations, of the caller's organizations and repositories, and public
@@ -29,11 +22,7 @@ async function createRepo(org: string, name: string, isPrivate: boolean): Promis
   expect(r.status).toBe(201);
 }
 
-async function mint(user: TestUser, body: Record<string, unknown>): Promise<Client> {
-  const r = await user.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
-  expect(r.status).toBe(201);
-  return s.anon.as(r.body.data.token);
-}
+const mint = (user: TestUser, body: Record<string, unknown>) => mintedClient(s, user, body);
 
 const fullNames = (r: Res) => r.body.data.map((x: { org: string; name: string }) => `${x.org}/${x.name}`);
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import path from 'node:path';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import { hostedDir, newRepo, serverWithOrg } from '../helpers/factories.ts';
+import { hostedDir, newRepo, serverWithSpool } from '../helpers/factories.ts';
 import { noFilesUnder } from '../helpers/transport.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 
@@ -14,8 +14,7 @@ let owner: TestUser;
 let org: string;
 let spool: string;
 beforeAll(async () => {
-  spool = await tempDir('triad-spool-stream-');
-  ({ s, owner, org } = await serverWithOrg({ TRIAD_TRANSPORT_SPOOL_DIR: spool }));
+  ({ s, owner, org, spool } = await serverWithSpool());
 });
 afterAll(async () => {
   await s.close();

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { postMultipart } from '../helpers/multipart.ts';
 import { PrRepo } from '../helpers/pulls.ts';
-import { startTestServer, uniq, type Res, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { expectError, withOrgServer } from '../helpers/factories.ts';
 
 const ALLOWED = 'https://app.example.test';
 let s: TestServer;
@@ -17,24 +18,14 @@ let owner: TestUser;
 let org: string;
 let repo: PrRepo;
 
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 beforeAll(async () => {
-  s = await startTestServer();
   cors = await startTestServer({ TRIAD_CORS_ORIGINS: `${ALLOWED}, http://localhost:8080` });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
   repo = await PrRepo.create(owner, org, 'git');
 });
 afterAll(async () => {
-  await s.close();
   await cors.close();
 });
-
-function expectError(r: Res, status: number, code: string): void {
-  expect({ status: r.status, body: r.body }).toEqual({
-    status,
-    body: { error: { code, message: expect.any(String) } },
-  });
-}
 
 describe('JSON routes read only application/json', () => {
   test('a body of another type, or of none, is 415 and nothing is created', async () => {

@@ -11,8 +11,9 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { ROOT, NODE } from '../helpers/process.ts';
 import { PrRepo } from '../helpers/pulls.ts';
 import { tempDir } from '../helpers/vcs.ts';
@@ -27,17 +28,12 @@ let repo: PrRepo;
 let doc: any;
 let dir: string;
 
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
   repo = await PrRepo.create(owner, org, 'git');
   doc = (await s.anon.get('/api/v1/openapi.json')).body;
   dir = await tempDir('triad-openapi-');
   await fs.writeFile(path.join(dir, 'openapi.json'), JSON.stringify(doc, null, 2));
-});
-afterAll(async () => {
-  await s.close();
 });
 
 /** One exchange as openapi_core_check.py takes it. */

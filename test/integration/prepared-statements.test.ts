@@ -3,7 +3,8 @@ import { openOrm, type Orm } from '../../src/db/database.ts';
 import { first } from '../../src/db/query.ts';
 import { orgByName } from '../../src/orgs/repository.ts';
 import { targetByNames } from '../../src/repos/repository.ts';
-import { startTestServer, uniq, type TestServer } from '../helpers/server.ts';
+import { uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, serverWithOrg } from '../helpers/factories.ts';
 
 /**
  * The lookups every request makes run as named prepared statements (parsed and planned once per
@@ -14,11 +15,9 @@ let orm: Orm;
 let org: string;
 let repo: string;
 beforeAll(async () => {
-  s = await startTestServer();
-  const owner = await s.newUser();
-  org = await s.newOrg(owner);
-  repo = uniq('prep');
-  expect((await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs: 'git' })).status).toBe(201);
+  let owner: TestUser;
+  ({ s, owner, org } = await serverWithOrg());
+  repo = (await newRepo(owner, org, { vcs: 'git', name: uniq('prep') })).name;
   // one connection, so what the statements left on it can be read back
   orm = await openOrm(s.dbUrl, { poolMax: 1 });
 }, 120_000);

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { describe, expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { withOrgServer } from '../helpers/factories.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { MAINLINE, PrRepo, settled } from '../helpers/pulls.ts';
 import { ok, sh, withCreds, writeFile } from '../helpers/vcs.ts';
@@ -15,14 +16,7 @@ import type { VcsKind } from '../../src/vcs/index.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-beforeAll(async () => {
-  s = await startTestServer({ TRIAD_PULL_CHECK_BUDGET_MS: '60000' });
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({ TRIAD_PULL_CHECK_BUDGET_MS: '60000' }, (w) => ({ s, owner, org } = w));
 
 async function open(repo: PrRepo, body: Record<string, string>): Promise<any> {
   const r = await owner.client.post(`${repo.api}/pulls`, { title: `PR ${body.source_ref}`, ...body });

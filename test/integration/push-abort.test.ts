@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import { hostedDir, newRepo, serverWithOrg, type NewRepo } from '../helpers/factories.ts';
+import { hostedDir, newRepo, serverWithSpool, type NewRepo } from '../helpers/factories.ts';
 import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
@@ -22,8 +22,7 @@ let owner: TestUser;
 let org: string;
 let spool: string;
 beforeAll(async () => {
-  spool = await tempDir('triad-spool-test-');
-  ({ s, owner, org } = await serverWithOrg({ TRIAD_TRANSPORT_SPOOL_DIR: spool }));
+  ({ s, owner, org, spool } = await serverWithSpool());
 });
 afterEach(async () => {
   await killProcessesWithEnv(`SCRIPT_NAME=/${org}/`);
@@ -191,13 +190,12 @@ describe('limits', () => {
   let lorg: string;
   let lspool: string;
   beforeAll(async () => {
-    lspool = await tempDir('triad-spool-test-');
     ({
       s: limited,
       owner: user,
       org: lorg,
-    } = await serverWithOrg({
-      TRIAD_TRANSPORT_SPOOL_DIR: lspool,
+      spool: lspool,
+    } = await serverWithSpool({
       TRIAD_TRANSPORT_TIMEOUT_SECONDS: '10',
       TRIAD_TRANSPORT_MAX_BODY_BYTES: '1mb',
     }));

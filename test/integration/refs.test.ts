@@ -3,8 +3,9 @@
  * the VCS's own client shows of the same stored repository; paging, the kinds without
  * bookmarks, empty repositories and private repositories.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, withOrgServer } from '../helpers/factories.ts';
 import { ok } from '../helpers/vcs.ts';
 import { addCommit } from './contents-fixture.ts';
 import { refFixture, type NativeRefs } from './refs-fixture.ts';
@@ -13,28 +14,15 @@ import type { VcsKind } from '../../src/vcs/index.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
-async function newRepo(vcs: VcsKind, opts: { private?: boolean; build?: boolean } = {}) {
-  const name = uniq(`r${vcs}`);
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, {
-    name,
-    vcs,
-    is_private: opts.private ?? false,
-  });
-  expect(r.status).toBe(201);
-  const store = s.running.services.repos.path({ id: r.body.data.id, vcs });
+/** A repository of `vcs` with the refs of refFixture (unless `build` is false): API path, store. */
+async function refsRepo(vcs: VcsKind, opts: { private?: boolean; build?: boolean } = {}) {
+  const repo = await newRepo(owner, org, { vcs, isPrivate: opts.private ?? false });
+  const store = s.running.services.repos.path({ id: repo.id, vcs });
   if (opts.build !== false) await refFixture[vcs].build(store);
-  return { base: `/api/v1/repos/${org}/${name}`, store };
+  return { base: repo.api, store };
 }
-
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
 
 const PATHS = { branch: 'branches', bookmark: 'bookmarks', tag: 'tags' } as const;
 const shortLen = (vcs: VcsKind) => (vcs === 'fossil' ? 10 : 12);
@@ -44,7 +32,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s', (vcs) => {
   let native: NativeRefs;
 
   beforeAll(async () => {
-    const repo = await newRepo(vcs);
+    const repo = await refsRepo(vcs);
     base = repo.base;
     native = await refFixture[vcs].native(repo.store);
   });
@@ -105,7 +93,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s', (vcs) => {
   });
 
   test('an empty repository has empty lists and an empty log', async () => {
-    const { base: eb } = await newRepo(vcs, { build: false });
+    const { base: eb } = await refsRepo(vcs, { build: false });
     const branches = await s.anon.get(`${eb}/branches`);
     const tags = await s.anon.get(`${eb}/tags`);
     const log = await s.anon.get(`${eb}/log`);
@@ -130,7 +118,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s', (vcs) => {
   });
 
   test('a private repository lists its refs to members and answers 404 to everyone else', async () => {
-    const { base: pb, store } = await newRepo(vcs, { private: true, build: false });
+    const { base: pb, store } = await refsRepo(vcs, { private: true, build: false });
     await addCommit(vcs, store);
     const outsider = await s.newUser();
     for (const p of ['branches', 'tags', ...(vcs === 'hg' ? ['bookmarks'] : [])]) {
@@ -146,7 +134,7 @@ describe.each(['git', 'hg', 'fossil'] as const)('%s', (vcs) => {
 });
 
 test('refs pushed after a read are seen by the next read', async () => {
-  const { base, store } = await newRepo('git');
+  const { base, store } = await refsRepo('git');
   expect((await s.anon.get(`${base}/tags`)).body.pagination.total).toBe(2);
   // a push through Triad's own path invalidates the reader; a tag written straight into the
   // store changes its ref files, which the reader checks

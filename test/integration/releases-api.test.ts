@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { postMultipart } from '../helpers/multipart.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { pushFirstGitCommit } from '../helpers/vcs.ts';
 import { reachFixture } from '../helpers/reach.ts';
 
 const MAX = 1024 * 1024;
@@ -35,13 +35,7 @@ beforeAll(async () => {
   repo = uniq('rel');
   const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs: 'git' });
   expect(r.status).toBe(201);
-  const work = await tempDir();
-  await ok('git', ['init', '-q', '-b', 'main', work], work);
-  await writeFile(work, 'README.md', '# hello\n');
-  await ok('git', ['add', '.'], work);
-  await ok('git', ['commit', '-q', '-m', 'first'], work);
-  for (const t of ['v1.0', 'v1.1', 'v1.2', 'v2.0', 'v3.0']) await ok('git', ['tag', t], work);
-  await ok('git', ['push', '-q', withCreds(r.body.data.clone_url, owner.token), 'main', '--tags'], work);
+  await pushFirstGitCommit(r.body.data.clone_url, owner.token, ['v1.0', 'v1.1', 'v1.2', 'v2.0', 'v3.0']);
   base = `/api/v1/repos/${org}/${repo}/releases`;
 });
 afterAll(async () => {

@@ -3,39 +3,21 @@
  * prerelease, as releases are created, published, marked and deleted; 404 when there is none;
  * private repositories hidden from strangers.
  */
-import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { expect, test } from '@jest/globals';
+import { type TestServer, type TestUser } from '../helpers/server.ts';
+import { newRepo, withOrgServer } from '../helpers/factories.ts';
+import { pushFirstGitCommit } from '../helpers/vcs.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-
-beforeAll(async () => {
-  s = await startTestServer();
-  owner = await s.newUser();
-  org = await s.newOrg(owner);
-});
-afterAll(async () => {
-  await s.close();
-});
+withOrgServer({}, (w) => ({ s, owner, org } = w));
 
 /** A git repository with one commit on main; its releases path. */
 async function repoWithCommit(opts: { private?: boolean } = {}): Promise<string> {
-  const name = uniq('latest');
-  const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, {
-    name,
-    vcs: 'git',
-    is_private: opts.private ?? false,
-  });
-  expect(r.status).toBe(201);
-  const work = await tempDir();
-  await ok('git', ['init', '-q', '-b', 'main', work], work);
-  await writeFile(work, 'README.md', '# hello\n');
-  await ok('git', ['add', '.'], work);
-  await ok('git', ['commit', '-q', '-m', 'first'], work);
-  await ok('git', ['push', '-q', withCreds(r.body.data.clone_url, owner.token), 'main'], work);
-  return `/api/v1/repos/${org}/${name}/releases`;
+  const repo = await newRepo(owner, org, { vcs: 'git', isPrivate: opts.private ?? false });
+  await pushFirstGitCommit(repo.clone, owner.token);
+  return `${repo.api}/releases`;
 }
 
 async function create(base: string, tag: string, extra: Record<string, unknown> = {}): Promise<number> {

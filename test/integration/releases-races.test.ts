@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { postMultipart } from '../helpers/multipart.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { pushFirstGitCommit } from '../helpers/vcs.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
 const PUSH_LOCK = 0x70757368; // src/repos/repository.ts
@@ -28,13 +28,7 @@ beforeAll(async () => {
   const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: repo, vcs: 'git' });
   expect(r.status).toBe(201);
   repoId = r.body.data.id;
-  const work = await tempDir();
-  await ok('git', ['init', '-q', '-b', 'main', work], work);
-  await writeFile(work, 'README.md', '# hello\n');
-  await ok('git', ['add', '.'], work);
-  await ok('git', ['commit', '-q', '-m', 'first'], work);
-  for (const t of ['v1', 'v2', 'v3', 'v4']) await ok('git', ['tag', t], work);
-  await ok('git', ['push', '-q', withCreds(r.body.data.clone_url, owner.token), 'main', '--tags'], work);
+  await pushFirstGitCommit(r.body.data.clone_url, owner.token, ['v1', 'v2', 'v3', 'v4']);
   base = `/api/v1/repos/${org}/${repo}/releases`;
 });
 afterAll(async () => {

@@ -8,7 +8,7 @@ import {
   type TestUser,
 } from '../helpers/server.ts';
 import { PrRepo } from '../helpers/pulls.ts';
-import { expectError } from '../helpers/factories.ts';
+import { expectError, mintedClient, newTeam } from '../helpers/factories.ts';
 
 /**
  * Search: the issues and pull requests of a repository (full text, title matches first) and
@@ -49,19 +49,12 @@ async function pull(key: string, branch: string, title: string, body: string): P
   made[key] = ['pull', r.body.data.number];
 }
 
-async function mint(user: TestUser, body: Record<string, unknown>): Promise<Client> {
-  const r = await user.client.post('/api/v1/user/tokens', { name: uniq('t'), ...body });
-  expect(r.status).toBe(201);
-  return s.anon.as(r.body.data.token);
-}
+const mint = (user: TestUser, body: Record<string, unknown>) => mintedClient(s, user, body);
 
 beforeAll(async () => {
   s = await startTestServer();
-  owner = await s.newUser();
-  member = await s.newUser();
+  ({ owner, member, org } = await newTeam(s));
   stranger = await s.newUser();
-  org = await s.newOrg(owner);
-  await s.addMember(org, member);
   repo = await PrRepo.create(owner, org, 'git');
   // oldest first; "crash" is in the titles of I4, P2 and I1, in the bodies of P1 and I2 (as "crashed")
   await issue('I1', 'Login page crashes', 'Open the login page.');

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { hostedDir, newRepo, serverWithOrg } from '../helpers/factories.ts';
+import { hostedDir, newRepo, serverWithSpool } from '../helpers/factories.ts';
 import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
@@ -22,9 +22,7 @@ let owner: TestUser;
 let org: string;
 let spool: string;
 beforeAll(async () => {
-  spool = await tempDir('triad-spool-test-');
-  ({ s, owner, org } = await serverWithOrg({
-    TRIAD_TRANSPORT_SPOOL_DIR: spool,
+  ({ s, owner, org, spool } = await serverWithSpool({
     TRIAD_TRANSPORT_CONCURRENCY: '1',
     TRIAD_TRANSPORT_QUEUE: '1',
     TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: '7',
