@@ -23,6 +23,8 @@ export async function serverWithOrg(env: Record<string, string> = {}): Promise<O
   return { s, owner, org: await s.newOrg(owner) };
 }
 
+export type SpoolServer = OrgServer & { spool: string };
+
 /**
  * A serverWithOrg whose transport spool (`TRIAD_TRANSPORT_SPOOL_DIR`) is a new temporary
  * directory of its own, `spool`, so that a test can see what is left in it.
@@ -98,16 +100,26 @@ export function hostedDir(dataDir: string, repo: { id: number; vcs: VcsKind }): 
 }
 
 /**
- * A serverWithOrg for the enclosing block: started in a beforeAll (after the block's earlier
- * ones), handed to `use`, and closed in an afterAll.
+ * A server `start`ed for the enclosing block in a beforeAll (after the block's earlier ones),
+ * handed to `use`, and closed in an afterAll.
  */
-export function withOrgServer(env: Record<string, string>, use: (w: OrgServer) => void): void {
-  let w: OrgServer | undefined;
+function withServer<W extends OrgServer>(start: () => Promise<W>, use: (w: W) => void): void {
+  let w: W | undefined;
   beforeAll(async () => {
-    w = await serverWithOrg(env);
+    w = await start();
     use(w);
   });
   afterAll(async () => {
     await w?.s.close();
   });
+}
+
+/** A serverWithOrg for the enclosing block (see withServer). */
+export function withOrgServer(env: Record<string, string>, use: (w: OrgServer) => void): void {
+  withServer(() => serverWithOrg(env), use);
+}
+
+/** A serverWithSpool for the enclosing block (see withServer). */
+export function withSpoolServer(env: Record<string, string>, use: (w: SpoolServer) => void): void {
+  withServer(() => serverWithSpool(env), use);
 }

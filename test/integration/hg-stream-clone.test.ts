@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import path from 'node:path';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import { hostedDir, newRepo, serverWithSpool } from '../helpers/factories.ts';
+import { hostedDir, newRepo, withSpoolServer } from '../helpers/factories.ts';
 import { noFilesUnder } from '../helpers/transport.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 
@@ -13,12 +13,7 @@ let s: TestServer;
 let owner: TestUser;
 let org: string;
 let spool: string;
-beforeAll(async () => {
-  ({ s, owner, org, spool } = await serverWithSpool());
-});
-afterAll(async () => {
-  await s.close();
-});
+withSpoolServer({}, (w) => ({ s, owner, org, spool } = w));
 
 type Repo = { name: string; clone: string; dir: string; work: string };
 

@@ -13,18 +13,13 @@ import { expectError, withOrgServer } from '../helpers/factories.ts';
 
 const ALLOWED = 'https://app.example.test';
 let s: TestServer;
-let cors: TestServer;
 let owner: TestUser;
 let org: string;
 let repo: PrRepo;
 
 withOrgServer({}, (w) => ({ s, owner, org } = w));
 beforeAll(async () => {
-  cors = await startTestServer({ TRIAD_CORS_ORIGINS: `${ALLOWED}, http://localhost:8080` });
   repo = await PrRepo.create(owner, org, 'git');
-});
-afterAll(async () => {
-  await cors.close();
 });
 
 describe('JSON routes read only application/json', () => {
@@ -208,11 +203,16 @@ describe('ranges of an asset download', () => {
 describe('CORS (TRIAD_CORS_ORIGINS)', () => {
   const EXPOSED = ['Link', 'X-Total-Count', 'Location', 'Retry-After', 'X-Request-Id', 'X-Svc-Api-Variant'];
 
+  let cors: TestServer;
   let path: string;
   beforeAll(async () => {
+    cors = await startTestServer({ TRIAD_CORS_ORIGINS: `${ALLOWED}, http://localhost:8080` });
     const name = uniq('org');
     expect((await cors.admin.post('/api/v1/orgs', { name })).status).toBe(201);
     path = `/api/v1/orgs/${name}`;
+  });
+  afterAll(async () => {
+    await cors.close();
   });
 
   test('an allowed origin gets its origin back and the exposed headers, never credentials', async () => {

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterEach, describe, expect, test } from '@jest/globals';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import { hostedDir, newRepo, serverWithSpool, type NewRepo } from '../helpers/factories.ts';
+import { hostedDir, newRepo, withSpoolServer, type NewRepo } from '../helpers/factories.ts';
 import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
@@ -21,14 +21,9 @@ let s: TestServer;
 let owner: TestUser;
 let org: string;
 let spool: string;
-beforeAll(async () => {
-  ({ s, owner, org, spool } = await serverWithSpool());
-});
+withSpoolServer({}, (w) => ({ s, owner, org, spool } = w));
 afterEach(async () => {
   await killProcessesWithEnv(`SCRIPT_NAME=/${org}/`);
-});
-afterAll(async () => {
-  await s.close();
 });
 
 type Repo = NewRepo & { dir: string; kind: VcsKind };
@@ -189,22 +184,12 @@ describe('limits', () => {
   let user: TestUser;
   let lorg: string;
   let lspool: string;
-  beforeAll(async () => {
-    ({
-      s: limited,
-      owner: user,
-      org: lorg,
-      spool: lspool,
-    } = await serverWithSpool({
-      TRIAD_TRANSPORT_TIMEOUT_SECONDS: '10',
-      TRIAD_TRANSPORT_MAX_BODY_BYTES: '1mb',
-    }));
-  });
+  withSpoolServer(
+    { TRIAD_TRANSPORT_TIMEOUT_SECONDS: '10', TRIAD_TRANSPORT_MAX_BODY_BYTES: '1mb' },
+    (w) => ({ s: limited, owner: user, org: lorg, spool: lspool } = w),
+  );
   afterEach(async () => {
     await killProcessesWithEnv(`SCRIPT_NAME=/${lorg}/`);
-  });
-  afterAll(async () => {
-    await limited.close();
   });
 
   test('when a push runs past TRIAD_TRANSPORT_TIMEOUT_SECONDS, then it fails, its processes end, and the next push works', async () => {

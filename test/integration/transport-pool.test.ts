@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterEach, describe, expect, test } from '@jest/globals';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { hostedDir, newRepo, serverWithSpool } from '../helpers/factories.ts';
+import { hostedDir, newRepo, withSpoolServer } from '../helpers/factories.ts';
 import { tempDir, vcsEnv, writeFile } from '../helpers/vcs.ts';
 import { WorkingCopy } from '../helpers/clients.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
@@ -21,19 +21,17 @@ let s: TestServer;
 let owner: TestUser;
 let org: string;
 let spool: string;
-beforeAll(async () => {
-  ({ s, owner, org, spool } = await serverWithSpool({
+withSpoolServer(
+  {
     TRIAD_TRANSPORT_CONCURRENCY: '1',
     TRIAD_TRANSPORT_QUEUE: '1',
     TRIAD_TRANSPORT_RETRY_AFTER_SECONDS: '7',
     TRIAD_HG_WORKERS: '1',
-  }));
-});
+  },
+  (w) => ({ s, owner, org, spool } = w),
+);
 afterEach(async () => {
   await killProcessesWithEnv(`SCRIPT_NAME=/${org}/`);
-});
-afterAll(async () => {
-  await s.close();
 });
 
 async function newHgRepo() {
