@@ -25,16 +25,16 @@ export const severitySchema = z
   .pipe(z.enum(SEVERITIES, { message: `must be one of ${SEVERITIES.join(', ')} (case-insensitive)` }))
   .meta({ enum: [...SEVERITIES], description: 'case-insensitive' });
 
-const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000).meta(nonBlank);
+const titleSchema = z.string().max(1000).trim().min(1, 'must not be empty').meta(nonBlank);
 const textBody = z.string().max(100_000);
-const labelName = z.string().trim().min(1, 'must not be empty').max(100).meta(nonBlank);
+const labelName = z.string().max(100).trim().min(1, 'must not be empty').meta(nonBlank);
 
 /** An assignee reference: a user id, a username, a display name, or several (then naming the same member). */
 export const assigneeRef = z
   .object({
     user_id: z.number().int().positive().max(2_147_483_647).optional(),
-    username: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
-    display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
+    username: z.string().max(255).trim().min(1).meta(nonBlank).optional(),
+    display_name: z.string().max(255).trim().min(1).meta(nonBlank).optional(),
   })
   .strict()
   .refine((a) => a.user_id !== undefined || a.username !== undefined || a.display_name !== undefined, {

@@ -17,7 +17,7 @@ export const MERGE_STYLES = ['merge', 'ff-only', 'squash'] as const;
 
 // ----- requests ----------------------------------------------------------------------------------
 
-const titleSchema = z.string().trim().min(1, 'must not be empty').max(1000).meta(nonBlank);
+const titleSchema = z.string().max(1000).trim().min(1, 'must not be empty').meta(nonBlank);
 const textBody = z.string().max(100_000);
 const refName = z.string().min(1, 'must not be empty').max(255);
 /** A commit id as the API answers it (`head_commit`, `base_commit`). */
@@ -50,7 +50,7 @@ export type UpdatePullBody = z.infer<typeof updatePullBody>;
 export const mergePullBody = z
   .object({
     style: z.enum(MERGE_STYLES).default('merge'),
-    message: z.string().trim().min(1).max(10_000).meta(nonBlank).optional(),
+    message: z.string().max(10_000).trim().min(1).meta(nonBlank).optional(),
     expected_head: commitId.optional(),
     expected_target_head: commitId.optional(),
     delete_source: z.boolean().default(false),

@@ -10,7 +10,7 @@ import type { AssetRow, ReleaseRow } from './repository.ts';
 // ----- requests ----------------------------------------------------------------------------------
 
 const tagName = z.string().min(1, 'must not be empty').max(255).meta(nonBlank);
-const commitish = z.string().trim().min(1, 'must not be empty').max(255).meta(nonBlank);
+const commitish = z.string().max(255).trim().min(1, 'must not be empty').meta(nonBlank);
 
 export const createReleaseBody = z.object({
   tag_name: tagName,

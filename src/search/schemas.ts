@@ -11,9 +11,9 @@ import { pullSchema, type PullJson } from '../pulls/schemas.ts';
 /** The text searched for: web-search syntax (words, "a phrase", or, -word). */
 const searchText = z
   .string()
+  .max(255)
   .trim()
   .min(1, 'must not be empty')
-  .max(255)
   .meta({ ...nonBlank, description: 'words (all must match), "a phrase", `or`, `-word`' });
 
 export const SEARCH_KINDS = ['issue', 'pull'] as const;
@@ -31,9 +31,9 @@ export type SearchIssuesQuery = z.infer<typeof searchIssuesQuery>;
 export const searchReposQuery = pageQuery().extend({
   q: z
     .string()
+    .max(255)
     .trim()
     .min(1, 'must not be empty')
-    .max(255)
     .meta({ ...nonBlank, description: 'a part of the name, or words of the description' }),
 });
 export type SearchReposQuery = z.infer<typeof searchReposQuery>;

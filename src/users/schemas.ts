@@ -12,13 +12,13 @@ export const usernameSchema = handleSchema;
 export const createUserBody = z.object({
   username: usernameSchema,
   email: z.email().max(255),
-  display_name: z.string().trim().min(1).max(255).meta(nonBlank).optional(),
+  display_name: z.string().max(255).trim().min(1).meta(nonBlank).optional(),
   is_admin: z.boolean().optional(),
 });
 export type CreateUserBody = z.infer<typeof createUserBody>;
 
 export const createTokenBody = z.object({
-  name: z.string().trim().min(1).max(255).meta(nonBlank),
+  name: z.string().max(255).trim().min(1).meta(nonBlank),
   scopes: z
     .array(z.enum(ALL_SCOPES as [string, ...string[]]))
     .min(1)

@@ -19,9 +19,9 @@ export const DISABLED_ENTRY = 'webhook.disabled';
 
 const urlSchema = z
   .string()
+  .max(2048)
   .trim()
   .min(1, 'must not be empty')
-  .max(2048)
   .transform((v, ctx) => {
     let u: URL;
     try {

@@ -257,6 +257,28 @@ describe('CORS (TRIAD_CORS_ORIGINS)', () => {
   });
 });
 
+describe('text fields with a maximum length', () => {
+  test('the length is checked as sent, before trimming, as the document declares it', async () => {
+    const padded = (n: number) => `${'t'.repeat(n)} `;
+    const cases: [string, string, Record<string, unknown>][] = [
+      ['an issue title', `${repo.api}/issues`, { title: padded(1000) }],
+      ['a pull request title', `${repo.api}/pulls`, { title: padded(1000), source_ref: 'main' }],
+      ['a release target', `${repo.api}/releases`, { tag_name: uniq('v'), target_commitish: padded(255) }],
+    ];
+    for (const [what, path, body] of cases) {
+      const r = await owner.client.post(path, body);
+      expect({ what, status: r.status, code: r.body?.error?.code }).toEqual({
+        what,
+        status: 400,
+        code: 'validation_failed',
+      });
+    }
+    const trimmed = await owner.client.post(`${repo.api}/issues`, { title: ` ${'t'.repeat(998)} ` });
+    expect(trimmed.status).toBe(201);
+    expect(trimmed.body.data.title).toBe('t'.repeat(998));
+  });
+});
+
 describe('agent names', () => {
   test('the length is checked as sent, before trimming; the name kept is trimmed', async () => {
     const long = `${'a'.repeat(255)} `;
