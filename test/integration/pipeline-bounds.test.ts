@@ -130,7 +130,9 @@ describe('a running pipeline', () => {
       fs.writeFile(path.join(w, '.pipeline.yml'), steps(1)),
     );
     const agent = await newAgent(s);
-    const job = (await agent.post('/api/v1/ci/poll')).body;
+    // a long poll: the previous test's agent, just stopped, may still hold a poll that claims the
+    // pipeline until the server sees it gone and puts it back in the queue
+    const job = (await agent.post('/api/v1/ci/poll?wait=20')).body;
     expect(job.pipeline_timeout_seconds).toBe(3);
     expect(job.disk_max_bytes).toBe(1024 * 1024);
     // an agent alive (heartbeats) that never stops the pipeline
