@@ -104,35 +104,13 @@ describe('the pipeline file', () => {
 });
 
 describe('a running pipeline', () => {
-  test('when it runs past the pipeline time limit, then the agent stops it: the step fails and says so, later steps are skipped', async () => {
-    const r = await pushWith(owner, { vcs: 'git' }, (w) =>
-      fs.writeFile(
-        path.join(w, '.pipeline.yml'),
-        pipelineYaml([
-          // far past this test's time limit: only the pipeline limit (3 s) ends it
-          { name: 'long', commands: ['echo started', 'sleep 600'] },
-          { name: 'after', commands: ['echo never'] },
-        ]),
-      ),
-    );
-    const p = await withAgent(() => until(r, finished));
-    expect([p.status, p.error_message]).toEqual([
-      'failure',
-      'the pipeline ran past its time limit of 3s: stopped',
-    ]);
-    expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
-    const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
-    expect(log).toBe('started\n\n[triad] the pipeline ran past its time limit of 3s: stopped\n');
-  }, 60_000);
-
   test('when its agent does not stop it at the time limit, then the server ends it as error', async () => {
     const r = await pushWith(owner, { vcs: 'git' }, (w) =>
       fs.writeFile(path.join(w, '.pipeline.yml'), steps(1)),
     );
     const agent = await newAgent(s);
-    // a long poll: the previous test's agent, just stopped, may still hold a poll that claims the
-    // pipeline until the server sees it gone and puts it back in the queue
-    const job = (await agent.post('/api/v1/ci/poll?wait=20')).body;
+    // first in this file to run an agent: no agent of an earlier test may still hold a poll
+    const job = (await agent.post('/api/v1/ci/poll')).body;
     expect(job.pipeline_timeout_seconds).toBe(3);
     expect(job.disk_max_bytes).toBe(1024 * 1024);
     // an agent alive (heartbeats) that never stops the pipeline
@@ -176,6 +154,27 @@ describe('a running pipeline', () => {
     },
     60_000,
   );
+
+  test('when it runs past the pipeline time limit, then the agent stops it: the step fails and says so, later steps are skipped', async () => {
+    const r = await pushWith(owner, { vcs: 'git' }, (w) =>
+      fs.writeFile(
+        path.join(w, '.pipeline.yml'),
+        pipelineYaml([
+          // far past this test's time limit: only the pipeline limit (3 s) ends it
+          { name: 'long', commands: ['echo started', 'sleep 600'] },
+          { name: 'after', commands: ['echo never'] },
+        ]),
+      ),
+    );
+    const p = await withAgent(() => until(r, finished));
+    expect([p.status, p.error_message]).toEqual([
+      'failure',
+      'the pipeline ran past its time limit of 3s: stopped',
+    ]);
+    expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
+    const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
+    expect(log).toBe('started\n\n[triad] the pipeline ran past its time limit of 3s: stopped\n');
+  }, 60_000);
 
   test('when the checkout itself is larger than the disk limit, then the pipeline is error before any step', async () => {
     const r = await pushWith(owner, { vcs: 'git' }, async (w) => {
