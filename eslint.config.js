@@ -4,8 +4,8 @@ import globals from 'globals';
 
 /** Folders of src/ that are not features: shared layers every feature may import. */
 const SHARED = ['domain', 'http', 'db', 'events', 'storage', 'telemetry', 'vcs'];
-/** The files of a feature that speak HTTP: its route table, and the VCS wire protocol endpoint. */
-const HTTP_EDGE = ['src/*/routes.ts', 'src/repos/hosting.ts'];
+/** The files that speak HTTP: each feature's route table, the VCS wire protocol endpoint, the web pages. */
+const HTTP_EDGE = ['src/*/routes.ts', 'src/repos/hosting.ts', 'src/web/**'];
 const OTHER_FEATURE_DATA = {
   group: ['../*/*repository', '../*/*repository.ts', '../*/*entities', '../*/*entities.ts'],
   message: "another feature's data is reached through its service (docs/architecture.md)",
@@ -75,5 +75,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
+  // The web interface's script islands run in browsers.
+  { files: ['src/web/islands/**/*.ts'], languageOptions: { globals: { ...globals.browser } } },
   { files: ['*.js', 'bin/*.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -23,6 +23,8 @@ import { pullRoutes } from './pulls/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { releaseRoutes } from './releases/routes.ts';
 import { searchRoutes } from './search/routes.ts';
+import { webRoutes } from './web/routes.ts';
+import { sessionAccess } from './web/session-access.ts';
 import type { AppDeps, Services } from './services.ts';
 
 export const VERSION = '0.1.0';
@@ -68,7 +70,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
           {
             reqId,
             method: req.method,
-            url: req.originalUrl,
+            url: redactSecrets(req.originalUrl),
             status: res.statusCode,
             ms: Math.round(seconds * 1000),
           },
@@ -81,7 +83,17 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
 
   if (config.corsOrigins.length > 0) app.use('/api/', corsFor(config.corsOrigins));
 
-  const api = new Api({ bodyLimit: config.bodyLimit, baseUrl: deps.baseUrl });
+  const api = new Api({
+    bodyLimit: config.bodyLimit,
+    baseUrl: deps.baseUrl,
+    // the one API read a web session may make (the step log, DESIGN section 9)
+    sessionAccess: sessionAccess({
+      sessions: services.sessions,
+      dir: directory(services),
+      baseUrl: deps.baseUrl,
+      sessionMaxMs: config.sessions.maxMs,
+    }),
+  });
   api.route({
     method: 'get',
     path: '/healthz',
@@ -179,6 +191,16 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     ),
   );
   app.use(api.router);
+  app.use(
+    webRoutes({
+      services,
+      dir: directory(services),
+      baseUrl: deps.baseUrl,
+      log,
+      throttle,
+      sessionMaxMs: config.sessions.maxMs,
+    }),
+  );
   const hosting = hostingHandler({
     repos: services.repos,
     dir: directory(services),
@@ -194,6 +216,11 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   app.use(notFoundRoute);
   app.use(errorMiddleware(log));
   return { app, api };
+}
+
+/** A URL as the access log keeps it: a one-time password link's secret (`token=`) left out. */
+export function redactSecrets(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
 }
 
 function routeLabel(req: express.Request): string {

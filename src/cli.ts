@@ -23,6 +23,10 @@ commands:
   admin user create --username U --email E [--admin] [--display-name N]
                     [--access-token] [--scopes a,b] [--token-name N]
                                           create a user; --access-token prints a new token
+  admin user password --username U [--link]
+                                          set U's web password to the first line of standard
+                                          input (ends U's web sessions); --link prints a
+                                          one-time link (24 h) to set it in a browser instead
   admin token create --username U [--scopes a,b] [--token-name N]
                                           print a new personal token of user U
   admin agent create --name N             register a CI agent and print its token
@@ -67,6 +71,20 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
   } finally {
     await db.close();
   }
+}
+
+/** How long a password link printed by `admin user password --link` is valid. */
+const LINK_MS = 24 * 3600_000;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The first line of `text`, without its line ending. */
+function firstLine(text: string): string {
+  return text.split(/\r?\n/, 1)[0] ?? '';
 }
 
 /** A message for any thrown value: never "undefined". */
@@ -164,6 +182,31 @@ export async function main(argv: string[]): Promise<number> {
         const user = await s.services.users.byUsername(username);
         const t = await s.services.users.createToken(user.id, tokenBody);
         process.stdout.write(`${t.token}\n`);
+      }),
+    );
+    return 0;
+  }
+  if (cmd === 'admin' && rest[0] === 'user' && rest[1] === 'password') {
+    const values = flags(
+      'admin user password',
+      rest.slice(2),
+      { username: { type: 'string' }, link: { type: 'boolean', default: false } },
+      ['username'],
+    );
+    const username = values.username ?? '';
+    // the password is the first line of standard input (never an argument: `ps` would show it)
+    const password = values.link ? undefined : firstLine(await readStdin());
+    await withServices((s) =>
+      inContext(s.orm, async () => {
+        const user = await s.services.users.byUsername(username);
+        if (password === undefined) {
+          const token = await s.services.users.passwords.createLink(user.id, LINK_MS);
+          const base = loadConfig().baseUrl ?? `http://localhost:${loadConfig().port}`;
+          process.stdout.write(`${base}/-/password/set?token=${token}\n`);
+          return;
+        }
+        await s.services.users.passwords.set(user.id, password);
+        process.stdout.write(`password set for ${user.username}; its web sessions were ended\n`);
       }),
     );
     return 0;

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
+import { durationVar, webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
 import { parseDuration } from './pipelines/pipeline-file.ts';
 import type { PipelineLimits } from './pipelines/model.ts';
@@ -140,6 +140,8 @@ const envSchema = z.object({
   TRIAD_S3_USE_SSL: bool.optional(),
   TRIAD_S3_REDIRECT_DOWNLOADS: bool.default(false),
   TRIAD_ASSET_MAX_BYTES: size(1).default(2 * 1024 * 1024 * 1024),
+  TRIAD_SESSION_IDLE: durationVar('TRIAD_SESSION_IDLE').default(7 * 86_400_000),
+  TRIAD_SESSION_MAX: durationVar('TRIAD_SESSION_MAX').default(30 * 86_400_000),
 });
 
 export type Config = {
@@ -235,6 +237,8 @@ export type Config = {
   blobs: { dir: string; s3: S3Settings | undefined; redirectDownloads: boolean };
   /** Largest release asset accepted (413 beyond). */
   assetMaxBytes: number;
+  /** Web sessions end after this long without a request (`idleMs`), and this long after sign-in (`maxMs`). */
+  sessions: { idleMs: number; maxMs: number };
 };
 
 /** Parses the environment once; a bad value fails fast with every problem listed. */
@@ -335,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     blobs: { dir: path.join(dataDir, 'blobs'), s3, redirectDownloads: e.TRIAD_S3_REDIRECT_DOWNLOADS },
     assetMaxBytes: e.TRIAD_ASSET_MAX_BYTES,
+    sessions: { idleMs: e.TRIAD_SESSION_IDLE, maxMs: e.TRIAD_SESSION_MAX },
   };
 }
 

@@ -3,7 +3,7 @@ import { startServer, type Running } from './server.ts';
 import { createLogger } from './telemetry/logger.ts';
 
 /** The one-time token of the administrator created at the first start, for the person at the terminal. */
-function announceFirstAdmin(username: string, token: string): void {
+function announceFirstAdmin(username: string, token: string, passwordUrl: string): void {
   process.stderr.write(
     [
       '',
@@ -16,6 +16,12 @@ function announceFirstAdmin(username: string, token: string): void {
       ' Use it as  Authorization: Bearer <token>  or as the password of',
       ' git/hg/fossil over HTTP. A new one: npm run triad -- admin token',
       ` create --username ${username}`,
+      '',
+      ' To sign in to the web interface, set a password at this one-time',
+      ' link (valid 7 days; later: npm run triad -- admin user password',
+      ` --username ${username}):`,
+      '',
+      `   ${passwordUrl}`,
       '================================================================',
       '',
       '',
@@ -69,10 +75,10 @@ export async function serve(): Promise<void> {
   const running = await startServer(config, {
     log,
     command: 'serve',
-    onFirstAdmin: (username, token) => {
+    onFirstAdmin: (username, token, passwordUrl) => {
       // The token goes to the terminal once (stderr), never into the log that collectors keep.
       log.info({ username }, 'first start: created the administrator (its token is shown once)');
-      announceFirstAdmin(username, token);
+      announceFirstAdmin(username, token, passwordUrl);
     },
   });
   state.running = running;

@@ -36,7 +36,7 @@ export type StartOptions = {
    * `triad serve`: on a database without users (and no TRIAD_ADMIN_* bootstrap), create the
    * administrator and hand its one-time token to this function.
    */
-  onFirstAdmin?: (username: string, token: string) => void;
+  onFirstAdmin?: (username: string, token: string, passwordUrl: string) => void;
 };
 
 /** Runs `fn` with its own entity manager context (for work outside an HTTP request). */
@@ -129,7 +129,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   try {
     if (config.admin !== undefined) {
       const admin = config.admin;
-      await inContext(orm, () => services.users.ensureAdmin(admin));
+      await inContext(orm, () => services.users.bootstrap.ensureAdmin(admin));
     }
     if (config.agentToken !== undefined) {
       const token = config.agentToken;
@@ -155,8 +155,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     });
     // After listening, so a start that fails (a taken port) does not use up the one-time token.
     if (config.admin === undefined && opts.onFirstAdmin !== undefined) {
-      const first = await inContext(orm, () => services.users.createFirstAdmin('admin', 'admin@localhost'));
-      if (first !== undefined) opts.onFirstAdmin(first.user.username, first.token);
+      const first = await inContext(orm, () =>
+        services.users.bootstrap.createFirstAdmin('admin', 'admin@localhost'),
+      );
+      if (first !== undefined) {
+        const bound = config.baseUrl ?? `http://localhost:${(server.address() as AddressInfo).port}`;
+        const link = `${bound}/-/password/set?token=${first.passwordLink}`;
+        opts.onFirstAdmin(first.user.username, first.token, link);
+      }
     }
   } catch (e) {
     idleGc.stop();

@@ -26,6 +26,7 @@ import { webhookLookups } from './webhooks/envelope.ts';
 import { openBlobStore, type BlobStore } from './storage/index.ts';
 import { ReleasesService } from './releases/service.ts';
 import { SearchService } from './search/service.ts';
+import { SessionsService } from './web/sessions.ts';
 import path from 'node:path';
 
 export type Services = {
@@ -51,6 +52,8 @@ export type Services = {
   search: SearchService;
   /** Larger raw downloads kept for the next (TRIAD_RAW_CACHE_BYTES); none when off. */
   rawCache: RawCache | undefined;
+  /** Web sessions (the cookie's id, lifetimes, revocation). */
+  sessions: SessionsService;
 };
 
 export type AppDeps = {
@@ -72,9 +75,12 @@ export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
   const pool = new ProcessPool();
   const vcs = createVcs({ pool, tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  const sessions = new SessionsService({ em, ...deps.config.sessions });
   const users: UsersService = new UsersService({
     em,
     maxTokensPerUser: deps.config.maxTokensPerUser,
+    // a new password ends the user's web sessions (but the one that set it)
+    onPasswordChange: (tx, userId, keep) => sessions.endAll(tx, userId, keep),
     // token targets are named by organization and repository (`TokenTargets`, made below)
     targets: {
       resolve: (level, target, userId) => tokenTargets.resolve(level, target, userId),
@@ -192,5 +198,6 @@ export function createServices(deps: AppDeps): Services {
     releases,
     search: new SearchService({ issues: issues.reads, pulls: pulls.reads }),
     rawCache,
+    sessions,
   };
 }

@@ -104,6 +104,11 @@ export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = u
    */
   links?: Record<string, Record<string, string>>;
   /**
+   * A request without `Authorization` may also be made by a signed-in web session (its cookie),
+   * counted as the session's user with every scope. Only where the spec says so (the step log).
+   */
+  session?: boolean;
+  /**
    * Route-specific error responses with what they mean here. Errors every route of its kind can
    * answer (401 for a bad token, 400 for a bad body or query, 404 for a path naming nothing, ...)
    * are added by the document builder.
@@ -171,10 +176,17 @@ export class Api {
   private readonly others: Router = express.Router();
   private readonly json: express.RequestHandler;
   private readonly baseUrl: () => string;
+  private readonly sessionAccess: ((req: Request) => Promise<Access | undefined>) | undefined;
 
-  constructor(opts: { bodyLimit: string; baseUrl: () => string }) {
+  constructor(opts: {
+    bodyLimit: string;
+    baseUrl: () => string;
+    /** The `Access` of a request's web session cookie, for routes declared with `session`. */
+    sessionAccess?: (req: Request) => Promise<Access | undefined>;
+  }) {
     this.json = express.json({ limit: opts.bodyLimit, strict: false, type: 'application/json' });
     this.baseUrl = opts.baseUrl;
+    this.sessionAccess = opts.sessionAccess;
     this.router.use(this.methods, this.others);
   }
 
@@ -198,8 +210,20 @@ export class Api {
     // body is read or validated, so a bad body never hides a missing credential.
     const handlers: express.RequestHandler[] = [
       (req, _res, next) => (numeric(req, ints) ? next() : next('route')),
-      (req, res, next) => gate(def.auth, req, res, next),
     ];
+    const sessions = this.sessionAccess;
+    if (def.session === true && sessions !== undefined) {
+      // without an Authorization header, the web session (if any) is the caller
+      handlers.push(async (req, res, next) => {
+        const access = res.locals.access as Access | undefined;
+        if (req.headers.authorization === undefined && access?.principal.kind === 'anonymous') {
+          const s = await sessions(req);
+          if (s !== undefined) res.locals.access = s;
+        }
+        next();
+      });
+    }
+    handlers.push((req, res, next) => gate(def.auth, req, res, next));
     if (jsonBody) handlers.push(jsonOnly, this.json);
     handlers.push(async (req, res) => {
       const rawBody: unknown = req.body;

@@ -316,7 +316,7 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
       summary: r.summary,
       tags: [r.tag],
       parameters: parametersOf(r, schemas),
-      security: security[r.auth],
+      security: r.session === true ? [...security[r.auth], { session: [] }] : security[r.auth],
       responses,
     };
     if (r.form !== undefined) {
@@ -347,6 +347,13 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
           type: 'http',
           scheme: 'bearer',
           description: 'CI agent token (only under /api/v1/ci/)',
+        },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'triad_session',
+          description:
+            'a signed-in web session (`__Host-triad_session` over https); accepted only by the operations listing it, as its user with every scope',
         },
       },
       headers: {

@@ -122,19 +122,21 @@ export class AuthThrottle {
   }
 
   /**
-   * Runs a credential check for the request (`Authorization` names the credential): 429 (an
-   * `ApiError`) when the rules above refuse it, before anything is looked up; a failure
-   * `isFailure` recognises is counted and rethrown.
+   * Runs a credential check for the request (`Authorization` names the credential, or `secret`
+   * when given: a web sign-in's login and password): 429 (an `ApiError`) when the rules above
+   * refuse it, before anything is looked up; a failure `isFailure` recognises is counted and
+   * rethrown.
    */
   async guard<T>(
     req: Request,
     check: () => Promise<T>,
     isFailure: (e: unknown) => boolean,
     scope: ThrottleScope = 'user',
+    secret?: string,
   ): Promise<T> {
     if (this.limit <= 0) return check();
     const hash = createHash('sha256')
-      .update(presentedSecret(req.headers.authorization ?? ''), 'utf8')
+      .update(secret ?? presentedSecret(req.headers.authorization ?? ''), 'utf8')
       .digest('hex');
     const address = `${scope}|${clientAddress(req)}`;
     const credential = `${address}|${hash}`;

@@ -8,7 +8,26 @@ import type { OrgRow } from './repository.ts';
 // ----- requests ----------------------------------------------------------------------------------
 
 /** Names that would shadow server routes at the root (clone URLs live at /:org/:repo). */
-export const RESERVED_ORG_NAMES = new Set(['api', 'healthz', 'readyz', 'metrics']);
+/**
+ * Names an organization cannot take: the first path segments of the API and the probes (clone URLs
+ * share the root with them), and `-` with the names of the web's global pages (under `/-/`).
+ */
+export const RESERVED_ORG_NAMES = new Set([
+  'api',
+  'healthz',
+  'readyz',
+  'metrics',
+  '-',
+  'admin',
+  'assets',
+  'explore',
+  'login',
+  'logout',
+  'new',
+  'password',
+  'settings',
+  'users',
+]);
 
 export const orgNameSchema = handleSchema.refine(
   (n) => !RESERVED_ORG_NAMES.has(n.toLowerCase()),

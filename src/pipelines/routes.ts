@@ -48,8 +48,10 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     path: `${base}/:number/steps/:step/log`,
     tag: 'pipelines',
     auth: 'token',
+    session: true,
     operationId: 'getStepLog',
-    summary: 'A step log as text/plain (ci:read, token required); `:step` is a number or an exact name',
+    summary:
+      'A step log as text/plain (ci:read, token or web session required); `:step` is a number or an exact name',
     returns: respond.text('text/plain; charset=utf-8', 'the log as stored so far (capped at 16 MiB)', {
       'X-Svc-Step-Name': { description: 'the step name (percent-encoded)', required: true, type: 'string' },
       'X-Svc-Step-Number': { description: 'the step number', required: true, type: 'integer' },

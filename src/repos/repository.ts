@@ -189,6 +189,38 @@ export function orgsReposPage(
   return pageWhere(db, where, params, { sql: 'lower(o.name), lower(r.name)', params: [] }, limit, offset);
 }
 
+/**
+ * Repositories in `scope` (of `orgIds` only, when given), most recently changed first: their last
+ * push, merge or tag (`repo_ref_states`), else their creation.
+ */
+export function recentPage(
+  db: Db,
+  scope: RepoScope,
+  orgIds: readonly number[] | undefined,
+  limit: number,
+  offset: number,
+): Promise<{ rows: (RepoWithOrg & { pushedAt: Date | string | null })[]; total: number }> {
+  const s = scopeSql(scope);
+  const params: unknown[] = [...s.params];
+  let where = s.sql;
+  if (orgIds !== undefined) {
+    where += ' and r.org_id = any(?::int[])';
+    params.push(intArray(orgIds));
+  }
+  return (async () => {
+    const total = await count(db, `select count(*) as n from repos r where ${where}`, params);
+    if (total <= offset) return { rows: [], total };
+    const rows = await db.execute<(RepoWithOrg & { pushedAt: Date | string | null })[]>(
+      `select ${WITH_ORG_NAME}, st.updated_at as "pushedAt"
+         from repos r join orgs o on o.id = r.org_id left join repo_ref_states st on st.repo_id = r.id
+        where ${where}
+        order by coalesce(st.updated_at, r.created_at) desc, r.id desc limit ? offset ?`,
+      [...params, limit, offset],
+    );
+    return { rows, total };
+  })();
+}
+
 export function insertRepo(
   db: Db,
   r: Pick<RepoRow, 'orgId' | 'name' | 'description' | 'isPrivate' | 'vcs' | 'defaultBranch'>,

@@ -11,6 +11,8 @@ import type { RepoRow } from './repository.ts';
 import type { CreateRepoBody, RepoJson, UpdateRepoBody } from './schemas.ts';
 
 export type { RepoRow };
+/** A repository with when it last changed (a push, merge or tag; null before the first). */
+export type RecentRepoJson = RepoJson & { pushed_at: string | null };
 
 export class ReposService {
   private readonly em: () => EntityManager;
@@ -155,6 +157,26 @@ export class ReposService {
       offsetOf(q),
     );
     return this.pageOf(rows, total, q);
+  }
+
+  /**
+   * Repositories the caller may see, most recently pushed first (`pushed_at`: the last push,
+   * merge or tag, null before the first): every one, or (`mine`) those of the caller's
+   * organizations.
+   */
+  async recent(reach: ListReach, mine: boolean, q: PageQuery): Promise<Page<RecentRepoJson>> {
+    const scope = await this.privateScope(reach);
+    const orgIds =
+      mine && reach.userId !== undefined ? await this.orgs.memberOrgIds(reach.userId) : undefined;
+    if (mine && (orgIds === undefined || orgIds.length === 0)) {
+      return { items: [], total: 0, page: q.page, perPage: q.per_page };
+    }
+    const { rows, total } = await db.recentPage(this.em(), scope, orgIds, q.per_page, offsetOf(q));
+    const items = rows.map((r) => ({
+      ...this.json(r, r.orgName),
+      pushed_at: r.pushedAt === null ? null : isoTime(r.pushedAt),
+    }));
+    return { items, total, page: q.page, perPage: q.per_page };
   }
 
   /**

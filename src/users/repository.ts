@@ -61,13 +61,13 @@ export function userByName(db: Db, username: string): Promise<UserRow | undefine
 
 export function insertUser(
   db: Db,
-  u: { username: string; email: string; displayName: string; isAdmin: boolean },
+  u: { username: string; email: string; displayName: string; isAdmin: boolean; passwordHash?: string },
 ): Promise<UserRow> {
   return one<UserRow>(
     db,
-    `insert into users (username, email, display_name, is_admin, avatar_url) values (?, ?, ?, ?, '')
-     returning ${USER}`,
-    [u.username, u.email, u.displayName, u.isAdmin],
+    `insert into users (username, email, display_name, is_admin, avatar_url, password_hash)
+     values (?, ?, ?, ?, '', ?) returning ${USER}`,
+    [u.username, u.email, u.displayName, u.isAdmin, u.passwordHash ?? null],
   );
 }
 
@@ -231,4 +231,77 @@ export async function touchToken(db: Db, id: number): Promise<void> {
 export async function deletePipelineTokens(db: Db, pipelineIds: readonly number[]): Promise<void> {
   if (pipelineIds.length === 0) return;
   await db.execute('delete from api_tokens where pipeline_id = any(?::int[])', [intArray(pipelineIds)]);
+}
+
+// ----- passwords (table `password_links` too) ------------------------------------------------------
+
+/** A user that may sign in with a password, and its hash (null: no password set). */
+export type PasswordRow = { id: number; username: string; isAdmin: boolean; passwordHash: string | null };
+const PASSWORD_ROW = 'id, username, is_admin as "isAdmin", password_hash as "passwordHash"';
+
+export function passwordById(db: Db, id: number): Promise<PasswordRow | undefined> {
+  return first<PasswordRow>(db, `select ${PASSWORD_ROW} from users where id = ?`, [id]);
+}
+
+/** The user whose username is `login`, else those whose e-mail it is (case-insensitive), at most 5. */
+export async function passwordsByLogin(db: Db, login: string): Promise<PasswordRow[]> {
+  const byName = await db.execute<PasswordRow[]>(
+    `select ${PASSWORD_ROW} from users where lower(username) = lower(?)`,
+    [login],
+  );
+  if (byName.length > 0) return byName;
+  return db.execute<PasswordRow[]>(
+    `select ${PASSWORD_ROW} from users where lower(email) = lower(?) order by id limit 5`,
+    [login],
+  );
+}
+
+export async function setPasswordHash(db: Db, id: number, hash: string | null): Promise<boolean> {
+  const rows = await db.execute('update users set password_hash = ? where id = ? returning id', [hash, id]);
+  return rows.length > 0;
+}
+
+export async function insertPasswordLink(db: Db, userId: number, tokenHash: string, expiresAt: Date) {
+  await db.execute('insert into password_links (user_id, token_hash, expires_at) values (?, ?, ?)', [
+    userId,
+    tokenHash,
+    expiresAt,
+  ]);
+}
+
+/** The user of an unexpired link (undefined otherwise); `consume` deletes the link in the same statement. */
+export async function passwordLink(db: Db, tokenHash: string, consume: boolean): Promise<number | undefined> {
+  const rows = consume
+    ? await db.execute<{ userId: number }[]>(
+        `delete from password_links where token_hash = ? and expires_at > now() returning user_id as "userId"`,
+        [tokenHash],
+      )
+    : await db.execute<{ userId: number }[]>(
+        `select user_id as "userId" from password_links where token_hash = ? and expires_at > now()`,
+        [tokenHash],
+      );
+  return rows[0]?.userId;
+}
+
+/** Every link of the user goes (its password was set), and expired links of anyone. */
+export async function deletePasswordLinks(db: Db, userId: number): Promise<void> {
+  await db.execute('delete from password_links where user_id = ? or expires_at <= now()', [userId]);
+}
+
+/** Changes the fields given (the others stay); undefined when the user does not exist. */
+export function updateUser(
+  db: Db,
+  id: number,
+  u: { email?: string | undefined; displayName?: string | undefined; isAdmin?: boolean | undefined },
+): Promise<UserRow | undefined> {
+  return first<UserRow>(
+    db,
+    `update users set email = coalesce(?, email), display_name = coalesce(?, display_name),
+       is_admin = coalesce(?, is_admin) where id = ? returning ${USER}`,
+    [u.email ?? null, u.displayName ?? null, u.isAdmin ?? null, id],
+  );
+}
+
+export async function otherAdmins(db: Db, id: number): Promise<number> {
+  return count(db, 'select count(*) as n from users where is_admin and id <> ?', [id]);
 }

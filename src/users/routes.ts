@@ -13,6 +13,7 @@ import {
   profileJson,
   profileSchema,
   tokenSchema,
+  updateUserBody,
   userJson,
   userSchema,
 } from './schemas.ts';
@@ -140,6 +141,20 @@ export function userRoutes(api: Api, users: UsersService): void {
       const minter = p.kind === 'user' ? p.grant : undefined;
       return reply.created(await users.createToken(user.id, body, minter, { checkReach: false }));
     },
+  });
+  api.route({
+    method: 'patch',
+    path: '/api/v1/admin/users/:username',
+    params: USERNAME,
+    tag: 'admin',
+    auth: 'admin',
+    operationId: 'updateUser',
+    summary:
+      "Change a user's e-mail, display name, administrator flag or web password (site admin); a new password ends the user's web sessions",
+    body: updateUserBody,
+    returns: respond.data(userSchema, 'the user (never its password)'),
+    errors: { 404: 'no such user', 409: 'the last site administrator would lose the flag' },
+    handler: async ({ body, params }) => reply.ok(userJson(await users.update(params.username, body))),
   });
   api.route({
     method: 'get',

@@ -9,13 +9,31 @@ import type { TokenRow, UserRefRow, UserRow } from './repository.ts';
 
 export const usernameSchema = handleSchema;
 
+/** A password (web sign-in): 8 to 1024 characters, anything else allowed. */
+export const passwordSchema = z
+  .string()
+  .min(8, 'must be at least 8 characters long')
+  .max(1024, 'must be at most 1024 characters long')
+  .meta({ format: 'password', writeOnly: true });
+
 export const createUserBody = z.object({
   username: usernameSchema,
   email: z.email().max(255),
   display_name: z.string().max(255).trim().min(1).meta(nonBlank).optional(),
   is_admin: z.boolean().optional(),
+  password: passwordSchema.optional().meta({ description: 'signs in to the web interface; never returned' }),
 });
 export type CreateUserBody = z.infer<typeof createUserBody>;
+
+export const updateUserBody = z.object({
+  email: z.email().max(255).optional(),
+  display_name: z.string().max(255).trim().min(1).meta(nonBlank).optional(),
+  is_admin: z.boolean().optional(),
+  password: passwordSchema
+    .optional()
+    .meta({ description: "sets the user's web password and ends the user's web sessions; never returned" }),
+});
+export type UpdateUserBody = z.infer<typeof updateUserBody>;
 
 export const createTokenBody = z.object({
   name: z.string().max(255).trim().min(1).meta(nonBlank),

@@ -3,7 +3,6 @@ import { ApiError } from '../http/errors.ts';
 import { isDbId, isoTime, isUniqueViolation } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import {
-  ALL_SCOPES,
   hashToken,
   newTokenValue,
   scopeAllows,
@@ -15,7 +14,15 @@ import {
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
 import * as db from './repository.ts';
 import type { UserRefRow, UserRow } from './repository.ts';
-import { tokenJson, type CreateTokenBody, type CreateUserBody, type TokenJson } from './schemas.ts';
+import {
+  tokenJson,
+  type CreateTokenBody,
+  type CreateUserBody,
+  type TokenJson,
+  type UpdateUserBody,
+} from './schemas.ts';
+import { PasswordsService, type OnPasswordChange } from './passwords.ts';
+import { AdminBootstrap } from './bootstrap.ts';
 
 export type { UserRefRow, UserRow };
 
@@ -47,16 +54,27 @@ export class UsersService {
   private readonly em: () => EntityManager;
   private readonly targets: TargetDirectory;
   private readonly maxTokens: number;
+  /** Web passwords: set, changed, checked at sign-in, one-time links. */
+  readonly passwords: PasswordsService;
+  /** The administrator at start: `TRIAD_ADMIN_*`, or the first start's. */
+  readonly bootstrap: AdminBootstrap;
 
   constructor(deps: {
     em: () => EntityManager;
     targets: TargetDirectory;
     /** Tokens one user may hold (CI clone credentials not counted); 409 beyond. */
     maxTokensPerUser?: number;
+    /** What a password change ends besides (the user's web sessions). */
+    onPasswordChange?: OnPasswordChange;
   }) {
     this.em = deps.em;
     this.targets = deps.targets;
     this.maxTokens = deps.maxTokensPerUser ?? 100;
+    this.bootstrap = new AdminBootstrap(deps.em);
+    this.passwords = new PasswordsService({
+      em: deps.em,
+      ...(deps.onPasswordChange === undefined ? {} : { onChange: deps.onPasswordChange }),
+    });
   }
 
   async get(id: number): Promise<UserRow> {
@@ -75,17 +93,43 @@ export class UsersService {
     const em = this.em();
     const taken = () => ApiError.conflict(`username "${body.username}" is taken`);
     if ((await db.userByName(em, body.username)) !== undefined) throw taken();
+    const passwordHash = body.password === undefined ? undefined : await this.passwords.hash(body.password);
     try {
       return await db.insertUser(em, {
         username: body.username,
         email: body.email,
         displayName: body.display_name ?? body.username,
         isAdmin: body.is_admin ?? false,
+        ...(passwordHash === undefined ? {} : { passwordHash }),
       });
     } catch (e) {
       if (isUniqueViolation(e)) throw taken();
       throw e;
     }
+  }
+
+  /**
+   * Changes a user's e-mail, display name, administrator flag or password (the fields given), in
+   * one transaction. A new password ends the user's web sessions. The last site administrator
+   * cannot lose the flag (409).
+   */
+  async update(username: string, body: UpdateUserBody): Promise<UserRow> {
+    const user = await this.byUsername(username);
+    const hash = body.password === undefined ? undefined : await this.passwords.hash(body.password);
+    return this.em().transactional(async (tx) => {
+      await db.lockAdminBootstrap(tx);
+      if (body.is_admin === false && user.isAdmin && (await db.otherAdmins(tx, user.id)) === 0) {
+        throw ApiError.conflict('the last site administrator cannot stop being one');
+      }
+      const row = await db.updateUser(tx, user.id, {
+        email: body.email,
+        displayName: body.display_name,
+        isAdmin: body.is_admin,
+      });
+      if (row === undefined) throw ApiError.notFound('user');
+      if (hash !== undefined) await this.passwords.store(tx, user.id, hash);
+      return row;
+    });
   }
 
   /**
@@ -173,77 +217,6 @@ export class UsersService {
 
   async deleteToken(userId: number, id: number): Promise<void> {
     if (!isDbId(id) || !(await db.deleteToken(this.em(), userId, id))) throw ApiError.notFound('token');
-  }
-
-  /**
-   * Bootstrap: the admin user exists (created or promoted) and, when a token is given, that
-   * plaintext is a valid personal token of it with every scope.
-   */
-  async ensureAdmin(admin: { username: string; email: string; token: string | undefined }): Promise<UserRow> {
-    return this.em().transactional(async (tx) => {
-      await db.lockAdminBootstrap(tx);
-      let user = await db.userByName(tx, admin.username);
-      if (user === undefined) {
-        user = await db.insertUser(tx, {
-          username: admin.username,
-          email: admin.email,
-          displayName: admin.username,
-          isAdmin: true,
-        });
-      } else if (!user.isAdmin) {
-        await db.makeAdmin(tx, user.id);
-        user = { ...user, isAdmin: true };
-      }
-      if (admin.token !== undefined) {
-        const hash = hashToken(admin.token);
-        const existing = await db.tokenByHash(tx, hash);
-        if (existing !== undefined && existing.userId !== user.id) {
-          throw new Error('TRIAD_ADMIN_TOKEN is already a token of another user');
-        }
-        if (existing === undefined) {
-          await db.insertToken(tx, {
-            userId: user.id,
-            name: 'bootstrap (TRIAD_ADMIN_TOKEN)',
-            hash,
-            scopes: ALL_SCOPES,
-            level: 'personal',
-            targetOrgId: null,
-            targetRepoId: null,
-            expiresAt: null,
-          });
-        } else {
-          await db.widenToken(tx, existing.id, ALL_SCOPES);
-        }
-      }
-      return user;
-    });
-  }
-
-  /**
-   * First start without any user: creates the administrator `username` and a personal token
-   * with every scope, returning its plaintext (shown once). Undefined when a user exists already.
-   */
-  async createFirstAdmin(
-    username: string,
-    email: string,
-  ): Promise<{ user: UserRow; token: string } | undefined> {
-    return this.em().transactional(async (tx) => {
-      await db.lockAdminBootstrap(tx);
-      if (await db.anyUser(tx)) return undefined;
-      const user = await db.insertUser(tx, { username, email, displayName: username, isAdmin: true });
-      const token = newTokenValue();
-      await db.insertToken(tx, {
-        userId: user.id,
-        name: 'first start',
-        hash: hashToken(token),
-        scopes: ALL_SCOPES,
-        level: 'personal',
-        targetOrgId: null,
-        targetRepoId: null,
-        expiresAt: null,
-      });
-      return { user, token };
-    });
   }
 
   async userByTokenHash(

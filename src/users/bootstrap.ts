@@ -1,0 +1,89 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ALL_SCOPES, hashToken, newTokenValue } from '../domain/access.ts';
+import * as db from './repository.ts';
+import type { UserRow } from './repository.ts';
+
+/** How long the first administrator's password link is valid. */
+const FIRST_LINK_MS = 7 * 86_400_000;
+
+/** The administrator a server starts with: the configured one (`TRIAD_ADMIN_*`), or the first start's. */
+export class AdminBootstrap {
+  private readonly em: () => EntityManager;
+
+  constructor(em: () => EntityManager) {
+    this.em = em;
+  }
+
+  /**
+   * Bootstrap: the admin user exists (created or promoted) and, when a token is given, that
+   * plaintext is a valid personal token of it with every scope.
+   */
+  async ensureAdmin(admin: { username: string; email: string; token: string | undefined }): Promise<UserRow> {
+    return this.em().transactional(async (tx) => {
+      await db.lockAdminBootstrap(tx);
+      let user = await db.userByName(tx, admin.username);
+      if (user === undefined) {
+        user = await db.insertUser(tx, {
+          username: admin.username,
+          email: admin.email,
+          displayName: admin.username,
+          isAdmin: true,
+        });
+      } else if (!user.isAdmin) {
+        await db.makeAdmin(tx, user.id);
+        user = { ...user, isAdmin: true };
+      }
+      if (admin.token !== undefined) {
+        const hash = hashToken(admin.token);
+        const existing = await db.tokenByHash(tx, hash);
+        if (existing !== undefined && existing.userId !== user.id) {
+          throw new Error('TRIAD_ADMIN_TOKEN is already a token of another user');
+        }
+        if (existing === undefined) {
+          await db.insertToken(tx, {
+            userId: user.id,
+            name: 'bootstrap (TRIAD_ADMIN_TOKEN)',
+            hash,
+            scopes: ALL_SCOPES,
+            level: 'personal',
+            targetOrgId: null,
+            targetRepoId: null,
+            expiresAt: null,
+          });
+        } else {
+          await db.widenToken(tx, existing.id, ALL_SCOPES);
+        }
+      }
+      return user;
+    });
+  }
+
+  /**
+   * First start without any user: creates the administrator `username` and a personal token
+   * with every scope, returning its plaintext (shown once). Undefined when a user exists already.
+   */
+  async createFirstAdmin(
+    username: string,
+    email: string,
+  ): Promise<{ user: UserRow; token: string; passwordLink: string } | undefined> {
+    return this.em().transactional(async (tx) => {
+      await db.lockAdminBootstrap(tx);
+      if (await db.anyUser(tx)) return undefined;
+      const user = await db.insertUser(tx, { username, email, displayName: username, isAdmin: true });
+      const token = newTokenValue();
+      await db.insertToken(tx, {
+        userId: user.id,
+        name: 'first start',
+        hash: hashToken(token),
+        scopes: ALL_SCOPES,
+        level: 'personal',
+        targetOrgId: null,
+        targetRepoId: null,
+        expiresAt: null,
+      });
+      const link = newTokenValue('triad_pw_');
+      await db.insertPasswordLink(tx, user.id, hashToken(link), new Date(Date.now() + FIRST_LINK_MS));
+      return { user, token, passwordLink: link };
+    });
+  }
+}

@@ -1,0 +1,130 @@
+/** The signed-in user's own settings: sessions (list, revoke) and password. */
+import { ApiError } from '../../http/errors.ts';
+import type { UsersService } from '../../users/service.ts';
+import { html } from '../html.ts';
+import { field, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
+import type { WebRouter } from '../web.ts';
+import type { SessionsService } from '../sessions.ts';
+import { actionButton, csrf, formError, input } from '../views/forms.ts';
+import { timeAgo } from '../views/common.ts';
+import { settingsFrame } from '../views/settings.ts';
+
+export function accountPages(
+  w: WebRouter,
+  d: { users: Pick<UsersService, 'passwords'>; sessions: SessionsService },
+): void {
+  const sessionsPage = async (ctx: UserCtx, state: FormState): Promise<WebReply> => {
+    const list = await d.sessions.list(ctx.user.id);
+    const rows = list.map((s) => {
+      const mine = s.id === ctx.session.id;
+      const revoke = actionButton(
+        `/-/settings/sessions/${s.id}/revoke`,
+        ctx.formToken,
+        mine ? 'Sign out' : 'Revoke',
+        {
+          danger: !mine,
+          ariaLabel: mine
+            ? 'Sign out of this session'
+            : `Revoke the session started ${new Date(s.createdAt).toISOString()}`,
+        },
+      );
+      return html`<tr>
+<td>${s.userAgent === '' ? html`<span class="muted">unknown browser</span>` : s.userAgent}${mine ? html` <strong class="badge">This session</strong>` : ''}</td>
+<td>${s.address}</td>
+<td>${timeAgo(new Date(s.createdAt).toISOString())}</td>
+<td>${timeAgo(new Date(s.lastSeenAt).toISOString())}</td>
+<td>${revoke}</td>
+</tr>`;
+    });
+    return web.page(
+      'Sessions',
+      settingsFrame(
+        'sessions',
+        html`<h1>Sessions</h1>
+${formError(state)}
+<p>Browsers signed in as ${ctx.user.username}. Revoking a session signs that browser out at its next request.</p>
+<table class="list">
+<thead><tr><th scope="col">Browser</th><th scope="col">Address</th><th scope="col">Signed in</th><th scope="col">Last active</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
+<tbody>${rows}</tbody>
+</table>`,
+      ),
+    );
+  };
+  w.userGet('/-/settings/sessions', (ctx) => sessionsPage(ctx, { values: {} }));
+  w.userPost(
+    '/-/settings/sessions/:id/revoke',
+    async (ctx) => {
+      const id = Number(ctx.params.id);
+      await d.sessions.revoke(ctx.user.id, Number.isSafeInteger(id) ? id : 0);
+      if (id === ctx.session.id) {
+        w.cookie.clear(ctx.res);
+        return web.redirect('/');
+      }
+      return web.redirect('/-/settings/sessions');
+    },
+    { render: sessionsPage },
+  );
+
+  const passwordPage = async (ctx: UserCtx, state: FormState): Promise<WebReply> => {
+    const has = await d.users.passwords.has(ctx.user.id);
+    const current = has
+      ? input({
+          name: 'current_password',
+          label: 'Current password',
+          type: 'password',
+          required: true,
+          autocomplete: 'current-password',
+          maxlength: 1024,
+        })
+      : '';
+    const next = input({
+      name: 'password',
+      label: 'New password',
+      type: 'password',
+      required: true,
+      autocomplete: 'new-password',
+      minlength: 8,
+      maxlength: 1024,
+      hint: 'At least 8 characters.',
+    });
+    const again = input({
+      name: 'password_confirm',
+      label: 'New password again',
+      type: 'password',
+      required: true,
+      autocomplete: 'new-password',
+      maxlength: 1024,
+    });
+    const done =
+      ctx.query.changed === '1'
+        ? html`<p class="flash ok" role="status">Your password was changed. Your other sessions were signed out.</p>`
+        : '';
+    return web.page(
+      'Password',
+      settingsFrame(
+        'password',
+        html`<h1>Password</h1>
+${done}
+${formError(state)}
+<p>The password signs in to this web interface. The API and the VCS clients take access tokens instead. Changing it signs out your other sessions.</p>
+<form method="post" action="/-/settings/password" class="card">
+${csrf(ctx.formToken)}
+<input type="text" name="username" value="${ctx.user.username}" autocomplete="username" hidden>
+${current}
+${next}
+${again}
+<button type="submit" class="primary">Change password</button>
+</form>`,
+      ),
+    );
+  };
+  w.form('/-/settings/password', passwordPage, async (ctx, values) => {
+    const password = field(values, 'password');
+    if (password !== field(values, 'password_confirm'))
+      throw ApiError.validation('The two new passwords are not the same.');
+    await d.users.passwords.change(ctx.user.id, field(values, 'current_password'), password, ctx.session.id);
+    // this session stays, under a new id; the others ended with the change
+    w.cookie.set(ctx.res, await d.sessions.renew(ctx.session.id));
+    return web.redirect('/-/settings/password?changed=1');
+  });
+}

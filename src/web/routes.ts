@@ -1,0 +1,60 @@
+/**
+ * The web interface's routes, mounted by the app after the API and before the clone URLs: the
+ * assets, then each page group. Unknown paths under `/-/` and `/:org/:repo/-/` are HTML 404s.
+ */
+import type { Router } from 'express';
+import type { Logger } from 'pino';
+import type { Directory } from '../http/auth.ts';
+import type { AuthThrottle } from '../http/throttle.ts';
+import type { Services } from '../services.ts';
+import { assets } from './assets.ts';
+import { errorPage, securityHeaders, WebRouter } from './web.ts';
+import { authPages } from './pages/auth.ts';
+import { homePages } from './pages/home.ts';
+import { accountPages } from './pages/account.ts';
+import { orgPages } from './pages/orgs.ts';
+
+export type WebRoutesDeps = {
+  services: Services;
+  dir: Directory;
+  baseUrl: () => string;
+  log: Logger;
+  throttle: AuthThrottle | undefined;
+  sessionMaxMs: number;
+};
+
+export function webRoutes(d: WebRoutesDeps): Router {
+  const s = d.services;
+  const w = new WebRouter({
+    dir: d.dir,
+    sessions: s.sessions,
+    baseUrl: d.baseUrl,
+    log: d.log.child({ component: 'web' }),
+    sessionMaxMs: d.sessionMaxMs,
+  });
+  w.router.get('/-/assets/:file', (req, res) => {
+    const a = assets().get(req.params.file);
+    securityHeaders(res);
+    if (a === undefined) {
+      res.status(404).type('text/plain; charset=utf-8').send('no such asset\n');
+      return;
+    }
+    res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+    res.setHeader('ETag', a.etag);
+    if (req.headers['if-none-match'] === a.etag) {
+      res.status(304).end();
+      return;
+    }
+    res.status(200).type(a.type).send(a.body);
+  });
+  authPages(w, { users: s.users, sessions: s.sessions, throttle: d.throttle });
+  homePages(w, { repos: s.repos, orgs: s.orgs });
+  accountPages(w, { users: s.users, sessions: s.sessions });
+  // (after every page under /-/: `/:org` would take them)
+  orgPages(w, { orgs: s.orgs, repos: s.repos });
+  // what no page answers below the web's own prefixes is a page too
+  for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
+    w.get(path, () => Promise.resolve(errorPage(404, 'not found')));
+  }
+  return w.router;
+}
