@@ -1,0 +1,41 @@
+/**
+ * The addresses of the web's pages, built in one place. A revision is one path segment (its `/`
+ * percent-encoded, so `release/1.0` stays one segment); a file path keeps its `/` and has every
+ * segment encoded.
+ */
+export const enc = encodeURIComponent;
+
+/** `a/b c` -> `a/b%20c` (each segment encoded, the slashes kept). */
+export function encPath(path: string): string {
+  return path
+    .split('/')
+    .filter((s) => s !== '')
+    .map(enc)
+    .join('/');
+}
+
+export const urls = {
+  org: (org: string) => `/${enc(org)}`,
+  orgMembers: (org: string) => `/${enc(org)}/-/members`,
+  orgWebhooks: (org: string) => `/${enc(org)}/-/settings/webhooks`,
+  user: (username: string) => `/-/users/${enc(username)}`,
+  repo: (org: string, repo: string) => `/${enc(org)}/${enc(repo)}`,
+  /** A page below the repository: `/:org/:repo/-/<rest>` (`rest` already encoded). */
+  repoSub: (org: string, repo: string, rest: string) => `/${enc(org)}/${enc(repo)}/-/${rest}`,
+  tree: (org: string, repo: string, rev: string, path = '') =>
+    urls.repoSub(org, repo, `tree/${enc(rev)}${path === '' ? '' : `/${encPath(path)}`}`),
+  blob: (org: string, repo: string, rev: string, path: string) =>
+    urls.repoSub(org, repo, `blob/${enc(rev)}/${encPath(path)}`),
+  raw: (org: string, repo: string, rev: string, path: string) =>
+    urls.repoSub(org, repo, `raw/${enc(rev)}/${encPath(path)}`),
+  log: (org: string, repo: string, rev?: string) =>
+    urls.repoSub(org, repo, rev === undefined ? 'log' : `log/${enc(rev)}`),
+  changeset: (org: string, repo: string, rev: string) => urls.repoSub(org, repo, `changeset/${enc(rev)}`),
+  refs: (org: string, repo: string) => urls.repoSub(org, repo, 'refs'),
+  archive: (org: string, repo: string, rev: string, format: 'tar.gz' | 'zip') =>
+    urls.repoSub(org, repo, `archive/${enc(rev)}.${format}`),
+  settings: (org: string, repo: string) => urls.repoSub(org, repo, 'settings'),
+  webhooks: (org: string, repo: string) => urls.repoSub(org, repo, 'settings/webhooks'),
+  releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
+    urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
+};
