@@ -163,12 +163,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.repos, services.vcs, config.limits, {
-    socketHandOff: config.rawSocketHandOff,
-    nice: config.backendNice,
-    ...(services.rawCache === undefined ? {} : { cache: services.rawCache }),
-  });
-  refRoutes(api, services.repos, services.vcs);
+  contentRoutes(api, services.contents, { socketHandOff: config.rawSocketHandOff });
+  refRoutes(api, services.refs);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   pullRoutes(api, services.pulls);

@@ -10,6 +10,8 @@ import { OrgsService } from './orgs/service.ts';
 import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
+import { ContentsService } from './repos/contents-service.ts';
+import { RefsService } from './repos/refs.ts';
 import { TokenTargets } from './repos/targets.ts';
 import { createVcs, type Vcs } from './vcs/index.ts';
 import { ProcessPool } from './vcs/process/pool.ts';
@@ -54,6 +56,10 @@ export type Services = {
   rawCache: RawCache | undefined;
   /** Web sessions (the cookie's id, lifetimes, revocation). */
   sessions: SessionsService;
+  /** Repository contents (tree, blob, raw, log, changeset) through the pooled readers. */
+  contents: ContentsService;
+  /** Branch, bookmark and tag lists. */
+  refs: RefsService;
 };
 
 export type AppDeps = {
@@ -199,5 +205,10 @@ export function createServices(deps: AppDeps): Services {
     search: new SearchService({ issues: issues.reads, pulls: pulls.reads }),
     rawCache,
     sessions,
+    contents: new ContentsService(repos, vcs, deps.config.limits, {
+      nice: deps.config.backendNice,
+      ...(rawCache === undefined ? {} : { cache: rawCache }),
+    }),
+    refs: new RefsService(repos, vcs),
   };
 }

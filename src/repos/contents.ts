@@ -5,11 +5,7 @@ import { strongEtag, unchanged } from '../http/conditional.ts';
 import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery } from '../http/pagination.ts';
-import { DEFAULT_LIMITS, type ContentLimits } from '../vcs/reader.ts';
-import type { Vcs } from '../vcs/index.ts';
-import type { RawCache } from './raw-cache.ts';
-import type { ReposService } from './service.ts';
-import { ContentsService } from './contents-service.ts';
+import type { ContentsService } from './contents-service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
 
 const revText = z
@@ -41,17 +37,7 @@ const READ_ERRORS = {
 const AT_COMMIT = 'the commit `rev` resolves to (a moving `rev` such as a branch answers 304 until it moves)';
 
 /** Routes under /api/v1/repos/:org/:repo for contents (thin: parse -> service -> reply). */
-export function contentRoutes(
-  api: Api,
-  repos: ReposService,
-  vcs: Pick<Vcs, 'reader' | 'driver'>,
-  limits: ContentLimits = DEFAULT_LIMITS,
-  opts: { socketHandOff: boolean; nice: number; cache?: RawCache } = { socketHandOff: true, nice: 0 },
-): ContentsService {
-  const svc = new ContentsService(repos, vcs, limits, {
-    nice: opts.nice,
-    ...(opts.cache ? { cache: opts.cache } : {}),
-  });
+export function contentRoutes(api: Api, svc: ContentsService, opts: { socketHandOff: boolean }): void {
   const READ = { scope: 'repo:read' } as const;
   /**
    * A read at the commit `rev` resolves to, with that commit's `ETag`; 304 when the client's
@@ -185,5 +171,4 @@ export function contentRoutes(
       return atCommit(ctx, 'changeset', ctx.params.rev, (at) => svc.changeset(ctx.target, at));
     },
   });
-  return svc;
 }

@@ -34,12 +34,7 @@ export class RefsService {
 const NO_READ = 'a private repository and the token lacks repo:read or does not reach it';
 
 /** `GET .../branches`, `.../bookmarks` and `.../tags` under /api/v1/repos/:org/:repo. */
-export function refRoutes(
-  api: Api,
-  repos: Pick<ReposService, 'handle'>,
-  vcs: Pick<Vcs, 'reader'>,
-): RefsService {
-  const svc = new RefsService(repos, vcs);
+export function refRoutes(api: Api, svc: RefsService): void {
   const lists = [
     {
       type: 'branch',
@@ -79,5 +74,4 @@ export function refRoutes(
       handler: async ({ target, query }) => reply.list(await svc.list(target, l.type, query)),
     });
   }
-  return svc;
 }
