@@ -16,7 +16,7 @@ export type SessionRow = {
   expiresAt: Date | string;
   /** Idle past the idle lifetime the lookup was given. */
   idle: boolean;
-  /** `last_seen_at` is more than a minute old (worth recording again). */
+  /** `last_seen_at` is older than the lookup's `touchSeconds` (worth recording again). */
   stale: boolean;
 };
 
@@ -27,14 +27,22 @@ const COLUMNS = `s.id, s.user_id as "userId", u.username, u.is_admin as "isAdmin
 const BY_HASH = new Prepared<SessionRow>(
   'web_session',
   `select ${COLUMNS}, s.last_seen_at < now() - make_interval(secs => ?::double precision) as idle,
-          s.last_seen_at < now() - interval '1 minute' as stale
+          s.last_seen_at < now() - make_interval(secs => ?::double precision) as stale
      from web_sessions s join users u on u.id = s.user_id
     where s.id_hash = ? and s.expires_at > now()`,
 );
 
-/** The unexpired session whose cookie id hashes to `hash`, with whether it is idle past `idleSeconds`. */
-export function byHash(db: Db, hash: string, idleSeconds: number): Promise<SessionRow | undefined> {
-  return BY_HASH.first(db, [idleSeconds, hash]);
+/**
+ * The unexpired session whose cookie id hashes to `hash`, with whether it is idle past
+ * `idleSeconds` and whether its last use is older than `touchSeconds` (worth recording again).
+ */
+export function byHash(
+  db: Db,
+  hash: string,
+  idleSeconds: number,
+  touchSeconds: number,
+): Promise<SessionRow | undefined> {
+  return BY_HASH.first(db, [idleSeconds, touchSeconds, hash]);
 }
 
 export type NewSession = {

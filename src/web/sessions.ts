@@ -49,7 +49,9 @@ export class SessionsService {
   async resolve(cookie: string): Promise<SessionRow | undefined> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(cookie)) return undefined;
     const em = this.em();
-    const s = await db.byHash(em, hashToken(cookie), this.idleSeconds);
+    // the last use is recorded at most once a minute (more often when the idle lifetime is short)
+    const touch = Math.min(60, this.idleSeconds / 4);
+    const s = await db.byHash(em, hashToken(cookie), this.idleSeconds, touch);
     if (s === undefined || s.idle) return undefined;
     if (s.stale) await db.touch(em, s.id);
     return s;

@@ -64,9 +64,11 @@ export class Processes {
     return { child, output: () => out, stderr: () => err };
   }
 
+  /** Runs the CLI to its end; `stdin`: what it reads on standard input (else nothing, closed). */
   runCli(
     args: string[],
     env: Record<string, string>,
+    stdin?: string,
   ): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
       const child = execFile(
@@ -78,6 +80,7 @@ export class Processes {
           resolve({ code, stdout, stderr });
         },
       );
+      child.stdin?.end(stdin ?? '');
       this.children.add(child);
     });
   }

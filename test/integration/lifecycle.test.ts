@@ -172,6 +172,16 @@ describe('stopping triad serve', () => {
   }, 60_000);
 });
 
+/** A web form posted as a browser on the page's own origin would post it (no redirect followed). */
+function webForm(url: string, path: string, fields: Record<string, string>): Promise<Response> {
+  return fetch(`${url}${path}`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams(fields).toString(),
+  });
+}
+
 describe('first start, a data directory in use, and the CLI next to a running server', () => {
   test('when the first start finds no user, then it prints a one-time admin token; a second server is refused with the owner named; the CLI works against the running server', async () => {
     const { dataDir, url, env } = await setup({ TRIAD_EMBEDDED_AGENT: 'off' });
@@ -194,6 +204,30 @@ describe('first start, a data directory in use, and the CLI next to a running se
     expect(me.status).toBe(200);
     expect(me.body.data).toMatchObject({ username: 'admin', is_admin: true });
 
+    // Beside the token, a one-time link sets the web password (the base URL here is localhost)
+    const link = (await stderrMatch(
+      first,
+      /^ {3}(http:\/\/localhost:\d+\/-\/password\/set\?token=(triad_pw_[0-9a-f]{48}))$/m,
+    ))!;
+    expect(link[1]).toBe(`http://localhost:${new URL(url).port}/-/password/set?token=${link[2]}`);
+    const setPage = await fetch(`${url}/-/password/set?token=${link[2]}`);
+    expect(setPage.status).toBe(200);
+    expect(await setPage.text()).toContain('Set the password of admin');
+    const set = await webForm(url, '/-/password/set', {
+      token: link[2]!,
+      password: 'first-password',
+      password_confirm: 'first-password',
+    });
+    expect(set.status).toBe(303);
+    expect(set.headers.get('set-cookie')).toMatch(
+      /^triad_session=[\w-]{43}; Max-Age=2592000; Path=\/; HttpOnly; SameSite=Lax$/,
+    );
+    // the link works once
+    expect((await fetch(`${url}/-/password/set?token=${link[2]}`)).status).toBe(404);
+    expect((await webForm(url, '/-/login', { login: 'admin', password: 'first-password' })).status).toBe(303);
+    // the access log never keeps the link's secret
+    expect(first.output()).not.toContain(`token=${link[2]}"`);
+
     // A second server on the same data directory: refused, naming the directory and the owner.
     const second = procs.serve({ ...env, PORT: String(await freePort()) });
     expect(await exitWithin(second, 30_000)).toEqual({ code: 1, signal: null });
@@ -215,6 +249,29 @@ describe('first start, a data directory in use, and the CLI next to a running se
     expect((await new Client(url, carolToken).get('/api/v1/user')).body.data).toMatchObject({
       username: 'carol',
     });
+    // a web password from standard input, or a one-time link to set it
+    const pw = await procs.runCli(
+      ['admin', 'user', 'password', '--username', 'carol'],
+      env,
+      'carol-password\n',
+    );
+    expect(pw).toMatchObject({
+      code: 0,
+      stderr: '',
+      stdout: 'password set for carol; its web sessions were ended\n',
+    });
+    expect((await webForm(url, '/-/login', { login: 'carol', password: 'carol-password' })).status).toBe(303);
+    const short = await procs.runCli(['admin', 'user', 'password', '--username', 'carol'], env, 'short\n');
+    expect(short.code).toBe(1);
+    expect(short.stderr).toBe('triad: password: must be at least 8 characters long\n');
+    const viaLink = await procs.runCli(['admin', 'user', 'password', '--username', 'carol', '--link'], env);
+    expect(viaLink.code).toBe(0);
+    expect(viaLink.stdout).toMatch(
+      /^http:\/\/localhost:\d+\/-\/password\/set\?token=triad_pw_[0-9a-f]{48}\n$/,
+    );
+    const linkPath = new URL(viaLink.stdout.trim()).pathname + new URL(viaLink.stdout.trim()).search;
+    expect(await (await fetch(`${url}${linkPath}`)).text()).toContain('Set the password of carol');
+
     const minted = await procs.runCli(['admin', 'token', 'create', '--username', 'admin'], env);
     expect(minted).toMatchObject({ code: 0, stderr: '' });
     const again = await new Client(url, minted.stdout.trim()).get('/api/v1/user');
