@@ -3,6 +3,8 @@
  * its viewer (the session cookie), given an `Access`, answered with security headers, and its
  * errors are shown as pages. Unsafe requests pass the CSRF rules of `csrf.ts` first.
  */
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { Access, type Directory } from '../http/auth.ts';
@@ -24,6 +26,8 @@ export type WebDeps = {
   /** How long a session may last (`TRIAD_SESSION_MAX`): the cookie's lifetime. */
   sessionMaxMs: number;
 };
+
+const gzipped = promisify(gzip);
 
 /** Headers of every web answer (DESIGN: one strict policy, no inline script or style). */
 export const CSP =
@@ -154,23 +158,14 @@ export class WebRouter {
       reply = this.failure(req, res, ctx, e);
     }
     if (res.headersSent || reply.kind === 'handled') return;
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    res.setHeader('Server-Timing', `app;dur=${ms.toFixed(1)}`);
     const viewer = ctx ?? { user: undefined, formToken: undefined, path: req.originalUrl };
-    switch (reply.kind) {
-      case 'redirect':
-        res.redirect(303, reply.to);
-        return;
-      case 'fragment':
-        res.status(reply.status).type('text/html; charset=utf-8').send(reply.body.text);
-        return;
-      case 'page':
-        res
-          .status(reply.status)
-          .type('text/html; charset=utf-8')
-          .send(layout(viewer, reply.title, reply.body, reply.opts).text);
-        return;
+    if (reply.kind === 'redirect') {
+      res.redirect(303, reply.to);
+      return;
     }
+    const text =
+      reply.kind === 'page' ? layout(viewer, reply.title, reply.body, reply.opts).text : reply.body.text;
+    await sendHtml(req, res, reply.status, text, started);
   }
 
   private async context(req: Request, res: Response): Promise<PageCtx> {
@@ -226,6 +221,23 @@ export class WebRouter {
     });
     this.cookie.set(ctx.res, s.cookie);
   }
+}
+
+/**
+ * Sends a page, gzipped (in the thread pool, off the event loop) when the browser takes it and it
+ * is larger than a few packets, with `Server-Timing: app;dur=` the time from the request's
+ * arrival to the page ready to send.
+ */
+async function sendHtml(req: Request, res: Response, status: number, text: string, started: bigint) {
+  res.setHeader('Vary', 'Accept-Encoding');
+  let body: Buffer | string = text;
+  if (text.length > 4096 && req.acceptsEncodings('gzip') === 'gzip') {
+    body = await gzipped(Buffer.from(text, 'utf8'), { level: 5 });
+    res.setHeader('Content-Encoding', 'gzip');
+  }
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  res.setHeader('Server-Timing', `app;dur=${ms.toFixed(1)}`);
+  res.status(status).type('text/html; charset=utf-8').send(body);
 }
 
 const TITLES: Record<number, string> = {
