@@ -9,7 +9,7 @@ import type { Browser, BrowserContext } from 'playwright-core';
 import type { TestServer, TestUser } from '../helpers/server.ts';
 import { signIn, watchedPage, webUser, type Watched, type WebUser } from '../helpers/browser.ts';
 import { newRepo, type NewRepo } from '../helpers/factories.ts';
-import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
 /** A 1x1 PNG. */
@@ -67,9 +67,12 @@ const git = (args: string[], cwd: string) => ok('git', args, cwd);
 const hg = (args: string[], cwd: string) => ok('hg', args, cwd);
 const fossil = (args: string[], cwd: string) => ok('fossil', args, cwd);
 
+export const MAIN_PY_1 = 'def main():\n    answer = 41\n    return answer\n';
+export const MAIN_PY_2 = 'def main():\n    answer = 42\n    return answer\n';
+
 async function writeFirst(dir: string, mainFile: string): Promise<void> {
   await writeFile(dir, 'README.md', README);
-  await writeFile(dir, mainFile, MAIN_1);
+  await writeFile(dir, mainFile, mainFile.endsWith('.py') ? MAIN_PY_1 : MAIN_1);
   await writeFile(dir, 'docs/guide.md', '# Guide\n\nSee the [README](../README.md).\n');
   await writeFile(dir, 'docs/deep/nested/notes.txt', 'deep\n');
   await writeFile(dir, 'img/logo.png', PNG);
@@ -110,7 +113,7 @@ export async function pushedRepo(
     await hg(['commit', '-m', 'First commit\n\nWith a body line.'], work);
     const id = async () => (await hg(['log', '-r', '.', '-T', '{node}'], work)).trim();
     const c1 = await id();
-    await writeFile(work, 'src/main.py', 'def main():\n    answer = 42\n    return answer\n');
+    await writeFile(work, 'src/main.py', MAIN_PY_2);
     await hg(['commit', '-m', 'Second commit'], work);
     const c2 = await id();
     await hg(['tag', '-r', c2, 'v1.0'], work);
@@ -120,7 +123,9 @@ export async function pushedRepo(
     await hg(['add', '-q'], work);
     await hg(['commit', '-m', 'Feature work'], work);
     await hg(['update', '-q', 'default'], work);
-    await hg(['push', '-q', '--new-branch', '-B', 'bm1', url], work);
+    await hg(['push', '-q', '--new-branch', url], work);
+    // (-B alone would push only the bookmark's ancestors; now it only sends the bookmark)
+    await sh('hg', ['push', '-q', '-B', 'bm1', url], work);
     return { repo, c1, c2, branch, work };
   }
   const dir = await tempDir('triad-web-fossil-');
@@ -140,7 +145,7 @@ export async function pushedRepo(
   const c1 = await commit('First commit\n\nWith a body line.');
   // Fossil orders by time: each check-in a second after the last
   await new Promise((r) => setTimeout(r, 1100));
-  await writeFile(work, 'src/main.py', 'def main():\n    answer = 42\n    return answer\n');
+  await writeFile(work, 'src/main.py', MAIN_PY_2);
   const c2 = await commit('Second commit', ['--tag', 'v1.0']);
   await new Promise((r) => setTimeout(r, 1100));
   await writeFile(work, 'src/feature.py', 'FEATURE = True\n');

@@ -31,6 +31,9 @@ for (const box of document.querySelectorAll<HTMLDetailsElement>('details[data-re
   box.addEventListener('toggle', () => {
     if (box.open) input.focus();
   });
+  document.addEventListener('click', (e) => {
+    if (box.open && !box.contains(e.target as Node)) box.open = false;
+  });
   box.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && box.open) {
       box.open = false;

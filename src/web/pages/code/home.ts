@@ -36,17 +36,26 @@ async function noDefaultBranch(d: CodeDeps, p: RepoPage): Promise<WebReply> {
   const title = `${repo.org}/${repo.name}`;
   const head = html`${repoHeader(p, 'code')}
 ${repo.description === '' ? '' : html`<p class="description">${repo.description}</p>`}`;
-  if (refs.branch.total === 0 && refs.tag.total === 0 && (refs.bookmark?.total ?? 0) === 0) {
-    return web.page(title, html`${head}${emptyRepo(repo)}${cloneBox(repo)}`, {
-      scripts: SCRIPTS,
-      wide: true,
-    });
-  }
+  if (refs.branch.total === 0 && refs.tag.total === 0 && (refs.bookmark?.total ?? 0) === 0)
+    return emptyPage(p);
   return web.page(
     title,
     html`${head}
 <div class="code-bar">${refSwitcher(repo.org, repo.name, refs, repo.default_branch, (r) => urls.tree(repo.org, repo.name, r))}</div>
 <p class="flash warn">The default branch <strong>${repo.default_branch}</strong> has no commits yet: pick another line above.</p>
+${cloneBox(repo)}`,
+    { scripts: SCRIPTS, wide: true },
+  );
+}
+
+/** An empty repository's home: how to push to it. */
+function emptyPage(p: RepoPage): WebReply {
+  const { repo } = p;
+  return web.page(
+    `${repo.org}/${repo.name}`,
+    html`${repoHeader(p, 'code')}
+${repo.description === '' ? '' : html`<p class="description">${repo.description}</p>`}
+${emptyRepo(repo)}
 ${cloneBox(repo)}`,
     { scripts: SCRIPTS, wide: true },
   );
@@ -66,6 +75,8 @@ async function treePage(d: CodeDeps, at: At, home: boolean): Promise<WebReply> {
     home ? d.contents.log(p.target, { rev: commit, page: 1, per_page: 1 }) : Promise.resolve(undefined),
   ]);
   if (entries === undefined) return web.redirect(urls.blob(repo.org, repo.name, rev, path));
+  // (a new Fossil repository has one check-in without files: it is empty all the same)
+  if (home && entries.length === 0 && (log?.total ?? 0) <= 1) return emptyPage(p);
   const readme = await readmeOf(d, at, entries);
   const place = { org: repo.org, repo: repo.name, rev, path };
   const switcher = refSwitcher(repo.org, repo.name, refs, rev, (r) =>
