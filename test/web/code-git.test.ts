@@ -9,6 +9,7 @@ import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { checkPage, openBrowser, screenshot, visit, watchedPage, webUser } from '../helpers/browser.ts';
 import { newRepo } from '../helpers/factories.ts';
+import { postMultipart } from '../helpers/multipart.ts';
 import { ok, withCreds, writeFile } from '../helpers/vcs.ts';
 import {
   cloneAgain,
@@ -196,7 +197,7 @@ describe('a Git repository', () => {
     expect(await w.page.locator('.diff-file table.diff').count()).toBe(20);
     const load = w.page.locator('#file-25 button.load-diff');
     expect(await w.page.locator('button.load-diff').count()).toBe(10);
-    await checkPage(w, res2);
+    await checkPage(w, res2, { keyboard: false });
     await load.click();
     await w.page.locator('#file-25 table.diff').waitFor();
     expect(await w.page.locator('#file-25 tr.add').textContent()).toBe('1+line 25');
@@ -272,6 +273,36 @@ describe('a Git repository', () => {
     await visit(w, `${ts.url}/${W.org}/${repo.name}/-/log`);
     expect(await textOf(w, 'p.empty')).toBe('No commits yet.');
     await w.context.close();
+  });
+});
+
+describe('release assets through the session', () => {
+  test('a draft release asset is 404 to anonymous visitors and strangers, the bytes to members; once published, to anyone', async () => {
+    const api = `/api/v1/repos/${W.org}/${P.repo.name}/releases`;
+    const rel = await W.owner.client.post(api, { tag_name: 'v1.0', name: 'One', draft: true });
+    expect(rel.status).toBe(201);
+    const data = Buffer.from('asset bytes\n');
+    const up = await postMultipart(`${ts.url}${api}/${rel.body.data.id}/assets`, W.owner.token, [
+      { field: 'attachment', filename: 'notes.txt', contentType: 'text/plain', data },
+    ]);
+    expect(up.status).toBe(201);
+    const url = `${base}/-/releases/${rel.body.data.id}/assets/${up.body.data.id}`;
+    const member = await signedIn(browser, ts, W.user);
+    const stranger = await signedIn(browser, ts, await webUser(ts));
+    const get = (cookie?: string) => fetch(url, { headers: cookie === undefined ? {} : { cookie } });
+    expect((await get()).status).toBe(404);
+    expect((await get(await cookieOf(stranger.context, ts.url))).status).toBe(404);
+    const mine = await get(await cookieOf(member.context, ts.url));
+    expect(mine.status).toBe(200);
+    expect(mine.headers.get('content-disposition')).toMatch(/^attachment; filename="notes.txt"/);
+    expect(Buffer.from(await mine.arrayBuffer()).equals(data)).toBe(true);
+    expect((await W.owner.client.patch(`${api}/${rel.body.data.id}`, { draft: false })).status).toBe(200);
+    const anon = await get();
+    expect([anon.status, await anon.text()]).toEqual([200, 'asset bytes\n']);
+    expect((await fetch(`${base}/-/releases/${rel.body.data.id}/assets/999999`)).status).toBe(404);
+    expect((await fetch(`${base}/-/releases/x/assets/1`)).status).toBe(404);
+    await member.context.close();
+    await stranger.context.close();
   });
 });
 

@@ -46,8 +46,8 @@ export function treeTable(p: Place, entries: readonly TreeEntry[]): Html {
       : html`<tr><td class="name"><a href="${urls.tree(p.org, p.repo, p.rev, p.path.split('/').slice(0, -1).join('/'))}" aria-label="Parent directory">..</a></td><td class="size"></td></tr>`;
   const rows = entries.map((e) =>
     e.is_dir
-      ? html`<tr><td class="name"><span class="icon dir" aria-hidden="true"></span><a href="${urls.tree(p.org, p.repo, p.rev, at(e.name))}">${e.name}/</a></td><td class="size"><span class="visually-hidden">directory</span></td></tr>`
-      : html`<tr><td class="name"><span class="icon file" aria-hidden="true"></span><a href="${urls.blob(p.org, p.repo, p.rev, at(e.name))}">${e.name}</a></td><td class="size">${fileSize(e.size)}</td></tr>`,
+      ? html`<tr><td class="name"><a href="${urls.tree(p.org, p.repo, p.rev, at(e.name))}">${e.name}/</a></td><td class="size"><span class="visually-hidden">directory</span></td></tr>`
+      : html`<tr><td class="name"><a href="${urls.blob(p.org, p.repo, p.rev, at(e.name))}">${e.name}</a></td><td class="size">${fileSize(e.size)}</td></tr>`,
   );
   return html`<table class="list tree">
 <thead><tr><th scope="col">Name</th><th scope="col" class="size">Size</th></tr></thead>
@@ -61,14 +61,23 @@ export function treeTable(p: Place, entries: readonly TreeEntry[]): Html {
  */
 export function codeLines(lines: readonly string[], highlighted: boolean): Html {
   const parts: string[] = [];
+  // long files in chunks the browser lays out only when they come into view
+  const chunked = lines.length > CHUNK_LINES * 2;
   for (let i = 0; i < lines.length; i++) {
     const n = i + 1;
+    if (chunked && i % CHUNK_LINES === 0)
+      parts.push(i === 0 ? '<div class="chunk">' : '</div><div class="chunk">');
     parts.push(
       `<div class="l" id="L${n}"><a class="ln" href="#L${n}">${n}</a><code class="lc">${lines[i]}</code></div>`,
     );
   }
-  return html`<div class="code-view${highlighted ? ' hljs' : ''}" data-lines>${trusted(parts.join('\n'))}</div>`;
+  if (chunked) parts.push('</div>');
+  const cls = `code-view${highlighted ? ' hljs' : ''}${chunked ? ' chunked' : ''}`;
+  return html`<div class="${cls}" data-lines>${trusted(parts.join('\n'))}</div>`;
 }
+
+/** Lines of a chunk of a long file (the stylesheet's `contain-intrinsic-size` of `.chunk` assumes it). */
+const CHUNK_LINES = 500;
 
 /** A README below a listing: rendered markdown, or its text. */
 export function readmeBox(
