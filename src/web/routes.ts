@@ -13,6 +13,12 @@ import { authPages } from './pages/auth.ts';
 import { homePages } from './pages/home.ts';
 import { accountPages } from './pages/account.ts';
 import { orgPages } from './pages/orgs.ts';
+import { repoHomePages } from './pages/code/home.ts';
+import { blobPages } from './pages/code/blob.ts';
+import { downloadPages } from './pages/code/downloads.ts';
+import { logPages } from './pages/code/log.ts';
+import { changesetPages } from './pages/code/changeset.ts';
+import { refsPages } from './pages/code/refs.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -52,6 +58,14 @@ export function webRoutes(d: WebRoutesDeps): Router {
   accountPages(w, { users: s.users, sessions: s.sessions });
   // (after every page under /-/: `/:org` would take them)
   orgPages(w, { orgs: s.orgs, repos: s.repos });
+  // the code pages (after every page under /-/: `/:org/:repo` would take them)
+  const code = { repos: s.repos, contents: s.contents, refs: s.refs, releases: s.releases };
+  repoHomePages(w, code);
+  blobPages(w, code);
+  downloadPages(w, code);
+  logPages(w, code);
+  changesetPages(w, code);
+  refsPages(w, code);
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

@@ -1,0 +1,153 @@
+/**
+ * Syntax highlighting on the server (highlight.js), for file pages: the language comes from the
+ * file's name (no auto-detection: it tries every grammar), the markup is split into lines (spans
+ * open at a newline are closed there and opened again on the next line, so each line is a row of
+ * its own), and kept by content in an LRU bounded by bytes. Files above the size cap are shown
+ * as plain escaped lines. A file that would take long (above `SYNC_BYTES`) and is not kept yet is
+ * shown plain on that request and highlighted right after it, for the next one.
+ */
+import { createHash } from 'node:crypto';
+import hljs from 'highlight.js';
+import { ByteLru } from './byte-lru.ts';
+import { escapeHtml } from './html.ts';
+
+/** Highlighting is off above these (plain lines). */
+export const HIGHLIGHT_MAX_BYTES = 512 * 1024;
+export const HIGHLIGHT_MAX_LINES = 20_000;
+/** Larger files are highlighted after the request that asked (about 1 ms per KiB). */
+const SYNC_BYTES = 160 * 1024;
+
+/** Whole file names with a language of their own. */
+const NAMES: Record<string, string> = {
+  makefile: 'makefile',
+  gnumakefile: 'makefile',
+  dockerfile: 'dockerfile',
+  containerfile: 'dockerfile',
+  'cmakelists.txt': 'cmake',
+  gemfile: 'ruby',
+  rakefile: 'ruby',
+  jenkinsfile: 'groovy',
+  '.bashrc': 'bash',
+  '.profile': 'bash',
+  '.gitignore': 'plaintext',
+  '.hgignore': 'plaintext',
+};
+/** Extensions whose highlight.js alias differs (the rest are aliases already: ts, py, rs, go...). */
+const EXTENSIONS: Record<string, string> = {
+  h: 'c',
+  hh: 'cpp',
+  cxx: 'cpp',
+  hxx: 'cpp',
+  cfg: 'ini',
+  conf: 'ini',
+  svg: 'xml',
+  htm: 'xml',
+  vue: 'xml',
+  mts: 'typescript',
+  cts: 'typescript',
+  pyi: 'python',
+  bzl: 'python',
+  lock: 'plaintext',
+  patch: 'diff',
+};
+
+/** The highlight.js language of a file, by its name; undefined when none fits. */
+export function languageOf(path: string): string | undefined {
+  const name = (path.split('/').pop() ?? '').toLowerCase();
+  const byName = NAMES[name];
+  if (byName !== undefined) return byName;
+  const dot = name.lastIndexOf('.');
+  if (dot <= 0 && !name.startsWith('.')) return undefined;
+  const ext = name.slice(dot + 1);
+  const lang = EXTENSIONS[ext] ?? ext;
+  return hljs.getLanguage(lang) === undefined ? undefined : lang;
+}
+
+/** Escaped lines of `text` (a final newline does not start another line). */
+export function plainLines(text: string): string[] {
+  const lines = splitText(text);
+  for (let i = 0; i < lines.length; i++) lines[i] = escapeHtml(lines[i]!);
+  return lines;
+}
+
+function splitText(text: string): string[] {
+  const lines = text.split('\n');
+  if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/** highlight.js markup split at its newlines, each line with its open spans closed and reopened. */
+export function splitMarkup(markup: string): string[] {
+  const out: string[] = [];
+  const open: string[] = [];
+  let line = '';
+  let last = 0;
+  const token = /<span[^>]*>|<\/span>|\n/g;
+  for (let m = token.exec(markup); m !== null; m = token.exec(markup)) {
+    line += markup.slice(last, m.index);
+    last = m.index + m[0].length;
+    const t = m[0];
+    if (t === '\n') {
+      out.push(line + '</span>'.repeat(open.length));
+      line = open.join('');
+    } else if (t === '</span>') {
+      open.pop();
+      line += t;
+    } else {
+      open.push(t);
+      line += t;
+    }
+  }
+  line += markup.slice(last);
+  out.push(line);
+  // a final newline does not start another line
+  if (out.length > 1 && out[out.length - 1] === open.join('')) out.pop();
+  return out;
+}
+
+type Lines = { lines: string[]; highlighted: boolean };
+
+const cache = new ByteLru<string, string[]>(64 * 1024 * 1024, (lines) => {
+  let n = 64;
+  for (const l of lines) n += 2 * l.length + 32;
+  return n;
+});
+/** Keys of files queued for highlighting after their request. */
+const queued = new Set<string>();
+
+function highlightNow(text: string, lang: string): string[] {
+  return splitMarkup(hljs.highlight(text, { language: lang, ignoreIllegals: true }).value);
+}
+
+function lineCount(text: string): number {
+  let n = 1;
+  for (let i = text.indexOf('\n'); i >= 0 && n <= HIGHLIGHT_MAX_LINES + 1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/**
+ * The lines of a text file as HTML (escaped, or highlight.js markup), one string per line; plain
+ * when the language is unknown, the file above the cap, or large and not highlighted yet.
+ */
+export function highlightLines(path: string, text: string): Lines {
+  const lang = languageOf(path);
+  if (lang === undefined || lang === 'plaintext' || text.length > HIGHLIGHT_MAX_BYTES)
+    return { lines: plainLines(text), highlighted: false };
+  if (lineCount(text) > HIGHLIGHT_MAX_LINES) return { lines: plainLines(text), highlighted: false };
+  const key = createHash('sha256').update(lang).update('\u0000').update(text).digest('base64url');
+  const kept = cache.get(key);
+  if (kept !== undefined) return { lines: kept, highlighted: true };
+  if (text.length > SYNC_BYTES) {
+    if (!queued.has(key) && queued.size < 8) {
+      queued.add(key);
+      setImmediate(() => {
+        queued.delete(key);
+        cache.set(key, highlightNow(text, lang));
+      });
+    }
+    return { lines: plainLines(text), highlighted: false };
+  }
+  const lines = highlightNow(text, lang);
+  cache.set(key, lines);
+  return { lines, highlighted: true };
+}

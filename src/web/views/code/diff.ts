@@ -1,0 +1,110 @@
+/**
+ * A changeset's files: the list at the top (paths with their counts, links to the files below),
+ * each file's block (its lines with old and new numbers), and the collapsed block of a file that
+ * is not shown inline (its header, a "Load diff" button for the `diff` island, a link to a page
+ * of its own).
+ */
+import type { DiffFile } from '../../diff-files.ts';
+import { escapeHtml, html, trusted, type Html } from '../../html.ts';
+import { urls } from '../../urls.ts';
+
+export type DiffPlace = { org: string; repo: string; commit: string };
+
+const STATUS: Record<DiffFile['status'], string> = {
+  added: 'added',
+  deleted: 'deleted',
+  modified: 'changed',
+};
+
+function counts(f: DiffFile): Html {
+  return html`<span class="counts"><span class="add">+${f.added}<span class="visually-hidden"> added</span></span> <span class="del">−${f.removed}<span class="visually-hidden"> removed</span></span></span>`;
+}
+
+export function fileList(files: readonly DiffFile[]): Html {
+  if (files.length === 0) return html`<p class="empty">No files changed.</p>`;
+  return html`<details class="diff-list" open>
+<summary>${files.length} ${files.length === 1 ? 'file' : 'files'} changed</summary>
+<ul class="plain">${files.map((f) => html`<li><a href="#file-${f.index}">${f.path}</a> <span class="muted">${STATUS[f.status]}</span> ${counts(f)}</li>`)}</ul>
+</details>`;
+}
+
+/** The file's lines as a table: hunk headers, then each line with its old and new number. */
+export function diffLines(f: DiffFile): Html {
+  const rows: string[] = [];
+  let a = 0;
+  let b = 0;
+  for (const line of f.lines) {
+    const c = line.charAt(0);
+    if (c === '@') {
+      const m = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+      a = Number(m?.[1] ?? 0);
+      b = Number(m?.[2] ?? 0);
+      rows.push(
+        `<tr class="hunk"><td class="ln"></td><td class="ln"></td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
+      );
+    } else if (c === '+') {
+      rows.push(
+        `<tr class="add"><td class="ln"></td><td class="ln">${b++}</td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
+      );
+    } else if (c === '-') {
+      rows.push(
+        `<tr class="del"><td class="ln">${a++}</td><td class="ln"></td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
+      );
+    } else if (c === '\\') {
+      rows.push(
+        `<tr class="note"><td class="ln"></td><td class="ln"></td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
+      );
+    } else {
+      rows.push(
+        `<tr><td class="ln">${a++}</td><td class="ln">${b++}</td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
+      );
+    }
+  }
+  return html`<table class="diff" role="presentation"><tbody>${trusted(rows.join('\n'))}</tbody></table>`;
+}
+
+/** Why a file has no lines to show, or its lines. */
+export function fileBody(place: DiffPlace, f: DiffFile): Html {
+  const raw = (label: string) =>
+    f.status === 'deleted'
+      ? ''
+      : html` <a href="${urls.raw(place.org, place.repo, place.commit, f.path)}">${label}</a>`;
+  if (f.tooLarge)
+    return html`<p class="file-note">Not shown: too large.${raw('View the file at this commit')}</p>`;
+  if (f.binary) return html`<p class="file-note">Binary file changed.${raw('Download it')}</p>`;
+  if (f.lines.length === 0)
+    return html`<p class="file-note">${f.mode === undefined ? 'No changes to the content.' : html`Mode changed: ${f.mode}.`}</p>`;
+  return diffLines(f);
+}
+
+function fileHead(place: DiffPlace, f: DiffFile, level: 'h2' | 'h3'): Html {
+  const name =
+    f.status === 'deleted'
+      ? html`<span class="path">${f.path}</span>`
+      : html`<a class="path" href="${urls.blob(place.org, place.repo, place.commit, f.path)}">${f.path}</a>`;
+  const heading =
+    level === 'h2'
+      ? html`<h2 id="file-${f.index}-h">${name}</h2>`
+      : html`<h3 id="file-${f.index}-h">${name}</h3>`;
+  return html`<div class="diff-head">${heading}<span class="muted">${STATUS[f.status]}</span>${f.mode === undefined ? '' : html`<span class="muted">mode ${f.mode}</span>`}${counts(f)}</div>`;
+}
+
+/** A file's block, its lines inline or collapsed (`fileUrl`: its own page; `fragmentUrl`: what the island loads). */
+export function fileBlock(
+  place: DiffPlace,
+  f: DiffFile,
+  inline: boolean,
+  links: { fileUrl: string; fragmentUrl: string },
+  level: 'h2' | 'h3' = 'h3',
+): Html {
+  const body = inline
+    ? fileBody(place, f)
+    : html`<div class="diff-collapsed">
+<p>${f.added + f.removed} changed ${f.added + f.removed === 1 ? 'line' : 'lines'} not shown. <a href="${links.fileUrl}">Show this file's diff on its own page</a></p>
+<button type="button" class="secondary load-diff" data-src="${links.fragmentUrl}" hidden>Load diff</button>
+</div>`;
+  return html`<section class="diff-file" id="file-${f.index}" aria-labelledby="file-${f.index}-h">
+${fileHead(place, f, level)}
+<div class="diff-body" tabindex="-1">${body}</div>
+</section>`;
+}
