@@ -3,10 +3,12 @@
  * file's name (no auto-detection: it tries every grammar), the markup is split into lines (spans
  * open at a newline are closed there and opened again on the next line, so each line is a row of
  * its own), and kept by content in an LRU bounded by bytes. Files above the size cap are shown
- * as plain escaped lines. A file that would take long (above `SYNC_BYTES`) and is not kept yet is
- * shown plain on that request and highlighted right after it, for the next one.
+ * as plain escaped lines. A larger file (above `SYNC_BYTES`) not kept yet is highlighted on a
+ * worker thread, so the event loop goes on serving others: the page waits for it at most
+ * `WAIT_MS`, then shows it plain while the worker finishes it for the next view.
  */
 import { createHash } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 import hljs from 'highlight.js';
 import { ByteLru } from './byte-lru.ts';
 import { escapeHtml } from './html.ts';
@@ -14,8 +16,10 @@ import { escapeHtml } from './html.ts';
 /** Highlighting is off above these (plain lines). */
 export const HIGHLIGHT_MAX_BYTES = 512 * 1024;
 export const HIGHLIGHT_MAX_LINES = 20_000;
-/** Larger files are highlighted after the request that asked (about 1 ms per KiB). */
-const SYNC_BYTES = 160 * 1024;
+/** Larger files are highlighted on the worker thread (about 1 ms per KiB). */
+const SYNC_BYTES = 32 * 1024;
+/** How long a page waits for the worker before it shows the file plain. */
+const WAIT_MS = 150;
 
 /** Whole file names with a language of their own. */
 const NAMES: Record<string, string> = {
@@ -112,11 +116,66 @@ const cache = new ByteLru<string, string[]>(64 * 1024 * 1024, (lines) => {
   for (const l of lines) n += 2 * l.length + 32;
   return n;
 });
-/** Keys of files queued for highlighting after their request. */
-const queued = new Set<string>();
+/** Highlighted markup of larger files, from the worker (one thread, started at the first use). */
+class HighlightWorker {
+  private worker: Worker | undefined;
+  private next = 1;
+  private readonly waiting = new Map<number, { resolve: (v: string) => void; reject: (e: Error) => void }>();
+
+  run(text: string, lang: string): Promise<string> {
+    const worker = (this.worker ??= this.start());
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      worker.postMessage({ id, text, lang });
+    });
+  }
+
+  private start(): Worker {
+    const w = new Worker(new URL('./highlight-worker.ts', import.meta.url));
+    // idle, it keeps no process alive; a server's shutdown does not wait for it
+    w.unref();
+    w.on('message', (m: { id: number; value?: string; error?: string }) => {
+      const p = this.waiting.get(m.id);
+      this.waiting.delete(m.id);
+      if (m.value !== undefined) p?.resolve(m.value);
+      else p?.reject(new Error(m.error ?? 'highlighting failed'));
+    });
+    const fail = (e: Error) => {
+      this.worker = undefined;
+      for (const p of this.waiting.values()) p.reject(e);
+      this.waiting.clear();
+    };
+    w.on('error', fail);
+    w.on('exit', (code) => fail(new Error(`the highlighting thread exited (${code})`)));
+    return w;
+  }
+}
+
+const worker = new HighlightWorker();
+/** Files being highlighted by the worker, by key (a second view waits for the same run). */
+const running = new Map<string, Promise<string[] | undefined>>();
 
 function highlightNow(text: string, lang: string): string[] {
   return splitMarkup(hljs.highlight(text, { language: lang, ignoreIllegals: true }).value);
+}
+
+/** The worker's lines for a larger file, kept once done; undefined when it failed. */
+function highlightAside(key: string, text: string, lang: string): Promise<string[] | undefined> {
+  let p = running.get(key);
+  if (p === undefined) {
+    p = worker
+      .run(text, lang)
+      .then((markup) => {
+        const lines = splitMarkup(markup);
+        cache.set(key, lines);
+        return lines;
+      })
+      .catch(() => undefined)
+      .finally(() => running.delete(key));
+    running.set(key, p);
+  }
+  return p;
 }
 
 function lineCount(text: string): number {
@@ -129,7 +188,7 @@ function lineCount(text: string): number {
  * The lines of a text file as HTML (escaped, or highlight.js markup), one string per line; plain
  * when the language is unknown, the file above the cap, or large and not highlighted yet.
  */
-export function highlightLines(path: string, text: string): Lines {
+export async function highlightLines(path: string, text: string): Promise<Lines> {
   const lang = languageOf(path);
   if (lang === undefined || lang === 'plaintext' || text.length > HIGHLIGHT_MAX_BYTES)
     return { lines: plainLines(text), highlighted: false };
@@ -138,14 +197,13 @@ export function highlightLines(path: string, text: string): Lines {
   const kept = cache.get(key);
   if (kept !== undefined) return { lines: kept, highlighted: true };
   if (text.length > SYNC_BYTES) {
-    if (!queued.has(key) && queued.size < 8) {
-      queued.add(key);
-      setImmediate(() => {
-        queued.delete(key);
-        cache.set(key, highlightNow(text, lang));
-      });
-    }
-    return { lines: plainLines(text), highlighted: false };
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), WAIT_MS)));
+    const lines = await Promise.race([highlightAside(key, text, lang), late]);
+    clearTimeout(timer);
+    return lines === undefined
+      ? { lines: plainLines(text), highlighted: false }
+      : { lines, highlighted: true };
   }
   const lines = highlightNow(text, lang);
   cache.set(key, lines);

@@ -44,7 +44,7 @@ async function blobPage(ctx: PageCtx, d: CodeDeps): Promise<WebReply> {
   const place: Place = { org: repo.org, repo: repo.name, rev, path };
   const raw = urls.raw(repo.org, repo.name, rev, path);
   const plain = ctx.query.plain === '1';
-  const { view, lines } = fileBody(place, blob, raw, plain);
+  const { view, lines } = await fileBody(place, blob, raw, plain);
   const markdown = isMarkdownFile(path) && blob.encoding === 'utf-8' && !blob.truncated;
   const toggle = !markdown
     ? ''
@@ -77,12 +77,12 @@ ${view}
 }
 
 /** What a file shows, and its line count when it is text shown whole. */
-function fileBody(
+async function fileBody(
   place: Place,
   blob: BlobContent,
   raw: string,
   plain: boolean,
-): { view: Html; lines?: number } {
+): Promise<{ view: Html; lines?: number }> {
   const { path } = place;
   if (RASTER.test(path)) {
     return { view: html`<div class="file-image"><img src="${raw}" alt="${path}"></div>` };
@@ -112,7 +112,7 @@ function fileBody(
       lines,
     };
   }
-  const { lines, highlighted } = highlightLines(path, blob.content);
+  const { lines, highlighted } = await highlightLines(path, blob.content);
   return { view: codeLines(lines, highlighted), lines: lines.length };
 }
 
