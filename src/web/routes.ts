@@ -13,8 +13,10 @@ import { authPages } from './pages/auth.ts';
 import { homePages } from './pages/home.ts';
 import { accountPages } from './pages/account.ts';
 import { orgPages } from './pages/orgs.ts';
+import { newRepoPages } from './pages/new-repo.ts';
 import { tokenPages } from './pages/tokens.ts';
 import { profilePages } from './pages/profile.ts';
+import { memberPages } from './pages/members.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -52,8 +54,10 @@ export function webRoutes(d: WebRoutesDeps): Router {
   authPages(w, { users: s.users, sessions: s.sessions, throttle: d.throttle });
   homePages(w, { repos: s.repos, orgs: s.orgs });
   accountPages(w, { users: s.users, sessions: s.sessions });
+  newRepoPages(w, { orgs: s.orgs, repos: s.repos });
   tokenPages(w, { users: s.users, orgs: s.orgs, repos: s.repos });
   profilePages(w, { users: s.users });
+  memberPages(w, { orgs: s.orgs, users: s.users });
   // (after every page under /-/: `/:org` would take them)
   orgPages(w, { orgs: s.orgs, repos: s.repos });
   // what no page answers below the web's own prefixes is a page too
