@@ -17,6 +17,8 @@ import { newRepoPages } from './pages/new-repo.ts';
 import { tokenPages } from './pages/tokens.ts';
 import { profilePages } from './pages/profile.ts';
 import { memberPages } from './pages/members.ts';
+import { repoSettingsPages } from './pages/repo-settings.ts';
+import { webhookPages } from './pages/webhooks.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -58,6 +60,8 @@ export function webRoutes(d: WebRoutesDeps): Router {
   tokenPages(w, { users: s.users, orgs: s.orgs, repos: s.repos });
   profilePages(w, { users: s.users });
   memberPages(w, { orgs: s.orgs, users: s.users });
+  repoSettingsPages(w, { repos: s.repos });
+  webhookPages(w, { webhooks: s.webhooks, repos: s.repos });
   // (after every page under /-/: `/:org` would take them)
   orgPages(w, { orgs: s.orgs, repos: s.repos });
   // what no page answers below the web's own prefixes is a page too
