@@ -3,7 +3,6 @@
  * for its owners adding a member, changing a role and removing one (as the API's `PUT` and
  * `DELETE /members/:username`: owner with the admin scope; the last owner stays).
  */
-import type { Role } from '../../domain/access.ts';
 import { ApiError } from '../../http/errors.ts';
 import { parseWith } from '../../http/input.ts';
 import { memberBody, ROLES, type MemberJson } from '../../orgs/schemas.ts';
@@ -115,27 +114,31 @@ ${add}`,
     },
     { render: again },
   );
-  const memberAction = (
-    suffix: string,
-    act: (orgId: number, userId: number, role: Role) => Promise<unknown>,
-  ) =>
-    w.userPost(
-      `${base}/:username/${suffix}`,
-      async (ctx, values) => {
-        const org = await ctx.access.org(ctx.params.org ?? '', OWNER);
-        const user = await d.users.findByUsername(ctx.params.username ?? '');
-        if (user === undefined) throw ApiError.notFound('member');
-        const { role } =
-          suffix === 'role'
-            ? parseWith(memberBody, { role: field(values, 'role') }, 'form')
-            : { role: 'member' as const };
-        await act(org.id, user.id, role);
-        // who removed themself is no member any more: their organization's page instead
-        const gone = suffix === 'remove' && user.id === ctx.user.id;
-        return web.redirect(gone ? urls.org(org.name) : urls.orgMembers(org.name));
-      },
-      { render: again },
-    );
-  memberAction('role', (orgId, userId, role) => d.orgs.setMember(orgId, userId, role));
-  memberAction('remove', (orgId, userId) => d.orgs.removeMember(orgId, userId));
+  /** The organization (its owner asking) and the member a row's form names. */
+  const rowTarget = async (ctx: UserCtx) => {
+    const org = await ctx.access.org(ctx.params.org ?? '', OWNER);
+    const user = await d.users.findByUsername(ctx.params.username ?? '');
+    if (user === undefined) throw ApiError.notFound('member');
+    return { org, user };
+  };
+  w.userPost(
+    `${base}/:username/role`,
+    async (ctx, values) => {
+      const { org, user } = await rowTarget(ctx);
+      const { role } = parseWith(memberBody, { role: field(values, 'role') }, 'form');
+      await d.orgs.setMember(org.id, user.id, role);
+      return web.redirect(urls.orgMembers(org.name));
+    },
+    { render: again },
+  );
+  w.userPost(
+    `${base}/:username/remove`,
+    async (ctx) => {
+      const { org, user } = await rowTarget(ctx);
+      await d.orgs.removeMember(org.id, user.id);
+      // who removed themself is no member any more: their organization's page instead
+      return web.redirect(user.id === ctx.user.id ? urls.org(org.name) : urls.orgMembers(org.name));
+    },
+    { render: again },
+  );
 }
