@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
-import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, uniq, type TestServer } from '../helpers/server.ts';
 import {
   checkPage,
   openBrowser,
@@ -17,6 +17,7 @@ import {
   type Watched,
   type WebUser,
 } from '../helpers/browser.ts';
+import { apiUser, submit } from './settings-helpers.ts';
 
 let browser: Browser;
 let ts: TestServer;
@@ -35,23 +36,6 @@ afterAll(async () => {
   await w?.context.close();
   await browser?.close();
   await ts?.close();
-});
-
-/** Clicks a submit button and answers the response to the POST (a 303's own, not its target's). */
-async function submit(at: Watched, button: string | RegExp) {
-  const [res] = await Promise.all([
-    at.page.waitForResponse((r) => r.request().method() === 'POST'),
-    at.page.getByRole('button', { name: button, exact: typeof button === 'string' }).click(),
-  ]);
-  await at.page.waitForLoadState('load');
-  return res;
-}
-
-const asUser = (u: WebUser): TestUser => ({
-  id: 0,
-  username: u.username,
-  token: u.token,
-  client: ts.anon.as(u.token),
 });
 
 describe('organizations and repositories', () => {
@@ -74,18 +58,22 @@ describe('organizations and repositories', () => {
     expect(await w.page.getByLabel(/^Mercurial/).isChecked()).toBe(true);
     await screenshot(w, 'new-repo');
 
+    // (each in a page of its own, closed after the answer: the repository's address is not this
+    // worktree's page, and a private one's asks the browser for credentials)
     for (const [kind, label, isPrivate] of [
       ['git', /^Git/, false],
       ['hg', /^Mercurial/, true],
       ['fossil', /^Fossil/, false],
     ] as const) {
-      await visit(w, `${ts.url}/-/new/repo?org=${org}`);
+      const one: Watched = { ...w, page: await w.context.newPage() };
+      await visit(one, `${ts.url}/-/new/repo?org=${org}`);
       const name = `app-${kind}`;
-      await w.page.getByLabel('Name', { exact: true }).fill(name);
-      await w.page.getByLabel('Description').fill(`the ${kind} one`);
-      await w.page.getByLabel(label).check();
-      if (isPrivate) await w.page.getByLabel(/^Private/).check();
-      const res = await submit(w, 'Create repository');
+      await one.page.getByLabel('Name', { exact: true }).fill(name);
+      await one.page.getByLabel('Description').fill(`the ${kind} one`);
+      await one.page.getByLabel(label).check();
+      if (isPrivate) await one.page.getByLabel(/^Private/).check();
+      const res = await submit(one, 'Create repository', { follow: false });
+      await one.page.close();
       expect({ kind, status: res.status(), to: res.headers().location }).toEqual({
         kind,
         status: 303,
@@ -177,7 +165,7 @@ describe('members', () => {
   test('when a member looks, then they see the list without its controls; a stranger is refused, an unknown organization is not found', async () => {
     const carol = await webUser(ts);
     const stranger = await webUser(ts);
-    await ts.addMember(org, asUser(carol));
+    await ts.addMember(org, apiUser(ts, carol));
     const c = await watchedPage(browser, { javaScript: false });
     await signIn(c, ts.url, carol);
     await visit(c, `${ts.url}/${org}/-/members`);

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { newRepo } from '../helpers/factories.ts';
 import {
   checkPage,
@@ -15,9 +15,9 @@ import {
   visit,
   watchedPage,
   webUser,
-  type Watched,
   type WebUser,
 } from '../helpers/browser.ts';
+import { apiUser, submit } from './settings-helpers.ts';
 
 let browser: Browser;
 let ts: TestServer;
@@ -25,38 +25,22 @@ let owner: WebUser;
 let member: WebUser;
 let org: string;
 
-const asUser = (u: WebUser): TestUser => ({
-  id: 0,
-  username: u.username,
-  token: u.token,
-  client: ts.anon.as(u.token),
-});
-
 beforeAll(async () => {
   browser = await openBrowser();
   ts = await startTestServer();
   owner = await webUser(ts);
   member = await webUser(ts);
-  org = await ts.newOrg(asUser(owner));
-  await ts.addMember(org, asUser(member));
+  org = await ts.newOrg(apiUser(ts, owner));
+  await ts.addMember(org, apiUser(ts, member));
 });
 afterAll(async () => {
   await browser?.close();
   await ts?.close();
 });
 
-async function submit(at: Watched, button: string) {
-  const [res] = await Promise.all([
-    at.page.waitForResponse((r) => r.request().method() === 'POST'),
-    at.page.getByRole('button', { name: button, exact: true }).click(),
-  ]);
-  await at.page.waitForLoadState('load');
-  return res;
-}
-
 describe('repository settings', () => {
   test('when the owner saves the description and privacy, then the API shows them; a wrong name refuses the deletion, the right one deletes', async () => {
-    const repo = await newRepo(asUser(owner), org, { vcs: 'git' });
+    const repo = await newRepo(apiUser(ts, owner), org, { vcs: 'git' });
     const w = await watchedPage(browser);
     await signIn(w, ts.url, owner);
     const url = `${ts.url}/${org}/${repo.name}/-/settings`;
@@ -109,8 +93,8 @@ describe('repository settings', () => {
   });
 
   test('when a member who is not an owner opens the settings, then they are refused; a stranger does not see a private repository', async () => {
-    const open = await newRepo(asUser(owner), org, { vcs: 'hg' });
-    const closed = await newRepo(asUser(owner), org, { vcs: 'fossil', isPrivate: true });
+    const open = await newRepo(apiUser(ts, owner), org, { vcs: 'hg' });
+    const closed = await newRepo(apiUser(ts, owner), org, { vcs: 'fossil', isPrivate: true });
     const m = await watchedPage(browser, { javaScript: false });
     await signIn(m, ts.url, member);
     await visit(m, `${ts.url}/${org}/${open.name}/-/settings`, 403);

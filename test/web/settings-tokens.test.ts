@@ -19,6 +19,7 @@ import {
   type Watched,
   type WebUser,
 } from '../helpers/browser.ts';
+import { apiUser, submit } from './settings-helpers.ts';
 
 const run = promisify(execFile);
 
@@ -46,15 +47,6 @@ async function curlUser(token: string): Promise<{ status: number; body: string }
   ]);
   const at = stdout.lastIndexOf('\n');
   return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
-}
-
-async function submit(w: Watched, button: string) {
-  const [res] = await Promise.all([
-    w.page.waitForResponse((r) => r.request().method() === 'POST'),
-    w.page.getByRole('button', { name: button, exact: true }).click(),
-  ]);
-  await w.page.waitForLoadState('load');
-  return res;
 }
 
 describe('access tokens', () => {
@@ -123,8 +115,7 @@ describe('access tokens', () => {
 
   test('when an organization token has no target, then the form says so with the name kept; with its organization it is made', async () => {
     const org = `tok${Date.now()}`;
-    const owner = { ...user, id: 0, client: ts.anon.as(user.token) };
-    await ts.newOrg(owner, org);
+    await ts.newOrg(apiUser(ts, user), org);
     const page = w.page;
     await visit(w, `${ts.url}/-/settings/tokens`);
     await page.getByLabel('Name', { exact: true }).fill('ci for my org');

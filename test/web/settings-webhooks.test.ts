@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
-import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { newRepo } from '../helpers/factories.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import {
@@ -20,6 +20,7 @@ import {
   type Watched,
   type WebUser,
 } from '../helpers/browser.ts';
+import { apiUser, submit } from './settings-helpers.ts';
 
 const SECRET = 'hush-hush-4711';
 
@@ -30,20 +31,13 @@ let owner: WebUser;
 let org: string;
 let w: Watched;
 
-const asUser = (u: WebUser): TestUser => ({
-  id: 0,
-  username: u.username,
-  token: u.token,
-  client: ts.anon.as(u.token),
-});
-
 beforeAll(async () => {
   browser = await openBrowser();
   // the receiver listens on loopback, which the default policy refuses
   ts = await startTestServer({ TRIAD_WEBHOOK_ALLOWED_HOSTS: '*' });
   rx = await Receiver.start(SECRET);
   owner = await webUser(ts);
-  org = await ts.newOrg(asUser(owner));
+  org = await ts.newOrg(apiUser(ts, owner));
   w = await watchedPage(browser);
   await signIn(w, ts.url, owner);
 });
@@ -53,15 +47,6 @@ afterAll(async () => {
   await rx?.close();
   await ts?.close();
 });
-
-async function submit(at: Watched, button: string | RegExp) {
-  const [res] = await Promise.all([
-    at.page.waitForResponse((r) => r.request().method() === 'POST'),
-    at.page.getByRole('button', { name: button, exact: typeof button === 'string' }).click(),
-  ]);
-  await at.page.waitForLoadState('load');
-  return res;
-}
 
 /** Reloads the page until it lists `n` deliveries (a delivery is recorded just after it is sent). */
 async function deliveriesShown(n: number): Promise<void> {
@@ -89,7 +74,7 @@ async function addHook(events: string[], secret?: string): Promise<number> {
 
 describe('repository webhooks', () => {
   test('when a webhook is made, pinged, redelivered, changed and deleted in the pages, then the receiver and the API follow, and the secret is never shown', async () => {
-    const repo = await newRepo(asUser(owner), org, { vcs: 'git' });
+    const repo = await newRepo(apiUser(ts, owner), org, { vcs: 'git' });
     const page = w.page;
     const list = `${ts.url}/${org}/${repo.name}/-/settings/webhooks`;
     const res = await visit(w, list);
@@ -203,8 +188,8 @@ describe('organization webhooks', () => {
     expect(hook.last_delivery).toMatchObject({ success: true, response_code: 200 });
 
     const member = await webUser(ts);
-    await ts.addMember(org, asUser(member));
-    const repo = await newRepo(asUser(owner), org, { vcs: 'hg' });
+    await ts.addMember(org, apiUser(ts, member));
+    const repo = await newRepo(apiUser(ts, owner), org, { vcs: 'hg' });
     const m = await watchedPage(browser, { javaScript: false });
     await signIn(m, ts.url, member);
     await visit(m, `${ts.url}/${org}/-/settings/webhooks`, 403);
