@@ -19,6 +19,12 @@ import { downloadPages } from './pages/code/downloads.ts';
 import { logPages } from './pages/code/log.ts';
 import { changesetPages } from './pages/code/changeset.ts';
 import { refsPages } from './pages/code/refs.ts';
+import { newRepoPages } from './pages/new-repo.ts';
+import { tokenPages } from './pages/tokens.ts';
+import { profilePages } from './pages/profile.ts';
+import { memberPages } from './pages/members.ts';
+import { repoSettingsPages } from './pages/repo-settings.ts';
+import { webhookPages } from './pages/webhooks.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -56,6 +62,12 @@ export function webRoutes(d: WebRoutesDeps): Router {
   authPages(w, { users: s.users, sessions: s.sessions, throttle: d.throttle });
   homePages(w, { repos: s.repos, orgs: s.orgs });
   accountPages(w, { users: s.users, sessions: s.sessions });
+  newRepoPages(w, { orgs: s.orgs, repos: s.repos });
+  tokenPages(w, { users: s.users, orgs: s.orgs, repos: s.repos });
+  profilePages(w, { users: s.users });
+  memberPages(w, { orgs: s.orgs, users: s.users });
+  repoSettingsPages(w, { repos: s.repos });
+  webhookPages(w, { webhooks: s.webhooks, repos: s.repos });
   // (after every page under /-/: `/:org` would take them)
   orgPages(w, { orgs: s.orgs, repos: s.repos });
   // the code pages (after every page under /-/: `/:org/:repo` would take them)

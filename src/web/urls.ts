@@ -36,6 +36,11 @@ export const urls = {
     urls.repoSub(org, repo, `archive/${enc(rev)}.${format}`),
   settings: (org: string, repo: string) => urls.repoSub(org, repo, 'settings'),
   webhooks: (org: string, repo: string) => urls.repoSub(org, repo, 'settings/webhooks'),
+  /** One webhook below its list (`base`: `webhooks` or `orgWebhooks`), and one of its deliveries. */
+  webhook: (base: string, id: number) => `${base}/${id}`,
+  delivery: (base: string, id: number, record: number) => `${base}/${id}/deliveries/${record}`,
+  newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
+  tokens: '/-/settings/tokens',
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
 };

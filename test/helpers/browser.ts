@@ -113,8 +113,15 @@ export async function expectKeyboardReach(page: Page): Promise<void> {
       'a[href], button, input:not([type="hidden"]), select, textarea, summary, [tabindex]:not([tabindex="-1"])';
     let n = 0;
     for (const el of doc.querySelectorAll(sel)) {
+      // (a radio group is one Tab stop, its checked button or else its first; arrows move within it)
+      const group =
+        el.type === 'radio' && el.name !== '' && el.form !== null
+          ? el.form.querySelectorAll(`input[type="radio"][name="${el.name}"]`)
+          : [];
+      const checked = [...group].find((r: any) => r.checked);
+      const stop = group.length === 0 || el === (checked ?? group[0]);
       // (the items of a closed <details> are not visible: its summary is the control)
-      const visible = el.checkVisibility({ checkVisibilityCSS: true, contentVisibilityAuto: true });
+      const visible = stop && el.checkVisibility({ checkVisibilityCSS: true, contentVisibilityAuto: true });
       if (visible && el.disabled !== true) el.dataset.kbd = String(n++);
       else delete el.dataset.kbd;
     }

@@ -8,6 +8,7 @@ import { field, web, type FormState, type UserCtx, type WebReply } from '../cont
 import type { WebRouter } from '../web.ts';
 import { csrf, formError, input, textarea } from '../views/forms.ts';
 import { orgPath, pageParam, pager, repoList } from '../views/common.ts';
+import { urls } from '../urls.ts';
 
 const PER_PAGE = 50;
 
@@ -52,6 +53,7 @@ ${textarea({ name: 'description', label: 'Description', maxlength: 10_000 }, sta
         : html`<div class="actions">
 <a class="button primary" href="/-/new/repo?org=${encodeURIComponent(org.name)}">New repository</a>
 <a class="button subtle" href="${orgPath(org.name)}/-/members">Members</a>
+${role === 'owner' ? html`<a class="button subtle" href="${urls.orgWebhooks(org.name)}">Webhooks</a>` : ''}
 </div>`;
     return web.page(
       org.name,

@@ -28,6 +28,8 @@ export type InputOptions = {
   autofocus?: boolean;
   placeholder?: string;
   id?: string;
+  /** The id of a `<datalist>` of suggestions. */
+  list?: string;
 };
 
 /** Optional attributes: `name="value"` for each defined value, ` name` for each true flag. */
@@ -50,6 +52,7 @@ export function input(o: InputOptions, state?: FormState): Html {
     minlength: o.minlength,
     pattern: o.pattern,
     placeholder: o.placeholder,
+    list: o.list,
     'aria-describedby': hintId,
   });
   return html`<div class="field">

@@ -3,6 +3,7 @@
  * and directory pages (`/-/tree/:rev/*path`).
  */
 import { ApiError } from '../../../http/errors.ts';
+import { RESERVED_ORG_NAMES } from '../../../orgs/service.ts';
 import { web, type PageCtx, type WebReply } from '../../context.ts';
 import { html } from '../../html.ts';
 import { loadRepo, type RepoPage } from '../../repo-page.ts';
@@ -18,6 +19,8 @@ const SCRIPTS = ['copy', 'refs'];
 
 export function repoHomePages(w: WebRouter, d: CodeDeps): void {
   w.navigation('/:org/:repo', async (ctx) => {
+    // (`/-/x` and the like are no repository: a global page that does not exist)
+    if (RESERVED_ORG_NAMES.has((ctx.params.org ?? '').toLowerCase())) throw ApiError.notFound('page');
     const p = await loadRepo(ctx, d.repos);
     const rev = p.repo.default_branch;
     const commit = await commitOf(d, p, rev);
