@@ -59,7 +59,7 @@ export async function browserChangeset(url: string): Promise<BrowserFigures> {
           first: g.__first as number,
           load: nav.loadEventEnd as number,
           tasks: g.__tasks as number[],
-          collapsed: g.document.querySelectorAll('[data-load-diff]').length as number,
+          collapsed: g.document.querySelectorAll('button.load-diff').length as number,
         };
       });
       runs.push({

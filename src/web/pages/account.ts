@@ -1,11 +1,10 @@
 /** The signed-in user's own settings: sessions (list, revoke) and password. */
-import { ApiError } from '../../http/errors.ts';
 import type { UsersService } from '../../users/service.ts';
 import { html } from '../html.ts';
 import { field, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
 import type { WebRouter } from '../web.ts';
 import type { SessionsService } from '../sessions.ts';
-import { actionButton, csrf, formError, input } from '../views/forms.ts';
+import { actionButton, csrf, formError, input, newPasswordFields, newPasswordOf } from '../views/forms.ts';
 import { timeAgo } from '../views/common.ts';
 import { settingsFrame } from '../views/settings.ts';
 
@@ -77,24 +76,6 @@ ${formError(state)}
           maxlength: 1024,
         })
       : '';
-    const next = input({
-      name: 'password',
-      label: 'New password',
-      type: 'password',
-      required: true,
-      autocomplete: 'new-password',
-      minlength: 8,
-      maxlength: 1024,
-      hint: 'At least 8 characters.',
-    });
-    const again = input({
-      name: 'password_confirm',
-      label: 'New password again',
-      type: 'password',
-      required: true,
-      autocomplete: 'new-password',
-      maxlength: 1024,
-    });
     const done =
       ctx.query.changed === '1'
         ? html`<p class="flash ok" role="status">Your password was changed. Your other sessions were signed out.</p>`
@@ -111,17 +92,14 @@ ${formError(state)}
 ${csrf(ctx.formToken)}
 <input type="text" name="username" value="${ctx.user.username}" autocomplete="username" hidden>
 ${current}
-${next}
-${again}
+${newPasswordFields()}
 <button type="submit" class="primary">Change password</button>
 </form>`,
       ),
     );
   };
   w.form('/-/settings/password', passwordPage, async (ctx, values) => {
-    const password = field(values, 'password');
-    if (password !== field(values, 'password_confirm'))
-      throw ApiError.validation('The two new passwords are not the same.');
+    const password = newPasswordOf(values);
     await d.users.passwords.change(ctx.user.id, field(values, 'current_password'), password, ctx.session.id);
     // this session stays, under a new id; the others ended with the change
     w.cookie.set(ctx.res, await d.sessions.renew(ctx.session.id));

@@ -10,7 +10,7 @@ import { safeReturn } from '../layout.ts';
 import { field, web, type FormState, type PageCtx, type WebReply } from '../context.ts';
 import type { WebRouter } from '../web.ts';
 import type { SessionsService } from '../sessions.ts';
-import { formError, input } from '../views/forms.ts';
+import { formError, input, newPasswordFields, newPasswordOf } from '../views/forms.ts';
 
 class SignInFailed extends Error {}
 
@@ -112,24 +112,6 @@ export function authPages(w: WebRouter, d: Deps): void {
     const token = field(state.values, 'token') || (ctx.query.token ?? '');
     const user = token === '' ? undefined : await d.users.passwords.linkUser(token);
     if (user === undefined) throw new ApiError(404, 'not_found', 'this link is unknown, used or expired');
-    const pw = input({
-      name: 'password',
-      label: 'New password',
-      type: 'password',
-      required: true,
-      autocomplete: 'new-password',
-      minlength: 8,
-      maxlength: 1024,
-      hint: 'At least 8 characters.',
-    });
-    const again = input({
-      name: 'password_confirm',
-      label: 'New password again',
-      type: 'password',
-      required: true,
-      autocomplete: 'new-password',
-      maxlength: 1024,
-    });
     return web.page(
       'Set your password',
       html`<section class="narrow card">
@@ -138,8 +120,7 @@ ${formError(state)}
 <form method="post" action="/-/password/set">
 <input type="hidden" name="token" value="${token}">
 <input type="text" name="username" value="${user.username}" autocomplete="username" hidden>
-${pw}
-${again}
+${newPasswordFields()}
 <button type="submit" class="primary">Set password and sign in</button>
 </form>
 <p class="hint">This link works once. Setting the password ends every other session of ${user.username}.</p>
@@ -150,10 +131,7 @@ ${again}
   w.anonPost(
     '/-/password/set',
     async (ctx, values) => {
-      const password = field(values, 'password');
-      if (password !== field(values, 'password_confirm'))
-        throw ApiError.validation('The two passwords are not the same.');
-      const user = await d.users.passwords.useLink(field(values, 'token'), password);
+      const user = await d.users.passwords.useLink(field(values, 'token'), newPasswordOf(values));
       await w.signIn(ctx, user);
       return web.redirect('/');
     },

@@ -3,6 +3,7 @@
  * and each form of a signed-in page carries the session's form token.
  */
 import { html, type Html, type Renderable } from '../html.ts';
+import { ApiError } from '../../http/errors.ts';
 import { field, type FormState } from '../context.ts';
 
 export function csrf(token: string | undefined): Html {
@@ -123,4 +124,19 @@ export function actionButton(
   return html`<form method="post" action="${action}" class="inline">${csrf(token)}${hidden}<button type="submit" class="${
     opts.danger === true ? 'danger' : 'secondary'
   }"${attrs({ 'aria-label': opts.ariaLabel })}>${label}</button></form>`;
+}
+
+/** The new password and its repetition (the password pages and the one-time link's). */
+export function newPasswordFields(): Html {
+  const common = { type: 'password', required: true, autocomplete: 'new-password', maxlength: 1024 } as const;
+  return html`${input({ ...common, name: 'password', label: 'New password', minlength: 8, hint: 'At least 8 characters.' })}
+${input({ ...common, name: 'password_confirm', label: 'New password again' })}`;
+}
+
+/** The new password of `newPasswordFields` (400 when the two differ). */
+export function newPasswordOf(values: FormState['values']): string {
+  const password = field(values, 'password');
+  if (password !== field(values, 'password_confirm'))
+    throw ApiError.validation('The two new passwords are not the same.');
+  return password;
 }
