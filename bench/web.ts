@@ -416,9 +416,10 @@ public repositories, keep-alive); "server" is the page's \`Server-Timing: app;du
 arrival to page made: authorization, the repository lookup, the reads, the HTML), "client" the
 whole request. Native: the nearest page of \`hg serve\` and \`fossil server\` (new connection per
 request), and for git the CLI command printing the same data (git has no web server of its
-own). The browser figures come from Chromium driven by playwright-core: the element timing of
-the first file's diff, and the longest task of a \`longtask\` observer from the navigation to
-the load event plus one second.
+own). The browser figures come from Chromium driven by playwright-core (median of 3 loads): the
+second animation frame after the first file's block is in the document (it has been painted),
+and the longest task of a \`longtask\` observer from the navigation to the load event plus one
+second.
 
 Recorded ${new Date().toISOString().slice(0, 10)} on ${cpu} (${os.cpus().length} CPUs), Node ${process.version}, ${COMMITS} commits per repository.
 
