@@ -191,5 +191,7 @@ export async function screenshot(w: Watched, name: string): Promise<void> {
   if (process.env.TRIAD_SCREENSHOTS !== '1') return;
   const dir = path.join(ROOT, 'docs', 'screenshots');
   await fs.mkdir(dir, { recursive: true });
+  // (without the focus ring a keyboard check left on some control)
+  await w.page.evaluate(() => (globalThis as any).document.activeElement?.blur());
   await w.page.screenshot({ path: path.join(dir, `${name}.png`), fullPage: false });
 }
