@@ -25,6 +25,7 @@ import { releaseRoutes } from './releases/routes.ts';
 import { searchRoutes } from './search/routes.ts';
 import { webRoutes } from './web/routes.ts';
 import { sessionAccess } from './web/session-access.ts';
+import { redactSecrets } from './telemetry/logger.ts';
 import type { AppDeps, Services } from './services.ts';
 
 export const VERSION = '0.1.0';
@@ -212,11 +213,6 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   app.use(notFoundRoute);
   app.use(errorMiddleware(log));
   return { app, api };
-}
-
-/** A URL as the access log keeps it: a one-time password link's secret (`token=`) left out. */
-export function redactSecrets(url: string): string {
-  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
 }
 
 function routeLabel(req: express.Request): string {

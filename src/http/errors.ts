@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { StorageUnavailable } from '../storage/blob.ts';
+import { redactSecrets } from '../telemetry/logger.ts';
 
 /** Every `error.code` the API answers (the OpenAPI document lists them as an enum). */
 export const ERROR_CODES = [
@@ -144,7 +145,7 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
       // cut, the connection closed so the client sees it short, never reused
       const reqId = res.getHeader('x-request-id');
       log.error(
-        { err, reqId, method: req.method, url: req.originalUrl },
+        { err, reqId, method: req.method, url: redactSecrets(req.originalUrl) },
         'failed after the response headers',
       );
       req.socket.destroy();
@@ -156,7 +157,7 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
     }
     if (err instanceof StorageUnavailable) {
       // the blob store (files or S3) failed: retryable, not a bug
-      log.warn({ err, method: req.method, url: req.originalUrl }, 'blob store unavailable');
+      log.warn({ err, method: req.method, url: redactSecrets(req.originalUrl) }, 'blob store unavailable');
       sendError(res, ApiError.storageUnavailable());
       return;
     }
@@ -175,7 +176,7 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
       return;
     }
     const reqId = res.getHeader('x-request-id');
-    log.error({ err, reqId, method: req.method, url: req.originalUrl }, 'unhandled error');
+    log.error({ err, reqId, method: req.method, url: redactSecrets(req.originalUrl) }, 'unhandled error');
     sendError(res, new ApiError(500, 'internal', `internal error (request id ${String(reqId)})`));
   };
 }

@@ -73,3 +73,8 @@ function fieldText(v: unknown): string {
   if (typeof v === 'string') return v !== '' && !/[\s"=]/.test(v) ? v : JSON.stringify(v);
   return JSON.stringify(v) ?? String(v);
 }
+
+/** A URL as the logs keep it: a one-time password link's secret (`token=`) left out. */
+export function redactSecrets(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1[redacted]');
+}

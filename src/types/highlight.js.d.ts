@@ -4,7 +4,8 @@
  * module here instead.
  */
 declare const hljs: {
-  getLanguage(name: string): object | undefined;
+  getLanguage(name: string): { aliases?: string[] } | undefined;
+  listLanguages(): string[];
   highlight(code: string, options: { language: string; ignoreIllegals?: boolean }): { value: string };
 };
 export default hljs;

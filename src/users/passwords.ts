@@ -85,10 +85,13 @@ export class PasswordsService {
 
   /** Sets the password through a link, which is used up (404 when it is unknown, used or expired). */
   async useLink(token: string, password: string): Promise<AuthUser> {
+    // a link is looked up before any hashing: a made-up link costs a query, never an argon2 run
+    const gone = () => new ApiError(404, 'not_found', 'this link is unknown, used or expired');
+    if ((await db.passwordLink(this.em(), hashToken(token), false)) === undefined) throw gone();
     const hash = await this.hash(password);
     const userId = await this.em().transactional(async (tx) => {
       const id = await db.passwordLink(tx, hashToken(token), true);
-      if (id === undefined) throw new ApiError(404, 'not_found', 'this link is unknown, used or expired');
+      if (id === undefined) throw gone();
       await this.store(tx, id, hash);
       return id;
     });

@@ -55,16 +55,29 @@ const EXTENSIONS: Record<string, string> = {
   patch: 'diff',
 };
 
+let names: Set<string> | undefined;
+/** highlight.js's language names and aliases (its own lookup would also find `constructor`). */
+function known(): Set<string> {
+  if (names === undefined) {
+    names = new Set<string>();
+    for (const n of hljs.listLanguages()) {
+      names.add(n);
+      for (const a of hljs.getLanguage(n)?.aliases ?? []) names.add(a);
+    }
+  }
+  return names;
+}
+
 /** The highlight.js language of a file, by its name; undefined when none fits. */
 export function languageOf(path: string): string | undefined {
   const name = (path.split('/').pop() ?? '').toLowerCase();
-  const byName = NAMES[name];
-  if (byName !== undefined) return byName;
+  // (own properties only: a file named `constructor` has no language)
+  if (Object.hasOwn(NAMES, name)) return NAMES[name];
   const dot = name.lastIndexOf('.');
   if (dot <= 0 && !name.startsWith('.')) return undefined;
   const ext = name.slice(dot + 1);
-  const lang = EXTENSIONS[ext] ?? ext;
-  return hljs.getLanguage(lang) === undefined ? undefined : lang;
+  const lang = Object.hasOwn(EXTENSIONS, ext) ? EXTENSIONS[ext]! : ext;
+  return known().has(lang) ? lang : undefined;
 }
 
 /** Escaped lines of `text` (a final newline does not start another line). */

@@ -61,7 +61,7 @@ export function webRoutes(d: WebRoutesDeps): Router {
   });
   authPages(w, { users: s.users, sessions: s.sessions, throttle: d.throttle });
   homePages(w, { repos: s.repos, orgs: s.orgs });
-  accountPages(w, { users: s.users, sessions: s.sessions });
+  accountPages(w, { users: s.users, sessions: s.sessions, throttle: d.throttle });
   newRepoPages(w, { orgs: s.orgs, repos: s.repos });
   tokenPages(w, { users: s.users, orgs: s.orgs, repos: s.repos });
   profilePages(w, { users: s.users });

@@ -9,6 +9,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { Access, type Directory } from '../http/auth.ts';
 import { sessionPrincipal } from './session-access.ts';
+import { redactSecrets } from '../telemetry/logger.ts';
 import { ApiError } from '../http/errors.ts';
 import { clientAddress } from '../http/throttle.ts';
 import { html } from './html.ts';
@@ -77,7 +78,7 @@ export class WebRouter {
         next();
         return;
       }
-      void this.run(req, res, handler);
+      return this.run(req, res, handler);
     });
   }
 
@@ -92,10 +93,10 @@ export class WebRouter {
    * password) and the reason; without `render`, the reason is an error page.
    */
   userPost(path: string, submit: Submit<UserCtx>, opts: PostOptions<UserCtx> = {}): void {
-    this.router.post(path, FORM_BODY, (req, res) =>
+    this.router.post(path, (req, res) =>
       this.run(req, res, async (ctx) => {
         if (!signedIn(ctx)) return toLogin(ctx);
-        const values = formValues(req);
+        const values = await formValues(req, res);
         const refusal = csrfRefusal(req, this.d.baseUrl(), ctx.formToken, values);
         return this.submit(ctx, values, refusal, submit, opts.render);
       }),
@@ -110,9 +111,9 @@ export class WebRouter {
 
   /** A POST anyone may send (sign-in forms): its origin is checked, there is no session yet. */
   anonPost(path: string, submit: Submit<PageCtx>, render: Render<PageCtx>): void {
-    this.router.post(path, FORM_BODY, (req, res) =>
+    this.router.post(path, (req, res) =>
       this.run(req, res, async (ctx) => {
-        const values = formValues(req);
+        const values = await formValues(req, res);
         const refusal = csrfRefusal(req, this.d.baseUrl(), undefined, values);
         return this.submit(ctx, values, refusal, submit, render);
       }),
@@ -163,6 +164,8 @@ export class WebRouter {
       res.redirect(303, reply.to);
       return;
     }
+    // (an island inserts a fragment only when the answer says it is one of Triad's own)
+    if (reply.kind === 'fragment') res.setHeader('X-Triad-Fragment', '1');
     const text =
       reply.kind === 'page' ? layout(viewer, reply.title, reply.body, reply.opts).text : reply.body.text;
     await sendHtml(req, res, reply.status, text, started);
@@ -208,7 +211,10 @@ export class WebRouter {
       return errorPage(err.status, 'The request could not be read.');
     }
     const reqId = String(res.getHeader('x-request-id'));
-    this.d.log.error({ err: e, reqId, method: req.method, url: req.originalUrl }, 'web page failed');
+    this.d.log.error(
+      { err: e, reqId, method: req.method, url: redactSecrets(req.originalUrl) },
+      'web page failed',
+    );
     return errorPage(500, `Something went wrong on our side (request id ${reqId}).`);
   }
 
@@ -283,7 +289,15 @@ function toLogin(ctx: PageCtx): WebReply {
   return web.redirect(loginUrl(u === null ? '/' : `${u.pathname}${u.search}`));
 }
 
-function formValues(req: Request): FormState['values'] {
+/**
+ * The fields of a form's body (`application/x-www-form-urlencoded`); a body the parser refuses
+ * (too large, too many fields, a bad charset) throws its error, which `failure` shows as a page.
+ */
+async function formValues(req: Request, res: Response): Promise<FormState['values']> {
+  await new Promise<void>((resolve, reject) =>
+    // (body-parser's errors are `http-errors` instances: Errors with `status` and `type`)
+    FORM_BODY(req, res, (err?: Error) => (err === undefined ? resolve() : reject(err))),
+  );
   const body = (req.body ?? {}) as Record<string, unknown>;
   const out: FormState['values'] = {};
   for (const [k, v] of Object.entries(body)) {

@@ -246,3 +246,81 @@ describe('session lifetimes', () => {
     expect(await whoIs(short.url, busy)).toBeUndefined();
   });
 });
+
+describe('guesses and made-up links', () => {
+  let tight: TestServer;
+  beforeAll(async () => {
+    tight = await startTestServer({ TRIAD_AUTH_FAILURE_LIMIT: '2' });
+  });
+  afterAll(async () => {
+    await tight?.close();
+  });
+
+  test('when the current password is guessed on the password page, then the guesses are throttled like sign-ins', async () => {
+    const u = await tight.newUser();
+    await tight.admin.patch(`/api/v1/admin/users/${u.username}`, { password: 'the-password' });
+    const cookie = (await signIn(tight.url, u.username, 'the-password'))!;
+    const page = await (await fetch(`${tight.url}/-/settings/password`, { headers: { cookie } })).text();
+    const token = /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+    const change = (current: string) =>
+      form(
+        tight.url,
+        '/-/settings/password',
+        {
+          _csrf: token,
+          current_password: current,
+          password: 'new-password',
+          password_confirm: 'new-password',
+        },
+        cookie,
+      );
+    expect((await change('guess-1')).status).toBe(403);
+    expect((await change('guess-2')).status).toBe(403);
+    const blocked = await change('guess-3');
+    expect(blocked.status).toBe(429);
+    expect(await blocked.text()).toContain('too many failed authentications');
+    expect((await change('the-password')).status).toBe(429);
+    // nothing changed
+    expect(await whoIs(tight.url, cookie)).toBe(u.username);
+  });
+
+  test('when a made-up password link is posted, then it is 404 and nobody signs in', async () => {
+    const r = await form(s.url, '/-/password/set', {
+      token: 'triad_pw_0000000000000000000000000000000000000000000000ff',
+      password: 'long-enough-password',
+      password_confirm: 'long-enough-password',
+    });
+    expect(r.status).toBe(404);
+    expect(r.headers.get('set-cookie')).toBeNull();
+  });
+
+  test('when a password is set through a link in a browser signed in as someone else, then that session ends', async () => {
+    const a = await s.newUser();
+    await s.admin.patch(`/api/v1/admin/users/${a.username}`, { password: 'a-password' });
+    const cookieA = (await signIn(s.url, a.username, 'a-password'))!;
+    const b = await s.newUser();
+    const link = await s.running.services.users.passwords.createLink(b.id, 60_000);
+    const r = await form(
+      s.url,
+      '/-/password/set',
+      { token: link, password: 'b-password', password_confirm: 'b-password' },
+      cookieA,
+    );
+    expect(r.status).toBe(303);
+    const cookieB = /^(triad_session=[\w-]{43});/.exec(r.headers.get('set-cookie') ?? '')![1]!;
+    expect(await whoIs(s.url, cookieB)).toBe(b.username);
+    expect(await whoIs(s.url, cookieA)).toBeUndefined();
+  });
+
+  test('when a form is larger than the form limit, then the answer is an HTML page with the page headers, not the API envelope', async () => {
+    const r = await fetch(`${s.url}/-/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      body: `login=${'x'.repeat(1_100_000)}&password=y`,
+    });
+    expect(r.status).toBe(413);
+    expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(r.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(await r.text()).toContain('<h1>Too large</h1>');
+  });
+});

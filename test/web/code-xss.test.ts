@@ -169,7 +169,9 @@ describe('markup in a repository', () => {
     expect(await w.page.locator('.diff-list a', { hasText: IMG_NAME }).count()).toBe(1);
     await checkPage(w, res);
     await expectInert(w);
-    await visit(w, `${gitBase}/-/changeset/${gitCommit}/file/${encodeURIComponent(IMG_NAME)}`);
+    // its own page, by its place in the changeset
+    const anchor = await w.page.locator('.diff-list a', { hasText: IMG_NAME }).getAttribute('href');
+    await visit(w, `${gitBase}/-/changeset/${gitCommit}/file/${anchor!.replace('#file-', '')}`);
     expect(await w.page.locator('table.diff').textContent()).toContain(`</code></pre>${SCRIPT}`);
     await expectInert(w);
     await visit(w, `${gitBase}/-/refs`);

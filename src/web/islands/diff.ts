@@ -12,7 +12,10 @@ for (const button of document.querySelectorAll<HTMLButtonElement>('button.load-d
     button.textContent = 'Loading…';
     fetch(src, { headers: { accept: 'text/html' }, credentials: 'same-origin' })
       .then(async (res) => {
-        if (!res.ok) throw new Error(`${res.status}`);
+        // only Triad's own fragment of this file, never what a redirect led to
+        if (!res.ok || res.redirected || res.headers.get('x-triad-fragment') !== '1') {
+          throw new Error(`${res.status}`);
+        }
         const markup = await res.text();
         const tpl = document.createElement('template');
         tpl.innerHTML = markup;

@@ -1,4 +1,6 @@
 /** The signed-in user's own settings: sessions (list, revoke) and password. */
+import { ApiError } from '../../http/errors.ts';
+import type { AuthThrottle } from '../../http/throttle.ts';
 import type { UsersService } from '../../users/service.ts';
 import { html } from '../html.ts';
 import { field, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
@@ -10,7 +12,11 @@ import { settingsFrame } from '../views/settings.ts';
 
 export function accountPages(
   w: WebRouter,
-  d: { users: Pick<UsersService, 'passwords'>; sessions: SessionsService },
+  d: {
+    users: Pick<UsersService, 'passwords'>;
+    sessions: SessionsService;
+    throttle: AuthThrottle | undefined;
+  },
 ): void {
   const sessionsPage = async (ctx: UserCtx, state: FormState): Promise<WebReply> => {
     const list = await d.sessions.list(ctx.user.id);
@@ -100,7 +106,12 @@ ${newPasswordFields()}
   };
   w.form('/-/settings/password', passwordPage, async (ctx, values) => {
     const password = newPasswordOf(values);
-    await d.users.passwords.change(ctx.user.id, field(values, 'current_password'), password, ctx.session.id);
+    const current = field(values, 'current_password');
+    const change = () => d.users.passwords.change(ctx.user.id, current, password, ctx.session.id);
+    // guesses of the current password count in the failed-authentication throttle, as sign-ins do
+    const wrong = (e: unknown) => e instanceof ApiError && e.status === 403;
+    const secret = `web-current\u0000${ctx.user.id}\u0000${current}`;
+    await (d.throttle === undefined ? change() : d.throttle.guard(ctx.req, change, wrong, 'user', secret));
     // this session stays, under a new id; the others ended with the change
     w.cookie.set(ctx.res, await d.sessions.renew(ctx.session.id));
     return web.redirect('/-/settings/password?changed=1');

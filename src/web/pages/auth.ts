@@ -60,6 +60,11 @@ ${password}
 }
 
 export function authPages(w: WebRouter, d: Deps): void {
+  /** A new session id at every sign-in: the session this browser had ends first. */
+  const endOld = async (ctx: PageCtx) => {
+    const old = w.cookie.read(ctx.req);
+    if (old !== undefined) await d.sessions.endByCookie(old);
+  };
   w.get('/-/login', (ctx) =>
     ctx.user !== undefined
       ? Promise.resolve(web.redirect(safeReturn(ctx.query.return_to)))
@@ -92,9 +97,7 @@ export function authPages(w: WebRouter, d: Deps): void {
         const page = await loginPage(ctx, again);
         return page.kind === 'page' ? { ...page, status: 401 } : page;
       }
-      // a new session id at every sign-in; the session this browser had ends
-      const old = w.cookie.read(ctx.req);
-      if (old !== undefined) await d.sessions.endByCookie(old);
+      await endOld(ctx);
       await w.signIn(ctx, user);
       return web.redirect(safeReturn(field(values, 'return_to')));
     },
@@ -132,6 +135,7 @@ ${newPasswordFields()}
     '/-/password/set',
     async (ctx, values) => {
       const user = await d.users.passwords.useLink(field(values, 'token'), newPasswordOf(values));
+      await endOld(ctx);
       await w.signIn(ctx, user);
       return web.redirect('/');
     },

@@ -2,15 +2,15 @@
  * A changeset (`/-/changeset/:rev`): its message, author, date, id, branch, the list of changed
  * files and their diffs. Only the first files are shown inline (about 20 files or 2,000 diff
  * lines, whichever comes first; a file of more than 800 changed lines never): the others are
- * collapsed, loaded by the `diff` island from `/-/changeset/:rev/fragment/*path`, or shown without
- * script on their own page `/-/changeset/:rev/file/*path`.
+ * collapsed, loaded by the `diff` island from `/-/changeset/:rev/fragment/<n>`, or shown without
+ * script on their own page `/-/changeset/:rev/file/<n>` (`n`: the file's place in the changeset).
  */
 import { ApiError } from '../../../http/errors.ts';
 import { parsedChangeset, type ParsedChangeset } from '../../diff-files.ts';
 import { web, type PageCtx, type WebReply } from '../../context.ts';
 import { html } from '../../html.ts';
 import { loadRepo, type RepoPage } from '../../repo-page.ts';
-import { encPath, urls } from '../../urls.ts';
+import { urls } from '../../urls.ts';
 import type { WebRouter } from '../../web.ts';
 import { timeAgo } from '../../views/common.ts';
 import { repoHeader } from '../../views/repo.ts';
@@ -24,8 +24,9 @@ const INLINE_LINES = 2000;
 const INLINE_FILE_CHANGES = 800;
 
 export function changesetPages(w: WebRouter, d: CodeDeps): void {
-  w.get('/:org/:repo/-/changeset/:rev/file/*path', (ctx) => oneFile(ctx, d, 'page'));
-  w.get('/:org/:repo/-/changeset/:rev/fragment/*path', (ctx) => oneFile(ctx, d, 'fragment'));
+  // a file by its place in the changeset (never by its path, which the pushed tree chose)
+  w.get('/:org/:repo/-/changeset/:rev/file/:n', (ctx) => oneFile(ctx, d, 'page'));
+  w.get('/:org/:repo/-/changeset/:rev/fragment/:n', (ctx) => oneFile(ctx, d, 'fragment'));
   w.get('/:org/:repo/-/changeset/:rev', (ctx) => changesetPage(ctx, d));
   // (a branch with `/` typed by hand arrives as several segments: they are the revision)
   w.get('/:org/:repo/-/changeset/*rev', (ctx) => changesetPage(ctx, d));
@@ -42,16 +43,12 @@ async function load(
   return { p, parsed, place: { org: p.repo.org, repo: p.repo.name, commit } };
 }
 
-const fileLinks = (place: DiffPlace, path: string) => ({
-  fileUrl: urls.repoSub(
-    place.org,
-    place.repo,
-    `changeset/${encodeURIComponent(place.commit)}/file/${encPath(path)}`,
-  ),
+const fileLinks = (place: DiffPlace, index: number) => ({
+  fileUrl: urls.repoSub(place.org, place.repo, `changeset/${encodeURIComponent(place.commit)}/file/${index}`),
   fragmentUrl: urls.repoSub(
     place.org,
     place.repo,
-    `changeset/${encodeURIComponent(place.commit)}/fragment/${encPath(path)}`,
+    `changeset/${encodeURIComponent(place.commit)}/fragment/${index}`,
   ),
 });
 
@@ -67,7 +64,7 @@ async function changesetPage(ctx: PageCtx, d: CodeDeps): Promise<WebReply> {
       shown++;
       lines += f.lines.length;
     }
-    return fileBlock(place, f, inline, fileLinks(place, f.path));
+    return fileBlock(place, f, inline, fileLinks(place, f.index));
   });
   const body = cs.message.slice(cs.subject.length).trim();
   const notes = [
@@ -101,9 +98,10 @@ ${fileList(files)}
 
 async function oneFile(ctx: PageCtx, d: CodeDeps, as: 'page' | 'fragment'): Promise<WebReply> {
   const { p, parsed, place } = await load(ctx, d);
-  const path = ctx.params.path ?? '';
-  const f = parsed.files.find((x) => x.path === path);
+  const n = ctx.params.n ?? '';
+  const f = /^\d{1,7}$/.test(n) ? parsed.files[Number(n)] : undefined;
   if (f === undefined) throw ApiError.notFound('file');
+  const path = f.path;
   if (as === 'fragment') return web.fragment(fileBody(place, f));
   const { cs } = parsed;
   const { repo } = p;
@@ -112,7 +110,7 @@ async function oneFile(ctx: PageCtx, d: CodeDeps, as: 'page' | 'fragment'): Prom
     html`${repoHeader(p, 'log')}
 <h1 class="visually-hidden">${path} in ${cs.short_id}</h1>
 <p><a href="${urls.changeset(repo.org, repo.name, cs.id)}#file-${f.index}">← ${cs.subject === '' ? cs.short_id : cs.subject}</a></p>
-${fileBlock(place, f, true, fileLinks(place, f.path), 'h2')}`,
+${fileBlock(place, f, true, fileLinks(place, f.index), 'h2')}`,
     { wide: true },
   );
 }

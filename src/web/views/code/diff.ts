@@ -5,7 +5,7 @@
  * of its own).
  */
 import type { DiffFile } from '../../diff-files.ts';
-import { escapeHtml, html, trusted, type Html } from '../../html.ts';
+import { html, type Html } from '../../html.ts';
 import { urls } from '../../urls.ts';
 
 export type DiffPlace = { org: string; repo: string; commit: string };
@@ -30,37 +30,25 @@ export function fileList(files: readonly DiffFile[]): Html {
 
 /** The file's lines as a table: hunk headers, then each line with its old and new number. */
 export function diffLines(f: DiffFile): Html {
-  const rows: string[] = [];
+  const rows: Html[] = [];
   let a = 0;
   let b = 0;
+  const row = (cls: string, old: number | '', now: number | '', line: string) =>
+    html`<tr${cls === '' ? '' : html` class="${cls}"`}><td class="ln">${old}</td><td class="ln">${now}</td><td class="dc"><code>${line}</code></td></tr>
+`;
   for (const line of f.lines) {
     const c = line.charAt(0);
     if (c === '@') {
       const m = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
       a = Number(m?.[1] ?? 0);
       b = Number(m?.[2] ?? 0);
-      rows.push(
-        `<tr class="hunk"><td class="ln"></td><td class="ln"></td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
-      );
-    } else if (c === '+') {
-      rows.push(
-        `<tr class="add"><td class="ln"></td><td class="ln">${b++}</td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
-      );
-    } else if (c === '-') {
-      rows.push(
-        `<tr class="del"><td class="ln">${a++}</td><td class="ln"></td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
-      );
-    } else if (c === '\\') {
-      rows.push(
-        `<tr class="note"><td class="ln"></td><td class="ln"></td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
-      );
-    } else {
-      rows.push(
-        `<tr><td class="ln">${a++}</td><td class="ln">${b++}</td><td class="dc"><code>${escapeHtml(line)}</code></td></tr>`,
-      );
-    }
+      rows.push(row('hunk', '', '', line));
+    } else if (c === '+') rows.push(row('add', '', b++, line));
+    else if (c === '-') rows.push(row('del', a++, '', line));
+    else if (c === '\\') rows.push(row('note', '', '', line));
+    else rows.push(row('', a++, b++, line));
   }
-  return html`<table class="diff" role="presentation"><tbody>${trusted(rows.join('\n'))}</tbody></table>`;
+  return html`<table class="diff" role="presentation"><tbody>${rows}</tbody></table>`;
 }
 
 /** Why a file has no lines to show, or its lines. */

@@ -60,20 +60,20 @@ export function treeTable(p: Place, entries: readonly TreeEntry[]): Html {
  * island adds ranges). `lines` are HTML already (escaped or highlighted).
  */
 export function codeLines(lines: readonly string[], highlighted: boolean): Html {
-  const parts: string[] = [];
+  const parts: Html[] = [];
   // long files in chunks the browser lays out only when they come into view
   const chunked = lines.length > CHUNK_LINES * 2;
   for (let i = 0; i < lines.length; i++) {
     const n = i + 1;
     if (chunked && i % CHUNK_LINES === 0)
-      parts.push(i === 0 ? '<div class="chunk">' : '</div><div class="chunk">');
-    parts.push(
-      `<div class="l" id="L${n}"><a class="ln" href="#L${n}">${n}</a><code class="lc">${lines[i]}</code></div>`,
-    );
+      parts.push(i === 0 ? html`<div class="chunk">` : html`</div><div class="chunk">`);
+    // (each line is highlight.js's markup or escaped text: highlight.ts)
+    parts.push(html`<div class="l" id="L${n}"><a class="ln" href="#L${n}">${n}</a><code class="lc">${trusted(lines[i] ?? '')}</code></div>
+`);
   }
-  if (chunked) parts.push('</div>');
+  if (chunked) parts.push(html`</div>`);
   const cls = `code-view${highlighted ? ' hljs' : ''}${chunked ? ' chunked' : ''}`;
-  return html`<div class="${cls}" data-lines>${trusted(parts.join('\n'))}</div>`;
+  return html`<div class="${cls}" data-lines>${parts}</div>`;
 }
 
 /** Lines of a chunk of a long file (the stylesheet's `contain-intrinsic-size` of `.chunk` assumes it). */
