@@ -5,6 +5,7 @@
  */
 import type { Request, Response } from 'express';
 import type { AuthUser } from '../domain/access.ts';
+import { ApiError } from '../http/errors.ts';
 import type { Access } from '../http/auth.ts';
 import type { Html, Renderable } from './html.ts';
 import type { PageOptions } from './layout.ts';
@@ -65,4 +66,10 @@ export function field(values: FormState['values'], name: string): string {
 export function fieldList(values: FormState['values'], name: string): string[] {
   const v = values[name];
   return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+/** A whole number from a path segment (`:id`): anything else names nothing (the 404 page). */
+export function idParam(v: string | undefined): number {
+  if (v === undefined || !/^[1-9]\d{0,14}$/.test(v)) throw ApiError.notFound('page');
+  return Number(v);
 }

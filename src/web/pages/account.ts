@@ -3,7 +3,7 @@ import { ApiError } from '../../http/errors.ts';
 import type { AuthThrottle } from '../../http/throttle.ts';
 import type { UsersService } from '../../users/service.ts';
 import { html } from '../html.ts';
-import { field, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
+import { field, idParam, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
 import type { WebRouter } from '../web.ts';
 import type { SessionsService } from '../sessions.ts';
 import { actionButton, csrf, formError, input, newPasswordFields, newPasswordOf } from '../views/forms.ts';
@@ -59,8 +59,8 @@ ${formError(state)}
   w.userPost(
     '/-/settings/sessions/:id/revoke',
     async (ctx) => {
-      const id = Number(ctx.params.id);
-      await d.sessions.revoke(ctx.user.id, Number.isSafeInteger(id) ? id : 0);
+      const id = idParam(ctx.params.id);
+      await d.sessions.revoke(ctx.user.id, id);
       if (id === ctx.session.id) {
         w.cookie.clear(ctx.res);
         return web.redirect('/');

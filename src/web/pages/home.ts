@@ -4,7 +4,8 @@ import type { ReposService } from '../../repos/service.ts';
 import { html } from '../html.ts';
 import { web, type PageCtx } from '../context.ts';
 import type { WebRouter } from '../web.ts';
-import { orgPath, pageParam, pager, repoList } from '../views/common.ts';
+import { pageParam, pager, repoList } from '../views/common.ts';
+import { urls } from '../urls.ts';
 
 const PER_PAGE = 30;
 
@@ -29,7 +30,7 @@ ${pager(ctx.path, page, PER_PAGE, list.total)}
       d.repos.recent(ctx.access.listReach(), true, { page, per_page: PER_PAGE }),
     ]);
     const orgItems = orgs.items.map(
-      (o) => html`<li><a href="${orgPath(o.name)}">${o.name}</a> <span class="muted">${o.role}</span></li>`,
+      (o) => html`<li><a href="${urls.org(o.name)}">${o.name}</a> <span class="muted">${o.role}</span></li>`,
     );
     return web.page(
       'Home',

@@ -7,7 +7,7 @@ import { html } from '../html.ts';
 import { field, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
 import type { WebRouter } from '../web.ts';
 import { csrf, formError, input, textarea } from '../views/forms.ts';
-import { orgPath, pageParam, pager, repoList } from '../views/common.ts';
+import { pageParam, pager, repoList } from '../views/common.ts';
 import { urls } from '../urls.ts';
 
 const PER_PAGE = 50;
@@ -37,7 +37,7 @@ ${textarea({ name: 'description', label: 'Description', maxlength: 10_000 }, sta
       'form',
     );
     const org = await d.orgs.create(ctx.user.id, body, { capped: !ctx.user.isAdmin });
-    return web.redirect(orgPath(org.name));
+    return web.redirect(urls.org(org.name));
   });
 
   w.get('/:org', async (ctx) => {
@@ -52,7 +52,7 @@ ${textarea({ name: 'description', label: 'Description', maxlength: 10_000 }, sta
         ? ''
         : html`<div class="actions">
 <a class="button primary" href="/-/new/repo?org=${encodeURIComponent(org.name)}">New repository</a>
-<a class="button subtle" href="${orgPath(org.name)}/-/members">Members</a>
+<a class="button subtle" href="${urls.orgMembers(org.name)}">Members</a>
 ${role === 'owner' ? html`<a class="button subtle" href="${urls.orgWebhooks(org.name)}">Webhooks</a>` : ''}
 </div>`;
     return web.page(

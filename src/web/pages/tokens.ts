@@ -10,7 +10,7 @@ import type { ReposService } from '../../repos/service.ts';
 import { createTokenBody } from '../../users/schemas.ts';
 import type { UsersService } from '../../users/service.ts';
 import { html, type Html } from '../html.ts';
-import { field, fieldList, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
+import { field, fieldList, idParam, web, type FormState, type UserCtx, type WebReply } from '../context.ts';
 import type { WebRouter } from '../web.ts';
 import { formError } from '../views/forms.ts';
 import { settingsFrame } from '../views/settings.ts';
@@ -116,8 +116,7 @@ ${tokenForm(ctx.formToken, state, targets)}
   w.userPost(
     `${urls.tokens}/:id/delete`,
     async (ctx) => {
-      const id = /^\d{1,15}$/.test(ctx.params.id ?? '') ? Number(ctx.params.id) : 0;
-      await d.users.deleteToken(ctx.user.id, id);
+      await d.users.deleteToken(ctx.user.id, idParam(ctx.params.id));
       return web.redirect(urls.tokens);
     },
     { render: again },

@@ -12,6 +12,7 @@ import { html } from '../html.ts';
 import {
   field,
   fieldList,
+  idParam,
   web,
   type FormState,
   type PageCtx,
@@ -66,11 +67,6 @@ function places(d: Deps): { path: string; load: (ctx: PageCtx) => Promise<HookPl
   ];
 }
 
-/** A path number (`:id`, `:delivery`): digits only, else one that names nothing (404). */
-function num(v: string | undefined): number {
-  return v !== undefined && /^\d{1,15}$/.test(v) ? Number(v) : -1;
-}
-
 const FLASHES: Record<string, string> = {
   saved: 'The webhook was saved.',
   pinged: 'A ping was queued. Its delivery shows below once it is sent: reload the page to see it.',
@@ -109,7 +105,7 @@ ${hookForm(place.base, ctx.formToken ?? '', state)}
 
     const hookPage = async (ctx: PageCtx, state: FormState): Promise<WebReply> => {
       const place = await at.load(ctx);
-      const id = num(ctx.params.id);
+      const id = idParam(ctx.params.id);
       const [hook, deliveries] = await Promise.all([
         hooks.get(place.owner, id),
         hooks.deliveries(place.owner, id),
@@ -151,7 +147,7 @@ ${actionButton(`${one}/delete`, token, 'Delete webhook', { danger: true })}
     ) =>
       w.userPost(
         `${at.path}/:id${suffix}`,
-        async (ctx, values) => act(ctx, await at.load(ctx), num(ctx.params.id), values),
+        async (ctx, values) => act(ctx, await at.load(ctx), idParam(ctx.params.id), values),
         { render: hookAgain },
       );
 
@@ -199,13 +195,13 @@ ${actionButton(`${one}/delete`, token, 'Delete webhook', { danger: true })}
       return web.redirect(place.base);
     });
     hookPost('/deliveries/:delivery/redeliver', async (ctx, place, id) => {
-      await hooks.redeliver(place.owner, id, num(ctx.params.delivery));
+      await hooks.redeliver(place.owner, id, idParam(ctx.params.delivery));
       return web.redirect(`${urls.webhook(place.base, id)}?redelivered=1`);
     });
     w.get(`${at.path}/:id/deliveries/:delivery`, async (ctx) => {
       const place = await at.load(ctx);
-      const id = num(ctx.params.id);
-      const rec = await hooks.delivery(place.owner, id, num(ctx.params.delivery));
+      const id = idParam(ctx.params.id);
+      const rec = await hooks.delivery(place.owner, id, idParam(ctx.params.delivery));
       const hook = await hooks.get(place.owner, id);
       return web.page(
         `Delivery · ${place.name}`,

@@ -1,5 +1,6 @@
 /** Small views shared by pages: times, badges, repository lists, paging. */
 import { html, type Html, type Renderable } from '../html.ts';
+import { urls } from '../urls.ts';
 
 const UNITS: [number, string][] = [
   [365 * 86_400, 'year'],
@@ -44,14 +45,6 @@ export function privateBadge(isPrivate: boolean): Html {
   return isPrivate ? html`<span class="badge private">Private</span>` : html``;
 }
 
-export function repoPath(org: string, repo: string): string {
-  return `/${encodeURIComponent(org)}/${encodeURIComponent(repo)}`;
-}
-
-export function orgPath(org: string): string {
-  return `/${encodeURIComponent(org)}`;
-}
-
 export type RepoListItem = {
   org: string;
   name: string;
@@ -70,7 +63,7 @@ export function repoList(items: readonly RepoListItem[], empty: Renderable): Htm
         ? ''
         : html`<p class="meta">${r.pushed_at === null ? 'No pushes yet' : html`Updated ${timeAgo(r.pushed_at)}`}</p>`;
     return html`<li>
-<div class="repo-line"><a class="repo-name" href="${repoPath(r.org, r.name)}">${r.org}/${r.name}</a> ${kindBadge(r.vcs)} ${privateBadge(r.is_private)}</div>
+<div class="repo-line"><a class="repo-name" href="${urls.repo(r.org, r.name)}">${r.org}/${r.name}</a> ${kindBadge(r.vcs)} ${privateBadge(r.is_private)}</div>
 ${r.description === '' ? '' : html`<p class="description">${r.description}</p>`}
 ${pushed}
 </li>`;

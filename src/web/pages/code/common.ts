@@ -88,9 +88,3 @@ export async function readmeOf(
   const kind = blob.content.length > MARKDOWN_MAX_BYTES ? 'text' : (readmeKind(e.name) ?? 'text');
   return { name: e.name, kind, text: blob.content };
 }
-
-/** A whole number from a path segment (`:id`), or a 404. */
-export function idParam(v: string | undefined): number {
-  if (v === undefined || !/^[1-9]\d{0,14}$/.test(v)) throw ApiError.notFound('page');
-  return Number(v);
-}

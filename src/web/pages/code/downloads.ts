@@ -9,10 +9,10 @@ import { strongEtag, unchanged } from '../../../http/conditional.ts';
 import { ApiError } from '../../../http/errors.ts';
 import { sendStream } from '../../../http/stream-reply.ts';
 import { attachment } from '../../../storage/index.ts';
-import { web, type PageCtx, type WebReply } from '../../context.ts';
+import { idParam, web, type PageCtx, type WebReply } from '../../context.ts';
 import { loadRepo } from '../../repo-page.ts';
 import type { WebRouter } from '../../web.ts';
-import { idParam, resolveAt, type CodeDeps } from './common.ts';
+import { resolveAt, type CodeDeps } from './common.ts';
 
 /** What a file served from a repository may do as a page: nothing. */
 export const RAW_CSP = "default-src 'none'; sandbox";
