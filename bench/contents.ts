@@ -26,8 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import * as prettier from 'prettier';
-import { apiCaller, startServerProcess } from './lib/server.ts';
-import { FOSSIL } from '../src/vcs/constants.ts';
+import { apiCaller, registerGenerated, startServerProcess } from './lib/server.ts';
 import type { VcsKind } from '../src/vcs/index.ts';
 import { ENV, generateRepos } from './repos.ts';
 
@@ -138,20 +137,7 @@ try {
   await api('POST', '/api/v1/orgs', { name: 'bench' });
   const names: Record<VcsKind, string> = { git: 'g', hg: 'h', fossil: 'f' };
   for (const vcs of ['git', 'hg', 'fossil'] as const) {
-    const created = await api('POST', '/api/v1/orgs/bench/repos', { name: names[vcs], vcs });
-    const store = server.storePath(created.data.id as number, vcs);
-    await fs.rm(store, { recursive: true, force: true });
-    await fs.cp(repos[vcs], store, { recursive: true });
-    if (vcs === 'fossil') {
-      // What Triad's repository creation sets up for the clone transport.
-      await run('fossil', [
-        'sql',
-        '-R',
-        store,
-        `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now()); ` +
-          `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.reader}', 'x', 'goz', ''), ('${FOSSIL.writer}', 'x', 'giozh', '')`,
-      ]);
-    }
+    await registerGenerated(server, api, 'bench', names[vcs], vcs, repos[vcs]);
   }
 
   // Native servers on the generated repositories (read-only use).

@@ -24,8 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import * as prettier from 'prettier';
-import { apiCaller, startServerProcess } from './lib/server.ts';
-import { FOSSIL } from '../src/vcs/constants.ts';
+import { apiCaller, registerGenerated, startServerProcess } from './lib/server.ts';
 import type { VcsKind } from '../src/vcs/index.ts';
 import { freePort } from '../src/db/ports.ts';
 import { ENV, generateRepos, pipeInto } from './repos.ts';
@@ -222,21 +221,8 @@ const line = (r: Row) =>
 try {
   await api('POST', '/api/v1/orgs', { name: 'bench' });
   const names: Record<VcsKind, string> = { git: 'g', hg: 'h', fossil: 'f' };
-  const register = async (name: string, vcs: VcsKind, from: string) => {
-    const created = await api('POST', '/api/v1/orgs/bench/repos', { name, vcs });
-    const store = server.storePath(created.data.id as number, vcs);
-    await fs.rm(store, { recursive: true, force: true });
-    await fs.cp(from, store, { recursive: true });
-    if (vcs === 'fossil') {
-      await run('fossil', [
-        'sql',
-        '-R',
-        store,
-        `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now()); ` +
-          `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.reader}', 'x', 'goz', ''), ('${FOSSIL.writer}', 'x', 'giozh', '')`,
-      ]);
-    }
-  };
+  const register = (name: string, vcs: VcsKind, from: string) =>
+    registerGenerated(server, api, 'bench', name, vcs, from);
   for (const vcs of ['git', 'hg', 'fossil'] as const) await register(names[vcs], vcs, repos[vcs]);
   await register('bigfile', 'git', bigFileRepo);
   await register('bigchange', 'git', bigChangeRepo);

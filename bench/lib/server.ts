@@ -3,7 +3,8 @@
  * and a known admin token (embedded PostgreSQL, no embedded agent, quiet logs), and a JSON API
  * caller that throws on an error status.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { loadConfig } from '../../src/config.ts';
 import { freePort } from '../../src/db/ports.ts';
 import { startServer, type Running } from '../../src/server.ts';
 import { repoPath, type VcsKind } from '../../src/vcs/index.ts';
+import { FOSSIL } from '../../src/vcs/constants.ts';
 
 export type BenchServer = {
   running: Running;
@@ -166,4 +168,34 @@ export async function waitReady(base: string, exited: () => boolean = () => fals
     if (i > 600 || exited()) throw new Error('server did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Registers a generated repository (`from`) as `org/name`: created through the API, then its
+ * storage replaced by a copy of `from`; a Fossil one gets what Triad's repository creation sets up
+ * for the clone transport (its reader and writer users, `remote_user_ok`). Answers its id.
+ */
+export async function registerGenerated(
+  server: ServerProcess,
+  api: ApiCall,
+  org: string,
+  name: string,
+  vcs: VcsKind,
+  from: string,
+): Promise<number> {
+  const created = await api('POST', `/api/v1/orgs/${org}/repos`, { name, vcs });
+  const id = created.data.id as number;
+  const store = server.storePath(id, vcs);
+  await fs.rm(store, { recursive: true, force: true });
+  await fs.cp(from, store, { recursive: true });
+  if (vcs === 'fossil') {
+    await promisify(execFile)('fossil', [
+      'sql',
+      '-R',
+      store,
+      `REPLACE INTO config(name, value, mtime) VALUES ('remote_user_ok', '1', now()); ` +
+        `INSERT INTO user(login, pw, cap, info) VALUES ('${FOSSIL.reader}', 'x', 'goz', ''), ('${FOSSIL.writer}', 'x', 'giozh', '')`,
+    ]);
+  }
+  return id;
 }
