@@ -103,6 +103,10 @@ describe('the spawner', () => {
       timeoutMs: 60_000,
     });
     const helper = Number(await readWhenWritten(pidFile));
+    // The command can write its file before the spawner has told this process its pid (the
+    // spawner reports it after spawn returns); a call through the same channel answered after
+    // that report makes sure it arrived, as the report of a command started earlier always has.
+    await ownStat();
     const first = spawnerPid()!;
     process.kill(first, 'SIGKILL');
     await expect(running).rejects.toThrow(VcsCommandFailed);

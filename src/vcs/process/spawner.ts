@@ -7,7 +7,9 @@
  * as socket handles, so their bytes go between the process and the server directly.
  *
  * If the spawner dies, the calls under way fail and the processes it started are killed from
- * here (their groups when they have one); the next call starts a new one. `closeSpawner` ends it
+ * here (their groups when they have one) — all but one started in the instant before the spawner
+ * died, whose pid it had not yet reported: that one is left with its pipes closed (a VCS command
+ * then ends on its own). The next call starts a new spawner. `closeSpawner` ends it
  * (the spawner then kills what it still runs); a server that dies disconnects it, with the same
  * effect.
  */
