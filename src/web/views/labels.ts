@@ -177,7 +177,9 @@ export function deleteConfirm(place: LabelPlace, l: LabelUse, formToken: string)
   const carriers =
     l.issues === 0
       ? html`<p>No issue carries it.</p>`
-      : html`<p><strong>${issueCount(l.issues)}</strong> ${l.issues === 1 ? 'carries' : 'carry'} it and will lose it. Their other labels, and the issues themselves, stay as they are.</p>`;
+      : l.issues === 1
+        ? html`<p><strong>1 issue</strong> carries it and will lose it. Its other labels, and the issue itself, stay as they are.</p>`
+        : html`<p><strong>${l.issues} issues</strong> carry it and will lose it. Their other labels, and the issues themselves, stay as they are.</p>`;
   return html`<section class="danger-zone" aria-labelledby="delete-h">
 <h1 id="delete-h">Delete the label ${labelChip(l)}?</h1>
 ${carriers}
