@@ -128,8 +128,13 @@ describe('renames', () => {
     expect(renamed.status).toBe(303);
     const mine = (await catalog(repo.api)).filter((l) => l.name === shared);
     expect(mine).toEqual([{ id, name: shared, color: '#abcdef', scope: 'repo', description: '' }]);
-    const page = await ownerWeb.get(base);
-    expect(page.text).toContain('shadows the organization label of this name');
+    expect(await ownerWeb.get(base)).toMatchObject({
+      text: expect.stringContaining('shadows the organization label of this name'),
+    });
+    expect((await s.admin.post('/api/v1/admin/labels', { name: shared, color: '#ffffff' })).status).toBe(201);
+    expect(await ownerWeb.get(base)).toMatchObject({
+      text: expect.stringContaining('shadows the organization and site labels of this name'),
+    });
     // only the case changes: no clash with itself
     expect(
       (await ownerWeb.post(`${base}/${id}`, { name: shared.toUpperCase(), color: '#abcdef' })).status,

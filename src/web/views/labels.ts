@@ -116,7 +116,7 @@ export function mergedTable(
     const shadows =
       l.shadows.length === 0
         ? ''
-        : html`<br><span class="muted">shadows the ${l.shadows.map((s) => SCOPE_LABEL[s].toLowerCase()).join(' and ')} label of this name</span>`;
+        : html`<br><span class="muted">shadows the ${l.shadows.map((s) => SCOPE_LABEL[s].toLowerCase()).join(' and ')} ${l.shadows.length === 1 ? 'label' : 'labels'} of this name</span>`;
     const broaderPage = where[l.scope];
     const actions = !manage
       ? ''
