@@ -29,15 +29,16 @@ export type CommentRow = { id: number; body: string; author_id: number | null; c
 
 const ISSUE = `i.id, i.repo_id, i.number, i.title, i.body, i.state, i.severity, i.author_id,
   i.label_ids, i.assignee_ids, i.comment_count, i.created_at, i.updated_at`;
-const LABEL = 'l.id, l.name, l.color, l.scope, l.description';
+/** The columns of a `LabelRow` (`labels l`). */
+export const LABEL = 'l.id, l.name, l.color, l.scope, l.description';
 const COMMENT = 'id, body, author_id, created_at';
 
 // ----- labels ------------------------------------------------------------------------------------
 
 /** Most specific scope first when one name exists at several scopes. */
-const SCOPE_RANK = `case l.scope when 'repo' then 0 when 'org' then 1 else 2 end`;
+export const SCOPE_RANK = `case l.scope when 'repo' then 0 when 'org' then 1 else 2 end`;
 /** The labels a repository can use: site-wide, its organization's and its own. */
-const CATALOG = `(l.scope = 'admin' or (l.scope = 'org' and l.org_id = ?) or (l.scope = 'repo' and l.repo_id = ?))`;
+export const CATALOG = `(l.scope = 'admin' or (l.scope = 'org' and l.org_id = ?) or (l.scope = 'repo' and l.repo_id = ?))`;
 export type CatalogOf = { orgId: number; repoId: number };
 
 /** The merged catalog: the most specific label per (case-insensitive) name, by name. */

@@ -77,6 +77,9 @@ export const createLabelBody = z
   })
   .strict();
 export type CreateLabelBody = z.infer<typeof createLabelBody>;
+/** A change of a label (web only): any of the fields of create, validated the same way. */
+export const updateLabelBody = createLabelBody.partial().strict();
+export type UpdateLabelBody = z.infer<typeof updateLabelBody>;
 
 export const ISSUE_SORTS = ['newest', 'oldest', 'updated', 'comments'] as const;
 export type IssueSort = (typeof ISSUE_SORTS)[number];

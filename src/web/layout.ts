@@ -42,6 +42,7 @@ function accountMenu(v: Viewer): Html {
 <li><a href="/-/settings/tokens">Access tokens</a></li>
 <li><a href="/-/settings/sessions">Sessions</a></li>
 <li><a href="/-/settings/password">Password</a></li>
+${u.isAdmin ? html`<li><a href="/-/admin">Administration</a></li>` : ''}
 <li><form method="post" action="/-/logout"><input type="hidden" name="_csrf" value="${v.formToken ?? ''}"><button type="submit" class="link">Sign out</button></form></li>
 </ul>
 </details>`;

@@ -25,6 +25,8 @@ import { profilePages } from './pages/profile.ts';
 import { memberPages } from './pages/members.ts';
 import { repoSettingsPages } from './pages/repo-settings.ts';
 import { webhookPages } from './pages/webhooks.ts';
+import { adminPages } from './pages/admin.ts';
+import { labelPages } from './pages/labels.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -68,6 +70,9 @@ export function webRoutes(d: WebRoutesDeps): Router {
   memberPages(w, { orgs: s.orgs, users: s.users });
   repoSettingsPages(w, { repos: s.repos });
   webhookPages(w, { webhooks: s.webhooks, repos: s.repos });
+  adminPages(w);
+  // (the site's, an organization's and a repository's labels: before `/:org` and the code pages)
+  labelPages(w, { labels: s.issues.labels, repos: s.repos });
   // (after every page under /-/: `/:org` would take them)
   orgPages(w, { orgs: s.orgs, repos: s.repos });
   // the code pages (after every page under /-/: `/:org/:repo` would take them)

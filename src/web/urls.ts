@@ -18,6 +18,9 @@ export const urls = {
   org: (org: string) => `/${enc(org)}`,
   orgMembers: (org: string) => `/${enc(org)}/-/members`,
   orgWebhooks: (org: string) => `/${enc(org)}/-/settings/webhooks`,
+  orgLabels: (org: string) => `/${enc(org)}/-/labels`,
+  admin: '/-/admin',
+  adminLabels: '/-/admin/labels',
   user: (username: string) => `/-/users/${enc(username)}`,
   repo: (org: string, repo: string) => `/${enc(org)}/${enc(repo)}`,
   /** A page below the repository: `/:org/:repo/-/<rest>` (`rest` already encoded). */
@@ -39,6 +42,10 @@ export const urls = {
   /** One webhook below its list (`base`: `webhooks` or `orgWebhooks`), and one of its deliveries. */
   webhook: (base: string, id: number) => `${base}/${id}`,
   delivery: (base: string, id: number, record: number) => `${base}/${id}/deliveries/${record}`,
+  labels: (org: string, repo: string) => urls.repoSub(org, repo, 'labels'),
+  /** One label below its list (`base`: `labels`, `orgLabels` or `adminLabels`), and its deletion. */
+  label: (base: string, id: number) => `${base}/${id}`,
+  labelDelete: (base: string, id: number) => `${base}/${id}/delete`,
   newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
   tokens: '/-/settings/tokens',
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>

@@ -104,6 +104,33 @@ export async function checkPage(w: Watched, res: Response, opts: { keyboard?: bo
   expect(w.incidents).toEqual({ violations: [], dialogs: [], errors: [] });
 }
 
+/**
+ * No element was made of hostile markup shown on the page (the XSS corpora): no script in main, no
+ * `img[src=x]`, no `svg` but Triad's own (label chips' `svg.label-fill`), no `on...` attribute,
+ * no javascript: link; and no dialog, CSP violation or page error.
+ */
+export async function expectInert(w: Watched): Promise<void> {
+  const made = await w.page.evaluate(() => {
+    const doc = (globalThis as any).document;
+    return {
+      scripts: doc.querySelectorAll('main script').length,
+      img: doc.querySelectorAll('img[src="x"], svg:not(.label-fill), i[onmouseover]').length,
+      handlers: [...doc.querySelectorAll('main *')].filter((el: any) =>
+        [...el.attributes].some((a: any) => a.name.startsWith('on')),
+      ).length,
+      jsLinks: doc.querySelectorAll('a[href^="javascript"], a[href^="vbscript"], a[href^="data"]').length,
+    };
+  });
+  expect({ url: w.page.url(), ...made }).toEqual({
+    url: w.page.url(),
+    scripts: 0,
+    img: 0,
+    handlers: 0,
+    jsLinks: 0,
+  });
+  expect(w.incidents).toEqual({ violations: [], dialogs: [], errors: [] });
+}
+
 /** Every visible link, button and form control is focused at some point by pressing Tab. */
 export async function expectKeyboardReach(page: Page): Promise<void> {
   // (browser-side code refers to the page's globals through `globalThis`: the tests compile without DOM types)

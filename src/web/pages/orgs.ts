@@ -12,6 +12,10 @@ import { urls } from '../urls.ts';
 
 const PER_PAGE = 50;
 
+/** What only the organization's owners manage: its labels and webhooks. */
+const ownerLinks = (org: string) => html`<a class="button subtle" href="${urls.orgLabels(org)}">Labels</a>
+<a class="button subtle" href="${urls.orgWebhooks(org)}">Webhooks</a>`;
+
 export function orgPages(w: WebRouter, d: { orgs: OrgsService; repos: ReposService }): void {
   const newOrgPage = (ctx: UserCtx, state: FormState): Promise<WebReply> =>
     Promise.resolve(
@@ -53,7 +57,7 @@ ${textarea({ name: 'description', label: 'Description', maxlength: 10_000 }, sta
         : html`<div class="actions">
 <a class="button primary" href="/-/new/repo?org=${encodeURIComponent(org.name)}">New repository</a>
 <a class="button subtle" href="${urls.orgMembers(org.name)}">Members</a>
-${role === 'owner' ? html`<a class="button subtle" href="${urls.orgWebhooks(org.name)}">Webhooks</a>` : ''}
+${role === 'owner' ? ownerLinks(org.name) : ''}
 </div>`;
     return web.page(
       org.name,

@@ -18,7 +18,7 @@ export function formError(state: FormState): Html {
 export type InputOptions = {
   name: string;
   label: string;
-  type?: 'text' | 'password' | 'email' | 'date' | 'url' | 'search';
+  type?: 'text' | 'password' | 'email' | 'date' | 'url' | 'search' | 'color';
   value?: string;
   required?: boolean;
   autocomplete?: string;
