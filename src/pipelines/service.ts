@@ -14,6 +14,7 @@ import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type Trigge
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
+import { PipelineDeletion } from './deletion.ts';
 import { Reaper, type AgentLiveness } from './reaper.ts';
 import { PipelineTrigger } from './trigger.ts';
 import * as db from './repository.ts';
@@ -58,6 +59,8 @@ export class PipelinesService {
   readonly triggers: PipelineTrigger;
   readonly queue: PipelineQueue;
   readonly agentSide: AgentProtocol;
+  /** Deletion (web only). */
+  readonly deletion: PipelineDeletion;
 
   constructor(deps: PipelinesDeps) {
     this.d = deps;
@@ -102,6 +105,7 @@ export class PipelinesService {
       baseUrl: deps.baseUrl,
       onClaimed: () => claimed.inc(),
     });
+    this.deletion = new PipelineDeletion({ em: deps.em, blobs: deps.blobs, log: deps.log });
     this.agentSide = new AgentProtocol({
       em: deps.em,
       blobs: deps.blobs,
