@@ -14,6 +14,8 @@ export const logKey = (pipelineId: number, stepId: number, offset: number): stri
 
 export const LOG_READ_CAP = 16 * 1024 * 1024;
 export const NOTIFY_CHANNEL = 'triad_pipelines';
+/** Notified with a pipeline's id when it or one of its steps changes (migration 0018's triggers). */
+export const CHANGES_CHANNEL = 'triad_pipeline_changes';
 export const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
 
 /** Who is calling on the agent side: the agent, its instance name and its process nonce. */

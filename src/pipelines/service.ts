@@ -15,6 +15,7 @@ import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
 import { PipelineDeletion } from './deletion.ts';
+import { StepLogs } from './step-logs.ts';
 import { Reaper, type AgentLiveness } from './reaper.ts';
 import { PipelineTrigger } from './trigger.ts';
 import * as db from './repository.ts';
@@ -61,6 +62,8 @@ export class PipelinesService {
   readonly agentSide: AgentProtocol;
   /** Deletion (web only). */
   readonly deletion: PipelineDeletion;
+  /** Whole and live step logs (web only). */
+  readonly stepLogs: StepLogs;
 
   constructor(deps: PipelinesDeps) {
     this.d = deps;
@@ -106,6 +109,7 @@ export class PipelinesService {
       onClaimed: () => claimed.inc(),
     });
     this.deletion = new PipelineDeletion({ em: deps.em, blobs: deps.blobs, log: deps.log });
+    this.stepLogs = new StepLogs({ em: deps.em, blobs: deps.blobs, waker: this.waker });
     this.agentSide = new AgentProtocol({
       em: deps.em,
       blobs: deps.blobs,

@@ -25,6 +25,7 @@ import { profilePages } from './pages/profile.ts';
 import { memberPages } from './pages/members.ts';
 import { repoSettingsPages } from './pages/repo-settings.ts';
 import { webhookPages } from './pages/webhooks.ts';
+import { stepLogPages } from './pages/pipelines/logs.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -78,6 +79,7 @@ export function webRoutes(d: WebRoutesDeps): Router {
   logPages(w, code);
   changesetPages(w, code);
   refsPages(w, code);
+  stepLogPages(w, { repos: s.repos, pipelines: s.pipelines, log: d.log });
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));
