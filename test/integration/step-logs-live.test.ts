@@ -39,7 +39,12 @@ class Live {
   readonly events: Sse[] = [];
   closed = false;
   private waiters: (() => void)[] = [];
-  private constructor(
+  readonly response: Response;
+  private readonly abort: AbortController;
+  private constructor(response: Response, abort: AbortController) {
+    this.response = response;
+    this.abort = abort;
+  }
     readonly response: Response,
     private readonly abort: AbortController,
   ) {}
