@@ -45,9 +45,6 @@ class Live {
     this.response = response;
     this.abort = abort;
   }
-    readonly response: Response,
-    private readonly abort: AbortController,
-  ) {}
 
   static async open(url: string, headers: Record<string, string> = {}): Promise<Live> {
     const abort = new AbortController();
