@@ -41,6 +41,11 @@ export const urls = {
   delivery: (base: string, id: number, record: number) => `${base}/${id}/deliveries/${record}`,
   newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
   tokens: '/-/settings/tokens',
+  pipelines: (org: string, repo: string) => urls.repoSub(org, repo, 'pipelines'),
+  pipeline: (org: string, repo: string, n: number) => urls.repoSub(org, repo, `pipelines/${n}`),
+  /** A step's page, or below it `raw` / `live` (the log for sessions). */
+  step: (org: string, repo: string, n: number, step: number, rest?: 'raw' | 'live') =>
+    urls.repoSub(org, repo, `pipelines/${n}/steps/${step}${rest === undefined ? '' : `/${rest}`}`),
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
 };

@@ -10,38 +10,34 @@
  * reconnects with the last id and loses or doubles no byte. Each user may hold a bounded number
  * of streams at once (429 beyond).
  */
-import type { Logger } from 'pino';
 import { ApiError } from '../../../http/errors.ts';
 import { parseRange } from '../../../http/range.ts';
 import { sendStream } from '../../../http/stream-reply.ts';
-import type { ReposService } from '../../../repos/service.ts';
-import type { PipelinesService } from '../../../pipelines/service.ts';
 import type { StepLogState } from '../../../pipelines/step-logs.ts';
 import { idParam, web, type UserCtx, type WebReply } from '../../context.ts';
 import { loadRepo } from '../../repo-page.ts';
 import type { WebRouter } from '../../web.ts';
 import { RAW_CSP } from '../code/downloads.ts';
+import { READ, type PipelineDeps } from './common.ts';
 
-export type LogDeps = { repos: ReposService; pipelines: PipelinesService; log: Logger };
 
 /** Open live streams a user may hold at once (tabs, steps). */
 export const STREAMS_PER_USER = 16;
 const HEARTBEAT_MS = 15_000;
-const READ = { scope: 'ci:read' } as const;
 
 const open = new Map<number, number>();
 
-export function stepLogPages(w: WebRouter, d: LogDeps): void {
+export function stepLogPages(w: WebRouter, d: PipelineDeps): void {
   w.userGet('/:org/:repo/-/pipelines/:number/steps/:step/raw', (ctx) => raw(ctx, d));
   w.userGet('/:org/:repo/-/pipelines/:number/steps/:step/live', (ctx) => live(ctx, d));
 }
 
-async function stepOf(ctx: UserCtx, d: LogDeps): Promise<StepLogState> {
+async function stepOf(ctx: UserCtx, d: PipelineDeps): Promise<StepLogState> {
   const p = await loadRepo(ctx, d.repos, READ);
   return d.pipelines.stepLogs.state(p.target.repo.id, idParam(ctx.params.number), ctx.params.step ?? '');
 }
 
-async function raw(ctx: UserCtx, d: LogDeps): Promise<WebReply> {
+async function raw(ctx: UserCtx, d: PipelineDeps): Promise<WebReply> {
   const s = await stepOf(ctx, d);
   const { req, res } = ctx;
   const range = parseRange(req.headers.range, s.size);
@@ -72,7 +68,7 @@ async function raw(ctx: UserCtx, d: LogDeps): Promise<WebReply> {
 }
 
 /** Where a live stream starts: Last-Event-ID, `offset`, or `tail` bytes before the end. */
-async function startOf(ctx: UserCtx, d: LogDeps, s: StepLogState): Promise<number> {
+async function startOf(ctx: UserCtx, d: PipelineDeps, s: StepLogState): Promise<number> {
   const last = ctx.req.headers['last-event-id'];
   const exact = typeof last === 'string' && last !== '' ? last : ctx.query.offset;
   if (exact !== undefined) {
@@ -94,7 +90,7 @@ async function startOf(ctx: UserCtx, d: LogDeps, s: StepLogState): Promise<numbe
   return from;
 }
 
-async function live(ctx: UserCtx, d: LogDeps): Promise<WebReply> {
+async function live(ctx: UserCtx, d: PipelineDeps): Promise<WebReply> {
   const s = await stepOf(ctx, d);
   const start = await startOf(ctx, d, s);
   const userId = ctx.user.id;
