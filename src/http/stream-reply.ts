@@ -10,15 +10,17 @@ export type StreamReply = {
   headers: Record<string, string>;
   body: AsyncIterable<Uint8Array>;
   handOff: (() => Promise<void>) | undefined;
+  /** 200 unless given (206 for a byte range). */
+  status?: number;
 };
 
 /**
- * Sends a streamed 200: the headers only for a HEAD (the producer stopped unread); the body
+ * Sends a streamed 200 (or `status`): the headers only for a HEAD (the producer stopped unread); the body
  * written by the producer itself when it can (`handOff`, the headers flushed and nothing queued);
  * else relayed with backpressure, a client that goes away stopping the reading.
  */
 export async function sendStream(req: Request, res: Response, out: StreamReply): Promise<void> {
-  res.status(200);
+  res.status(out.status ?? 200);
   for (const [k, v] of Object.entries(out.headers)) res.setHeader(k, v);
   if (req.method === 'HEAD') {
     // The headers only: the process that would produce the body is stopped unread.

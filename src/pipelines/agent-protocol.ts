@@ -4,7 +4,7 @@ import { ApiError } from '../http/errors.ts';
 import { isDbId } from '../db/sql.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { UsersService } from '../users/service.ts';
-import { FINAL, LOG_APPEND_LIMIT, STEP_FINAL, type AgentCaller } from './model.ts';
+import { FINAL, LOG_APPEND_LIMIT, logKey, STEP_FINAL, type AgentCaller } from './model.ts';
 import type { Reaper } from './reaper.ts';
 import * as db from './repository.ts';
 import * as agentDb from './agent-repository.ts';
@@ -198,7 +198,7 @@ export class AgentProtocol {
         if (fresh.length === 0) return { size, stored: 0 };
         const over = size + fresh.length > cap;
         if (over) fresh = fresh.subarray(0, cap - size);
-        const key = `logs/${s.pipeline_id}/${stepId}/${String(size).padStart(14, '0')}`;
+        const key = logKey(s.pipeline_id, stepId, size);
         await this.d.blobs.put(key, fresh);
         await agentDb.appendLogChunk(tx, stepId, { offset: size, size: fresh.length, key, truncated: over });
         return { size: size + fresh.length, stored: fresh.length, ...(over ? { truncated: true } : {}) };

@@ -7,8 +7,15 @@ export const FINAL: readonly string[] = ['success', 'failure', 'cancelled', 'err
 export const STEP_FINAL: readonly string[] = ['success', 'failure', 'skipped', 'cancelled'];
 
 export const LOG_APPEND_LIMIT = 1024 * 1024;
+/** The blob store keys of step logs: every chunk of a pipeline's steps under one prefix. */
+export const logPrefix = (pipelineId: number): string => `logs/${pipelineId}/`;
+export const logKey = (pipelineId: number, stepId: number, offset: number): string =>
+  `${logPrefix(pipelineId)}${stepId}/${String(offset).padStart(14, '0')}`;
+
 export const LOG_READ_CAP = 16 * 1024 * 1024;
 export const NOTIFY_CHANNEL = 'triad_pipelines';
+/** Notified with a pipeline's id when it or one of its steps changes (migration 0018's triggers). */
+export const CHANGES_CHANNEL = 'triad_pipeline_changes';
 export const CLONE_TOKEN_TTL_MS = 6 * 3600 * 1000;
 
 /** Who is calling on the agent side: the agent, its instance name and its process nonce. */

@@ -1,22 +1,25 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { NOTIFY_CHANNEL } from './model.ts';
+import { CHANGES_CHANNEL, NOTIFY_CHANNEL } from './model.ts';
 
 /** The first pause before reconnecting a lost listener, doubled after each failed try up to the cap. */
 const RECONNECT_FIRST_MS = 1000;
 const RECONNECT_MAX_MS = 30_000;
 
 /**
- * Wakes long-polling agents when a pipeline is queued, through PostgreSQL LISTEN/NOTIFY.
+ * Wakes long-polling agents when a pipeline is queued, and the watchers of one pipeline (its page,
+ * its live step logs) when it changes, through PostgreSQL LISTEN/NOTIFY on one connection.
  *
  * `seen` counts the wakeups: a caller reads it before it looks at the queue and passes it to
  * `wait`, which then answers at once when a notification came in between (none is lost). A lost
  * listener connection is reconnected with backoff until it is back or the waker is closed; the
- * reconnection counts as a wakeup (notifications meanwhile were missed).
+ * reconnection counts as a wakeup (notifications meanwhile were missed), and wakes every watcher.
  */
 export class QueueWaker {
   private readonly bus = new EventEmitter();
+  /** Watchers of pipelines, by pipeline id; 'all' wakes every one (a reconnection). */
+  private readonly changes = new EventEmitter();
   private client: pg.Client | undefined;
   private closed = false;
   private wakeups = 0;
@@ -27,6 +30,7 @@ export class QueueWaker {
     this.url = url;
     this.log = log;
     this.bus.setMaxListeners(0);
+    this.changes.setMaxListeners(0);
   }
 
   /** True from close() on: long polls answer at once instead of waiting. */
@@ -41,7 +45,10 @@ export class QueueWaker {
 
   async start(): Promise<void> {
     const c = new pg.Client({ connectionString: this.url });
-    c.on('notification', () => this.wake());
+    c.on('notification', (n) => {
+      if (n.channel === CHANGES_CHANNEL) this.changes.emit(n.payload ?? '');
+      else this.wake();
+    });
     c.on('error', (err) => {
       if (this.client !== c) return; // a failed connection attempt: `start` reports it
       this.client = undefined;
@@ -52,6 +59,7 @@ export class QueueWaker {
     try {
       await c.connect();
       await c.query(`listen ${NOTIFY_CHANNEL}`);
+      await c.query(`listen ${CHANGES_CHANNEL}`);
     } catch (e) {
       await c.end().catch(() => undefined);
       throw e;
@@ -84,6 +92,31 @@ export class QueueWaker {
     });
   }
 
+  /**
+   * Resolves when pipeline `pipelineId` changes (a notification), after `ms`, at shutdown or when
+   * `signal` aborts. Read the state after calling it and before awaiting it, so no change is
+   * missed in between.
+   */
+  changed(pipelineId: number, ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.closed || signal?.aborted === true) return Promise.resolve();
+    const key = String(pipelineId);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.changes.off(key, done);
+        this.changes.off('all', done);
+        this.bus.off('close', done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.changes.on(key, done);
+      this.changes.on('all', done);
+      this.bus.on('close', done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     this.bus.emit('close');
@@ -107,6 +140,7 @@ export class QueueWaker {
           if (this.client === undefined) return; // closed meanwhile
           this.log.info('pipeline queue listener reconnected');
           this.wake();
+          this.changes.emit('all');
         },
         (err: unknown) => {
           const next = Math.min(delayMs * 2, RECONNECT_MAX_MS);

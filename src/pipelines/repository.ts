@@ -118,6 +118,15 @@ export function logChunks(db: Db, stepId: number): Promise<LogChunkRow[]> {
   );
 }
 
+/** The log chunks of a step that hold bytes of `start` (inclusive) to `end` (exclusive). */
+export function logChunksFrom(db: Db, stepId: number, start: number, end: number): Promise<LogChunkRow[]> {
+  return db.execute<LogChunkRow[]>(
+    `select "offset", size, blob_key from step_log_chunks
+      where step_id = ? and "offset" + size > ? and "offset" < ? order by "offset"`,
+    [stepId, start, end],
+  );
+}
+
 // ----- triggers ----------------------------------------------------------------------------------
 
 export type ActiveRow = {

@@ -14,6 +14,8 @@ import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type Trigge
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
+import { PipelineDeletion } from './deletion.ts';
+import { StepLogs } from './step-logs.ts';
 import { Reaper, type AgentLiveness } from './reaper.ts';
 import { PipelineTrigger } from './trigger.ts';
 import * as db from './repository.ts';
@@ -58,6 +60,10 @@ export class PipelinesService {
   readonly triggers: PipelineTrigger;
   readonly queue: PipelineQueue;
   readonly agentSide: AgentProtocol;
+  /** Deletion (web only). */
+  readonly deletion: PipelineDeletion;
+  /** Whole and live step logs (web only). */
+  readonly stepLogs: StepLogs;
 
   constructor(deps: PipelinesDeps) {
     this.d = deps;
@@ -102,6 +108,8 @@ export class PipelinesService {
       baseUrl: deps.baseUrl,
       onClaimed: () => claimed.inc(),
     });
+    this.deletion = new PipelineDeletion({ em: deps.em, blobs: deps.blobs, log: deps.log });
+    this.stepLogs = new StepLogs({ em: deps.em, blobs: deps.blobs, waker: this.waker });
     this.agentSide = new AgentProtocol({
       em: deps.em,
       blobs: deps.blobs,

@@ -27,6 +27,9 @@ import { repoSettingsPages } from './pages/repo-settings.ts';
 import { webhookPages } from './pages/webhooks.ts';
 import { adminPages } from './pages/admin.ts';
 import { labelPages } from './pages/labels.ts';
+import { stepLogPages } from './pages/pipelines/logs.ts';
+import { pipelineListPages } from './pages/pipelines/list.ts';
+import { pipelinePages } from './pages/pipelines/detail.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -83,6 +86,10 @@ export function webRoutes(d: WebRoutesDeps): Router {
   logPages(w, code);
   changesetPages(w, code);
   refsPages(w, code);
+  const ci = { repos: s.repos, pipelines: s.pipelines, log: d.log };
+  pipelineListPages(w, ci);
+  pipelinePages(w, ci);
+  stepLogPages(w, ci);
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

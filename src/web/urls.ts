@@ -48,6 +48,11 @@ export const urls = {
   labelDelete: (base: string, id: number) => `${base}/${id}/delete`,
   newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
   tokens: '/-/settings/tokens',
+  pipelines: (org: string, repo: string) => urls.repoSub(org, repo, 'pipelines'),
+  pipeline: (org: string, repo: string, n: number) => urls.repoSub(org, repo, `pipelines/${n}`),
+  /** A step's page, or below it `raw` / `live` (the log for sessions). */
+  step: (org: string, repo: string, n: number, step: number, rest?: 'raw' | 'live') =>
+    urls.repoSub(org, repo, `pipelines/${n}/steps/${step}${rest === undefined ? '' : `/${rest}`}`),
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
 };
