@@ -61,7 +61,12 @@ ${box}<td><a href="${urls.pipeline(r.org, r.name, p.number)}">#${String(p.number
   })}`;
 }
 
-export function pipelineTable(r: RepoRef, list: readonly PipelineJson[], select: boolean, rowsUrl: string): Html {
+export function pipelineTable(
+  r: RepoRef,
+  list: readonly PipelineJson[],
+  select: boolean,
+  rowsUrl: string,
+): Html {
   return html`<table class="list pipelines">
 <caption class="visually-hidden">Pipelines, newest first</caption>
 <thead><tr>${select ? html`<th scope="col"><span class="visually-hidden">Select</span></th>` : ''}<th scope="col">Pipeline</th><th scope="col">Status</th><th scope="col">Commit</th><th scope="col">By</th><th scope="col">Created</th><th scope="col">Duration</th></tr></thead>

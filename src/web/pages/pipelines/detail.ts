@@ -52,7 +52,13 @@ async function pipelinePage(ctx: PageCtx, d: PipelineDeps, state?: FormState): P
   const summary = urls.pipeline(p.repo.org, p.repo.name, pipe.number);
   return web.page(
     `Pipeline #${pipe.number} · ${p.repo.org}/${p.repo.name}`,
-    frame(p, pipe, ctx, html`<div data-refresh="${summary}/summary">${pipelineSummary(p.repo, pipe)}</div>`, state),
+    frame(
+      p,
+      pipe,
+      ctx,
+      html`<div data-refresh="${summary}/summary">${pipelineSummary(p.repo, pipe)}</div>`,
+      state,
+    ),
     { scripts: ['pipelines'], wide: true },
   );
 }
@@ -67,7 +73,13 @@ async function tailText(d: PipelineDeps, s: StepLogState): Promise<{ text: strin
   return { text: bytes.toString('utf8'), cut: from > 0 };
 }
 
-async function logSection(ctx: PageCtx, d: PipelineDeps, p: RepoPage, pipe: PipelineJson, s: StepLogState): Promise<Html> {
+async function logSection(
+  ctx: PageCtx,
+  d: PipelineDeps,
+  p: RepoPage,
+  pipe: PipelineJson,
+  s: StepLogState,
+): Promise<Html> {
   const { org, name } = p.repo;
   if (ctx.user === undefined) {
     return html`<section class="log-signin" aria-labelledby="log-h"><h2 id="log-h">Log of ${s.name}</h2>
@@ -75,7 +87,8 @@ async function logSection(ctx: PageCtx, d: PipelineDeps, p: RepoPage, pipe: Pipe
   }
   const raw = urls.step(org, name, pipe.number, s.number, 'raw');
   const { text, cut } = await tailText(d, s);
-  const pending = s.size === 0 && !s.done ? html`<p class="empty">This step has not written anything yet.</p>` : '';
+  const pending =
+    s.size === 0 && !s.done ? html`<p class="empty">This step has not written anything yet.</p>` : '';
   return html`<section class="log-viewer" aria-labelledby="log-h" data-live="${urls.step(org, name, pipe.number, s.number, 'live')}" data-raw="${raw}" data-size="${String(s.size)}" data-status="${s.status}" data-tail="${String(LIVE_TAIL)}">
 <div class="heading-row"><h2 id="log-h">Log of ${s.name}</h2><a class="button subtle" href="${raw}?download=1">Download raw log</a></div>
 <div class="log-fallback">
@@ -106,7 +119,8 @@ export function pipelinePages(w: WebRouter, d: PipelineDeps): void {
   w.get('/:org/:repo/-/pipelines/:number', (ctx) => pipelinePage(ctx, d));
   w.get('/:org/:repo/-/pipelines/:number/summary', async (ctx) => {
     const { p, pipe } = await load(ctx, d);
-    const step = ctx.query.step !== undefined && /^\d{1,6}$/.test(ctx.query.step) ? Number(ctx.query.step) : undefined;
+    const step =
+      ctx.query.step !== undefined && /^\d{1,6}$/.test(ctx.query.step) ? Number(ctx.query.step) : undefined;
     return web.fragment(pipelineSummary(p.repo, pipe, step));
   });
   w.get('/:org/:repo/-/pipelines/:number/steps/:step', (ctx) => stepPage(ctx, d));

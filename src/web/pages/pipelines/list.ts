@@ -7,7 +7,15 @@
 import { PIPELINE_STATUSES } from '../../../pipelines/model.ts';
 import type { PipelineJson } from '../../../pipelines/schemas.ts';
 import { ApiError } from '../../../http/errors.ts';
-import { field, fieldList, web, type FormState, type PageCtx, type UserCtx, type WebReply } from '../../context.ts';
+import {
+  field,
+  fieldList,
+  web,
+  type FormState,
+  type PageCtx,
+  type UserCtx,
+  type WebReply,
+} from '../../context.ts';
 import { html, type Html } from '../../html.ts';
 import { loadRepo, type RepoPage } from '../../repo-page.ts';
 import { urls } from '../../urls.ts';
@@ -41,7 +49,8 @@ function query(l: Pick<Listing, 'status' | 'page'>): string {
 
 function filter(base: string, status: string | undefined): Html {
   const opts = ['', ...PIPELINE_STATUSES].map(
-    (s) => html`<option value="${s}"${s === (status ?? '') ? html` selected` : ''}>${s === '' ? 'Any status' : s}</option>`,
+    (s) =>
+      html`<option value="${s}"${s === (status ?? '') ? html` selected` : ''}>${s === '' ? 'Any status' : s}</option>`,
   );
   return html`<form method="get" action="${base}" class="inline filter">
 <label for="f-status">Status</label> <select id="f-status" name="status">${opts}</select>
@@ -103,7 +112,8 @@ ${numbers.map((n) => html`<input type="hidden" name="number" value="${String(n)}
 
 function numbersOf(values: FormState['values']): number[] {
   const raw = fieldList(values, 'number');
-  if (raw.some((v) => !/^[1-9]\d{0,9}$/.test(v))) throw ApiError.badRequest('pipeline numbers must be whole numbers');
+  if (raw.some((v) => !/^[1-9]\d{0,9}$/.test(v)))
+    throw ApiError.badRequest('pipeline numbers must be whole numbers');
   return [...new Set(raw.map(Number))];
 }
 
@@ -124,7 +134,8 @@ export function pipelineListPages(w: WebRouter, d: PipelineDeps): void {
     async (ctx, values) => {
       const p = await loadRepo(ctx, d.repos, WRITE);
       const numbers = numbersOf(values);
-      if (numbers.length === 0) return listPage(ctx, d, { values, error: 'Select the pipelines to delete first.' });
+      if (numbers.length === 0)
+        return listPage(ctx, d, { values, error: 'Select the pipelines to delete first.' });
       if (field(values, 'confirm') !== '1') return confirmPage(p, ctx, numbers, { values: {} });
       const gone = await d.pipelines.deletion.delete(p.target.repo.id, numbers);
       return web.redirect(`${urls.pipelines(p.repo.org, p.repo.name)}?deleted=${gone.length}`);

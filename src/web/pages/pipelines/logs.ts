@@ -20,7 +20,6 @@ import type { WebRouter } from '../../web.ts';
 import { RAW_CSP } from '../code/downloads.ts';
 import { READ, type PipelineDeps } from './common.ts';
 
-
 /** Open live streams a user may hold at once (tabs, steps). */
 export const STREAMS_PER_USER = 16;
 const HEARTBEAT_MS = 15_000;
