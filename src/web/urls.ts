@@ -41,6 +41,13 @@ export const urls = {
   delivery: (base: string, id: number, record: number) => `${base}/${id}/deliveries/${record}`,
   newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
   tokens: '/-/settings/tokens',
+  releases: (org: string, repo: string) => urls.repoSub(org, repo, 'releases'),
+  newRelease: (org: string, repo: string) => urls.repoSub(org, repo, 'releases/new'),
+  /** A release's page, and below it `edit`, `delete` and `assets` (the upload form's target). */
+  release: (org: string, repo: string, id: number, sub?: 'edit' | 'delete' | 'assets') =>
+    urls.repoSub(org, repo, `releases/${id}${sub === undefined ? '' : `/${sub}`}`),
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
+  releaseAssetDelete: (org: string, repo: string, releaseId: number, assetId: number) =>
+    `${urls.releaseAsset(org, repo, releaseId, assetId)}/delete`,
 };

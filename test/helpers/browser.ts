@@ -155,6 +155,33 @@ export async function expectKeyboardReach(page: Page): Promise<void> {
   expect({ url: page.url(), unreachable: missed }).toEqual({ url: page.url(), unreachable: [] });
 }
 
+/**
+ * No element was made of hostile markup shown on the page: no script in main, no `img[src=x]`,
+ * no `svg`, no `i[onmouseover]`, no inline handler, no javascript:, vbscript: or data: link; and
+ * nothing ran (no dialog, no CSP violation, no page error).
+ */
+export async function expectInert(w: Watched): Promise<void> {
+  const made = await w.page.evaluate(() => {
+    const doc = (globalThis as any).document;
+    return {
+      scripts: doc.querySelectorAll('main script').length,
+      img: doc.querySelectorAll('img[src="x"], svg, i[onmouseover]').length,
+      handlers: [...doc.querySelectorAll('main *')].filter((el: any) =>
+        [...el.attributes].some((a: any) => a.name.startsWith('on')),
+      ).length,
+      jsLinks: doc.querySelectorAll('a[href^="javascript"], a[href^="vbscript"], a[href^="data"]').length,
+    };
+  });
+  expect({ url: w.page.url(), ...made }).toEqual({
+    url: w.page.url(),
+    scripts: 0,
+    img: 0,
+    handlers: 0,
+    jsLinks: 0,
+  });
+  expect(w.incidents).toEqual({ violations: [], dialogs: [], errors: [] });
+}
+
 /** A user with a password (through the admin API), for signing in. */
 export type WebUser = { username: string; password: string; token: string };
 
