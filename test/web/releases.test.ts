@@ -10,7 +10,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { CDPSession } from 'playwright-core';
-import { checkPage, CSP, visit, type Watched } from '../helpers/browser.ts';
+import { checkPage, CSP, screenshot, visit, type Watched } from '../helpers/browser.ts';
 import { digest, pattern } from '../helpers/bytes.ts';
 import { tempDir } from '../helpers/vcs.ts';
 import { signedIn } from './code-fixture.ts';
@@ -148,12 +148,24 @@ describe('a release made in the pages', () => {
     expect(await digest(createReadStream(await dl.path()))).toEqual({ sha: bigSha, size: BIG });
     await page.reload();
     expect(await page.locator('table.assets td.downloads').textContent()).toBe('1');
+    await page.evaluate(() => (globalThis as any).scrollTo(0, 0));
+    await screenshot(w, 'release');
   });
 
   test('when an upload is cancelled half-way, then nothing of it is kept', async () => {
     const page = w.page;
     await visit(w, `${f.base}/-/releases`);
     const id = await createRelease('v2.1', 'Cancelled upload', '');
+    // a file over the cap the form names is refused before anything is sent
+    await page.locator('#f-attachment').evaluate((el: any) => el.setAttribute('data-max-bytes', '1000'));
+    await page.getByLabel('File', { exact: true }).setInputFiles(big);
+    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    expect(await page.getByRole('alert').textContent()).toBe(
+      'big.bin is larger than the 1000 bytes a file may have; nothing was sent.',
+    );
+    await page
+      .locator('#f-attachment')
+      .evaluate((el: any) => el.setAttribute('data-max-bytes', String(2 ** 31)));
     await throttleUpload(8 * MiB);
     await recordProgress();
     await page.getByLabel('File', { exact: true }).setInputFiles(big);

@@ -3,7 +3,8 @@
  * sent with XMLHttpRequest to the same address with `?fragment=1`; its upload progress events
  * move a `<progress>` bar (percentage and bytes), "Cancel upload" aborts the request (the server
  * keeps nothing of it), and the answer, the release's new assets table, takes the old one's place.
- * A refusal's reason (a fragment too) is shown in the form's alert.
+ * A refusal's reason (a fragment too) is shown in the form's alert; a file over the size the
+ * input names (`data-max-bytes`, the server's cap) is refused before anything is sent.
  */
 const UNITS = ['KiB', 'MiB', 'GiB', 'TiB'];
 
@@ -53,7 +54,13 @@ function wire(form: HTMLFormElement): void {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (xhr !== undefined) return;
-    const file = form.querySelector<HTMLInputElement>('input[type="file"]')?.files?.[0];
+    const input = form.querySelector<HTMLInputElement>('input[type="file"]');
+    const file = input?.files?.[0];
+    const max = Number(input?.dataset.maxBytes);
+    if (file !== undefined && Number.isFinite(max) && file.size > max) {
+      done(`${file.name} is larger than the ${size(max)} a file may have; nothing was sent.`, true);
+      return;
+    }
     const url = new URL(form.action);
     url.searchParams.set('fragment', '1');
     const req = new XMLHttpRequest();
@@ -72,8 +79,14 @@ function wire(form: HTMLFormElement): void {
         done(`Uploaded ${file?.name ?? 'the file'}.`, false);
         return;
       }
-      const reason = fragment ? (nodes(req.responseText).textContent ?? '').trim() : '';
-      done(`The upload failed (${req.status})${reason === '' ? '.' : `: ${reason}`}`, true);
+      if (fragment) {
+        const reason = (nodes(req.responseText).textContent ?? '').trim();
+        done(`The upload failed (${req.status}): ${reason}`, true);
+      } else if (new URL(req.responseURL, location.href).pathname === '/-/login') {
+        done('You were signed out: sign in again, then upload the file once more.', true);
+      } else {
+        done(`The upload failed (${req.status}). Reload the page and try again.`, true);
+      }
     });
     req.addEventListener('error', () => done('The upload failed: the connection broke.', true));
     req.addEventListener('abort', () => done('The upload was cancelled; nothing was kept.', false));

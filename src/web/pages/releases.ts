@@ -51,7 +51,7 @@ const FLASHES: Record<string, string> = {
 };
 
 /** The flash a redirect asked for (`?saved=1`…), unless a refused form has its own message. */
-export function flash(ctx: PageCtx, state: FormState = { values: {} }) {
+function flash(ctx: PageCtx, state: FormState = { values: {} }) {
   const key = state.error === undefined ? Object.keys(FLASHES).find((k) => ctx.query[k] === '1') : undefined;
   return key === undefined ? '' : html`<p class="flash ok" role="status">${FLASHES[key]}</p>`;
 }
@@ -61,6 +61,12 @@ function perPage(v: string | undefined): number {
   return v !== undefined && /^\d{1,6}$/.test(v) && Number(v) >= 1
     ? Math.min(Number(v), MAX_PER_PAGE)
     : PER_PAGE;
+}
+
+/** The list's address for its pager: `per_page` kept, a flash (`?deleted=1`) not. */
+function listUrl(org: string, repo: string, perPageParam: string | undefined): string {
+  const base = urls.releases(org, repo);
+  return perPageParam === undefined ? base : `${base}?per_page=${encodeURIComponent(perPageParam)}`;
 }
 
 /** The newest published release that is neither a draft nor a pre-release, as the API's `latest`. */
@@ -117,7 +123,7 @@ async function listPage(ctx: PageCtx, d: CodeDeps): Promise<WebReply> {
     html`<div class="heading-row"><h1>Releases</h1>${create}</div>
 ${flash(ctx)}
 ${releaseList(org, name, list.items, latest)}
-${pager(ctx.path, list.page, q.per_page, list.total)}`,
+${pager(listUrl(org, name, ctx.query.per_page), list.page, q.per_page, list.total)}`,
   );
 }
 
@@ -131,7 +137,7 @@ export async function releasePage(ctx: PageCtx, d: CodeDeps, state: FormState): 
     : '';
   const source = r.draft
     ? html`<p class="muted">The source archives come with the tag, once the release is published.</p>`
-    : html`<p>${archiveLinks(org, name, r.tag_name)}</p>`;
+    : html`<p>Source code at ${r.tag_name}: ${archiveLinks(org, name, r.tag_name)}</p>`;
   const upload =
     canWrite && ctx.formToken !== undefined
       ? uploadForm(org, name, r, ctx.formToken, state, d.releases.assetMaxBytes)

@@ -43,7 +43,7 @@ ${canWrite ? html`<td>${del}</td>` : ''}
 <thead><tr><th scope="col">File</th><th scope="col">Size</th><th scope="col">Digest</th><th scope="col">Downloads</th><th scope="col">Uploaded</th>${canWrite ? html`<th scope="col"><span class="visually-hidden">Action</span></th>` : ''}</tr></thead>
 <tbody>${rows}</tbody>
 </table></div>`;
-  return html`<div id="${ASSETS_LIST_ID}" tabindex="-1">${table}</div>`;
+  return html`<div id="${ASSETS_LIST_ID}">${table}</div>`;
 }
 
 /**
@@ -66,7 +66,7 @@ ${formError(state)}
 ${csrf(formToken)}
 <div class="field">
 <label for="f-attachment">File</label>
-<input id="f-attachment" type="file" name="attachment" required aria-describedby="f-attachment-hint">
+<input id="f-attachment" type="file" name="attachment" required aria-describedby="f-attachment-hint" data-max-bytes="${maxBytes}">
 <p class="hint" id="f-attachment-hint">At most ${fileSize(maxBytes)}.</p>
 </div>
 ${input({ name: 'name', label: 'Name (optional)', maxlength: 255, hint: 'The file name when empty.' }, state)}
