@@ -3,8 +3,16 @@ import type { Request } from 'express';
 import busboy from 'busboy';
 import { ApiError } from './errors.ts';
 
-/** One file of a multipart upload, read while it arrives. */
-export type IncomingFile = { stream: Readable; filename: string; contentType: string };
+/**
+ * One file of a multipart upload, read while it arrives; `before`: the text fields sent ahead of
+ * it (what may be judged before a byte of the file is stored, such as the web's form token).
+ */
+export type IncomingFile = {
+  stream: Readable;
+  filename: string;
+  contentType: string;
+  before: Record<string, string>;
+};
 
 /**
  * A `multipart/form-data` request body holding one file (in `field`) and short text fields, parsed
@@ -109,7 +117,12 @@ function parse(req: Request, opts: { field: string; maxBytes: number }): Incomin
         counted.destroy(ApiError.badRequest(`malformed multipart body: ${e.message}`)),
       );
       stream.pipe(counted);
-      gotFile?.({ stream: counted, filename: info.filename ?? '', contentType: info.mimeType });
+      gotFile?.({
+        stream: counted,
+        filename: info.filename ?? '',
+        contentType: info.mimeType,
+        before: { ...fields },
+      });
     });
     parser.on('error', (e: Error) => {
       reject(fail(ApiError.badRequest(`malformed multipart body: ${e.message}`)));

@@ -2,15 +2,13 @@ import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { z } from 'zod';
 import { reply, respond, type Api } from '../http/api.ts';
-import type { Access, RepoNeeds } from '../http/auth.ts';
+import type { Access } from '../http/auth.ts';
 import type { RepoTarget } from '../domain/repo.ts';
 import { strongEtag, unchanged } from '../http/conditional.ts';
-import { ApiError } from '../http/errors.ts';
 import { multipartUpload } from '../http/multipart.ts';
 import { pathInt, pathText } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
 import type { Download } from './assets.ts';
-import type { Viewer } from './common.ts';
 import {
   assetSchema,
   assetUploadForm,
@@ -19,10 +17,10 @@ import {
   releaseSchema,
   updateReleaseBody,
 } from './schemas.ts';
-import type { ReleasesService } from './service.ts';
+import { RELEASES_READ, RELEASES_WRITE, type ReleasesService } from './service.ts';
 
-const READ = { scope: 'releases:read' } as const;
-const WRITE = { scope: 'releases:write', role: 'member' } as const;
+const READ = RELEASES_READ;
+const WRITE = RELEASES_WRITE;
 const READ_403 = 'a private repository and the token lacks releases:read or does not reach it';
 const WRITE_403 =
   'the token lacks releases:write or does not reach the repository, or the caller is no org member';
@@ -30,27 +28,10 @@ const ID = { id: pathInt };
 const ASSET = { id: pathInt, asset_id: pathInt };
 const STORE_503 = 'the blob store failed or cannot be reached (`storage_unavailable`)';
 
-/**
- * Who sees drafts: an org member whose token reaches the repository (a personal token, an org
- * token of its organization, a repository token of it) and may read releases (`releases:read`,
- * the scope of every release read). Everyone else gets 404 for a draft, also in lists.
- */
-const DRAFTS: RepoNeeds = { scope: 'releases:read', role: 'member' };
-
-async function viewer(access: Access, t: RepoTarget): Promise<Viewer> {
-  if (access.userId === undefined) return { drafts: false };
-  const drafts = await access.authorize(t, DRAFTS).then(
-    () => true,
-    (e: unknown) => {
-      if (e instanceof ApiError && e.status < 500) return false;
-      throw e;
-    },
-  );
-  return { drafts };
-}
-
 export function releaseRoutes(api: Api, releases: ReleasesService): void {
   const { records, assets } = releases;
+  // who sees drafts: the rule lives in the service (the web's pages ask it too)
+  const viewer = (access: Access, t: RepoTarget) => releases.viewer(access, t);
   const base = '/releases';
 
   api.repoRoute({

@@ -1,9 +1,23 @@
 import type { RepoTarget } from '../domain/repo.ts';
+import type { Access, RepoNeeds } from '../http/auth.ts';
+import { ApiError } from '../http/errors.ts';
 import { ReleaseAssets } from './assets.ts';
 import { ReleaseRecords } from './records.ts';
 import * as db from './repository.ts';
 import { releaseJson, type ReleaseJson } from './schemas.ts';
-import { repoUrl, type ReleasesDeps } from './common.ts';
+import { repoUrl, type ReleasesDeps, type Viewer } from './common.ts';
+
+/** What reading releases needs (a private repository's releases: `releases:read`). */
+export const RELEASES_READ: RepoNeeds = { scope: 'releases:read' };
+/** What changing releases and uploading or deleting assets needs. */
+export const RELEASES_WRITE: RepoNeeds = { scope: 'releases:write', role: 'member' };
+/**
+ * Who sees drafts: an org member whose credential reaches the repository (a personal token or a
+ * session, an org token of its organization, a repository token of it) and may read releases
+ * (`releases:read`, the scope of every release read). Everyone else gets 404 for a draft, also
+ * in lists.
+ */
+const DRAFTS: RepoNeeds = { scope: 'releases:read', role: 'member' };
 
 const SWEEP_EVERY_MS = 60 * 60_000;
 /** Unfinished puts are abandoned this long after they started (the longest upload allowed). */
@@ -44,6 +58,17 @@ export class ReleasesService {
     clearInterval(this.timer);
   }
 
+  /** Who reads: whether `access` sees the repository's drafts (the API's reads and the web's pages ask here). */
+  async viewer(access: Access, t: RepoTarget): Promise<Viewer> {
+    if (access.userId === undefined) return { drafts: false };
+    return { drafts: await allows(access, t, DRAFTS) };
+  }
+
+  /** Whether `access` may create, change and delete releases and their assets (the pages show their forms only then). */
+  async mayWrite(access: Access, t: RepoTarget): Promise<boolean> {
+    return access.userId !== undefined && (await allows(access, t, RELEASES_WRITE));
+  }
+
   /** Release records with their assets and people (three queries for any number of releases). */
   private async json(t: RepoTarget, rows: db.ReleaseRow[]): Promise<ReleaseJson[]> {
     const em = this.d.em();
@@ -66,4 +91,15 @@ export class ReleasesService {
       ),
     );
   }
+}
+
+/** Whether `needs` is met on `t` (a refusal is false; a failure to tell, such as the database, throws). */
+async function allows(access: Access, t: RepoTarget, needs: RepoNeeds): Promise<boolean> {
+  return access.authorize(t, needs).then(
+    () => true,
+    (e: unknown) => {
+      if (e instanceof ApiError && e.status < 500) return false;
+      throw e;
+    },
+  );
 }

@@ -19,6 +19,8 @@ import { downloadPages } from './pages/code/downloads.ts';
 import { logPages } from './pages/code/log.ts';
 import { changesetPages } from './pages/code/changeset.ts';
 import { refsPages } from './pages/code/refs.ts';
+import { releasePages } from './pages/releases.ts';
+import { releaseAssetPages } from './pages/release-assets.ts';
 import { newRepoPages } from './pages/new-repo.ts';
 import { tokenPages } from './pages/tokens.ts';
 import { profilePages } from './pages/profile.ts';
@@ -90,6 +92,8 @@ export function webRoutes(d: WebRoutesDeps): Router {
   pipelineListPages(w, ci);
   pipelinePages(w, ci);
   stepLogPages(w, ci);
+  releasePages(w, code);
+  releaseAssetPages(w, code);
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

@@ -53,6 +53,13 @@ export const urls = {
   /** A step's page, or below it `raw` / `live` (the log for sessions). */
   step: (org: string, repo: string, n: number, step: number, rest?: 'raw' | 'live') =>
     urls.repoSub(org, repo, `pipelines/${n}/steps/${step}${rest === undefined ? '' : `/${rest}`}`),
+  releases: (org: string, repo: string) => urls.repoSub(org, repo, 'releases'),
+  newRelease: (org: string, repo: string) => urls.repoSub(org, repo, 'releases/new'),
+  /** A release's page, and below it `edit`, `delete` and `assets` (the upload form's target). */
+  release: (org: string, repo: string, id: number, sub?: 'edit' | 'delete' | 'assets') =>
+    urls.repoSub(org, repo, `releases/${id}${sub === undefined ? '' : `/${sub}`}`),
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
+  releaseAssetDelete: (org: string, repo: string, releaseId: number, assetId: number) =>
+    `${urls.releaseAsset(org, repo, releaseId, assetId)}/delete`,
 };

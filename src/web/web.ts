@@ -11,6 +11,7 @@ import { Access, type Directory } from '../http/auth.ts';
 import { sessionPrincipal } from './session-access.ts';
 import { redactSecrets } from '../telemetry/logger.ts';
 import { ApiError } from '../http/errors.ts';
+import { multipartUpload, type IncomingUpload } from '../http/multipart.ts';
 import { clientAddress } from '../http/throttle.ts';
 import { html } from './html.ts';
 import { layout, loginUrl } from './layout.ts';
@@ -109,6 +110,42 @@ export class WebRouter {
     this.userPost(path, submit, { render });
   }
 
+  /**
+   * A signed-in user's multipart form of one file (`opts.field`, at most `opts.maxBytes`), read
+   * as it streams: the browser's origin is checked before the body is read, and the form token,
+   * a field the form sends before the file, as soon as the file part begins, so a refused upload
+   * stores nothing. Refusals and failures are shown by `render` as for `userPost` (the file
+   * itself is never kept).
+   */
+  userUpload(
+    path: string,
+    opts: { field: string; maxBytes: number },
+    submit: (ctx: UserCtx, upload: IncomingUpload) => Promise<WebReply>,
+    post: PostOptions<UserCtx> = {},
+  ): void {
+    this.router.post(path, (req, res) =>
+      this.run(req, res, async (ctx) => {
+        if (!signedIn(ctx)) return toLogin(ctx);
+        const base = this.d.baseUrl();
+        const origin = csrfRefusal(req, base, undefined, {});
+        const upload = multipartUpload(req, opts);
+        const guarded: IncomingUpload = {
+          ...upload,
+          file: async () => {
+            const f = await upload.file();
+            const refusal = csrfRefusal(req, base, ctx.formToken, f.before);
+            if (refusal !== undefined) {
+              upload.abandon();
+              throw new ApiError(403, 'forbidden', refusal);
+            }
+            return f;
+          },
+        };
+        return this.submit(ctx, {}, origin, (c) => submit(c, guarded), post.render);
+      }),
+    );
+  }
+
   /** A POST anyone may send (sign-in forms): its origin is checked, there is no session yet. */
   anonPost(path: string, submit: Submit<PageCtx>, render: Render<PageCtx>): void {
     this.router.post(path, (req, res) =>
@@ -131,7 +168,7 @@ export class WebRouter {
       if (render === undefined)
         throw new ApiError(status, status === 403 ? 'forbidden' : 'bad_request', error);
       const r = await render(ctx, { values: kept(values), error });
-      return r.kind === 'page' ? { ...r, status } : r;
+      return r.kind === 'page' || r.kind === 'fragment' ? { ...r, status } : r;
     };
     if (refusal !== undefined) return again(403, refusal);
     try {

@@ -17,14 +17,20 @@ const BOUNDARY = '----triad-test-boundary-7c1f';
 
 /**
  * POSTs a multipart/form-data body streamed from its parts (a file part may be a stream of known
- * size, so large uploads are never held in memory), with an exact `Content-Length`. `truncate`
- * leaves out the closing boundary (a body that ends early); `contentType` overrides the header.
+ * size, so large uploads are never held in memory), with an exact `Content-Length` (none with
+ * `chunked`). `truncate` leaves out the closing boundary (a body that ends early); `contentType`
+ * overrides the header; `headers` are added (a session's cookie, fetch metadata).
  */
 export function postMultipart(
   url: string,
   token: string | undefined,
   parts: Part[],
-  opts: { truncate?: boolean; contentType?: string } = {},
+  opts: {
+    truncate?: boolean;
+    contentType?: string;
+    headers?: Record<string, string>;
+    chunked?: boolean;
+  } = {},
 ): Promise<Sent> {
   const pieces: (Buffer | Readable)[] = [];
   let length = 0;
@@ -57,7 +63,8 @@ export function postMultipart(
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {
       'content-type': opts.contentType ?? `multipart/form-data; boundary=${BOUNDARY}`,
-      'content-length': String(length),
+      ...(opts.chunked === true ? {} : { 'content-length': String(length) }),
+      ...opts.headers,
     };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     const req = http.request(url, { method: 'POST', headers }, (res) => {

@@ -80,19 +80,10 @@ async function asset(ctx: PageCtx, d: CodeDeps): Promise<WebReply> {
   const p = await loadRepo(ctx, d.repos);
   const releaseId = idParam(ctx.params.id);
   const assetId = idParam(ctx.params.assetId);
-  // drafts: to organization members who may read releases (as the API decides)
-  const drafts =
-    ctx.user === undefined
-      ? false
-      : await ctx.access.authorize(p.target, { scope: 'releases:read', role: 'member' }).then(
-          () => true,
-          (e: unknown) => {
-            if (e instanceof ApiError && e.status < 500) return false;
-            throw e;
-          },
-        );
+  // drafts: to organization members who may read releases (the releases service decides, as for the API)
+  const viewer = await d.releases.viewer(ctx.access, p.target);
   const range = ctx.req.headers.range;
-  const dl = await d.releases.assets.download(p.target, releaseId, assetId, { drafts }, range);
+  const dl = await d.releases.assets.download(p.target, releaseId, assetId, viewer, range);
   const { res } = ctx;
   if (dl.kind === 'redirect') return web.redirect(dl.url);
   res.status(dl.status);
