@@ -25,6 +25,9 @@ import { profilePages } from './pages/profile.ts';
 import { memberPages } from './pages/members.ts';
 import { repoSettingsPages } from './pages/repo-settings.ts';
 import { webhookPages } from './pages/webhooks.ts';
+import { issueListPages } from './pages/issues.ts';
+import { issuePages } from './pages/issue.ts';
+import { previewPages } from './pages/preview.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -78,6 +81,11 @@ export function webRoutes(d: WebRoutesDeps): Router {
   logPages(w, code);
   changesetPages(w, code);
   refsPages(w, code);
+  // the issues (`/-/issues/new` before `/-/issues/:number`) and the markdown editor's preview
+  const issues = { issues: s.issues, repos: s.repos, orgs: s.orgs };
+  issueListPages(w, issues);
+  issuePages(w, issues);
+  previewPages(w, { repos: s.repos });
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

@@ -41,6 +41,19 @@ export const urls = {
   delivery: (base: string, id: number, record: number) => `${base}/${id}/deliveries/${record}`,
   newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
   tokens: '/-/settings/tokens',
+  /** The issue list (`query`: its filters, already a query string without `?`). */
+  issues: (org: string, repo: string, query = '') =>
+    urls.repoSub(org, repo, `issues${query === '' ? '' : `?${query}`}`),
+  /** The new issue page: the template chooser, or the form (of a template, or blank). */
+  newIssue: (org: string, repo: string, template?: string) =>
+    urls.repoSub(
+      org,
+      repo,
+      `issues/new${template === undefined ? '' : template === '' ? '?blank=1' : `?template=${enc(template)}`}`,
+    ),
+  issue: (org: string, repo: string, number: number) => urls.repoSub(org, repo, `issues/${number}`),
+  /** The markdown preview of a repository's text fields (POST, answers a fragment). */
+  preview: (org: string, repo: string) => urls.repoSub(org, repo, 'preview'),
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
 };
