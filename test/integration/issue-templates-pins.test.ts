@@ -129,11 +129,16 @@ describe('issue pins', () => {
     isAdmin: false,
     role,
   });
-  const status = (p: Promise<unknown>) =>
-    p.then(
-      () => 200,
-      (e: unknown) => (e instanceof ApiError ? e.status : Promise.reject(e)),
-    );
+  /** 200, or the status of the ApiError the promise failed with. */
+  const status = async (p: Promise<unknown>): Promise<number> => {
+    try {
+      await p;
+      return 200;
+    } catch (e) {
+      if (e instanceof ApiError) return e.status;
+      throw e;
+    }
+  };
 
   test('members pin and unpin up to the cap; others are refused; pins keep their order', async () => {
     const t = await repoWith('git', undefined);

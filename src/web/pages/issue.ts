@@ -27,7 +27,7 @@ import { formError } from '../views/forms.ts';
 import { repoHeader } from '../views/repo.ts';
 import { severityBadge, stateBadge, userLink } from '../views/issues.ts';
 import { commentForm, issueSide, issueThread, type IssueControls } from '../views/issue.ts';
-import { EDITOR_SCRIPT } from '../views/markdown-editor.ts';
+import { EDITOR_SCRIPT, editorText } from '../views/markdown-editor.ts';
 import { memberChoices, READ, WRITE, type IssueDeps } from './issues.ts';
 import { timeAgo } from '../views/common.ts';
 
@@ -104,7 +104,7 @@ export function issuePages(w: WebRouter, d: IssueDeps): void {
 
   w.get(PATH, (ctx) => detailPage(d, ctx, { values: {} }));
   action('comments', async (ctx, p, number, values) => {
-    const body = parseWith(commentBody, { body: field(values, 'body') }, 'form');
+    const body = parseWith(commentBody, { body: editorText(values, 'body') }, 'form');
     const c = await writes.comment(p.target, ctx.access.actor(), number, body.body);
     return `${urls.issue(p.repo.org, p.repo.name, number)}#comment-${c.id}`;
   });

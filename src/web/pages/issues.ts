@@ -26,9 +26,9 @@ import { urls } from '../urls.ts';
 import type { WebRouter } from '../web.ts';
 import { pager } from '../views/common.ts';
 import { repoHeader } from '../views/repo.ts';
-import { filterForm, issueList, listQueryString, pinnedBox } from '../views/issues.ts';
+import { filterForm, issueList, listQueryString, PAGE_STATE, pinnedBox } from '../views/issues.ts';
 import { draftOf, issueForm, templateChooser, templateProblems } from '../views/issue-new.ts';
-import { EDITOR_SCRIPT } from '../views/markdown-editor.ts';
+import { EDITOR_SCRIPT, editorText } from '../views/markdown-editor.ts';
 
 export type IssueDeps = {
   issues: IssuesService;
@@ -56,10 +56,14 @@ export async function memberChoices(
   return page.items.map((m) => ({ id: m.user.id, username: m.user.username }));
 }
 
-/** The list's query from the address: empty fields are no filter; a bad value is a 400 page. */
+/**
+ * The list's query from the address: empty fields are no filter; a bad value is a 400 page. The
+ * pages list new and open issues unless a state is asked for (the API's default is `open`, which
+ * would hide every issue nobody has triaged yet).
+ */
 function listQuery(ctx: PageCtx) {
   const given = Object.fromEntries(Object.entries(ctx.query).filter(([, v]) => v !== ''));
-  return parseWith(listIssuesQuery, given, 'query');
+  return parseWith(listIssuesQuery, { state: PAGE_STATE, ...given }, 'query');
 }
 
 async function listPage(d: IssueDeps, ctx: PageCtx): Promise<WebReply> {
@@ -170,7 +174,7 @@ async function createIssue(d: IssueDeps, ctx: UserCtx, values: FormState['values
     createIssueBody,
     {
       title: field(values, 'title'),
-      body: field(values, 'body'),
+      body: editorText(values, 'body'),
       severity: field(values, 'severity') === '' ? 'none' : field(values, 'severity'),
       labels: fieldList(values, 'labels'),
       assignees: usernames.map((username) => ({ username })),

@@ -5,16 +5,16 @@
  * text is longer than the bodies it previews may be.
  */
 import type { ReposService } from '../../repos/service.ts';
-import { field, web } from '../context.ts';
+import { web } from '../context.ts';
 import { html } from '../html.ts';
 import { loadRepo } from '../repo-page.ts';
 import type { WebRouter } from '../web.ts';
-import { PREVIEW_MAX_CHARS, renderDiscussion } from '../views/markdown-editor.ts';
+import { editorText, PREVIEW_MAX_CHARS, renderDiscussion } from '../views/markdown-editor.ts';
 
 export function previewPages(w: WebRouter, d: { repos: Pick<ReposService, 'get' | 'json'> }): void {
   w.userPost('/:org/:repo/-/preview', async (ctx, values) => {
     const p = await loadRepo(ctx, d.repos);
-    const text = field(values, 'text');
+    const text = editorText(values, 'text');
     if (text.length > PREVIEW_MAX_CHARS) {
       return web.fragment(
         html`<p class="flash error" role="alert">This text is too long to preview: ${text.length.toLocaleString('en')} characters, at most ${PREVIEW_MAX_CHARS.toLocaleString('en')}.</p>`,

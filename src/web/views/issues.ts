@@ -75,10 +75,13 @@ export function pinnedBox(r: IssuesRepo, pins: readonly IssueJson[]): Html {
 </section>`;
 }
 
+/** The list page's state when none is asked for: new and open issues. */
+export const PAGE_STATE = 'active';
+
 const STATE_OPTIONS = [
+  { value: 'active', label: 'New and open' },
   { value: 'open', label: 'Open' },
   { value: 'new', label: 'New' },
-  { value: 'active', label: 'New and open' },
   { value: 'closed', label: 'Closed' },
   { value: 'all', label: 'All' },
 ];
@@ -113,7 +116,7 @@ ${q.per_page === 30 ? '' : html`<input type="hidden" name="per_page" value="${q.
 export function listQueryString(q: ListIssuesQuery): string {
   const u = new URLSearchParams();
   if (q.q !== undefined && q.q !== '') u.set('q', q.q);
-  if (q.state !== 'open') u.set('state', q.state);
+  if (q.state !== PAGE_STATE) u.set('state', q.state);
   if (q.label !== undefined) u.set('label', q.label);
   if (q.severity !== undefined) u.set('severity', q.severity);
   if (q.assignee !== undefined) u.set('assignee', q.assignee);

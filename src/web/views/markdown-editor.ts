@@ -5,6 +5,7 @@
  * renders it (`POST /:org/:repo/-/preview`, the form's token with it). Without script it is the
  * plain textarea. `renderDiscussion` is how such text is shown once saved: the same renderer.
  */
+import { field, type FormState } from '../context.ts';
 import { html, type Html, type Renderable } from '../html.ts';
 import { renderMarkdown } from '../markdown.ts';
 import { urls } from '../urls.ts';
@@ -44,6 +45,11 @@ export function markdownEditor(o: EditorOptions): Html {
 <div class="md-preview" id="${id}-preview" role="region" aria-label="Preview of ${o.label}" aria-live="polite" hidden></div>
 <p class="hint" id="${hintId}">${hint}</p>
 </div>`;
+}
+
+/** An editor's text as sent (browsers send a textarea's line ends as CRLF: stored as LF). */
+export function editorText(values: FormState['values'], name: string): string {
+  return field(values, name).replace(/\r\n?/g, '\n');
 }
 
 /** Saved markdown text of a repository (relative links and images resolve at its default branch). */
