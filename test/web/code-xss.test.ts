@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { checkPage, openBrowser, visit, watchedPage, type Watched } from '../helpers/browser.ts';
+import { checkPage, openBrowser, visit, watchedPage } from '../helpers/browser.ts';
+import { expectInert } from './inert.ts';
 import { newRepo } from '../helpers/factories.ts';
 import { ok, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 import { world, type World } from './code-fixture.ts';
@@ -81,29 +82,6 @@ afterAll(async () => {
   await browser?.close();
   await ts?.close();
 });
-
-/** No element was made of the markup: no script in main, no `img[src=x]`, no `svg`, no javascript: link. */
-async function expectInert(w: Watched): Promise<void> {
-  const made = await w.page.evaluate(() => {
-    const doc = (globalThis as any).document;
-    return {
-      scripts: doc.querySelectorAll('main script').length,
-      img: doc.querySelectorAll('img[src="x"], svg, i[onmouseover]').length,
-      handlers: [...doc.querySelectorAll('main *')].filter((el: any) =>
-        [...el.attributes].some((a: any) => a.name.startsWith('on')),
-      ).length,
-      jsLinks: doc.querySelectorAll('a[href^="javascript"], a[href^="vbscript"], a[href^="data"]').length,
-    };
-  });
-  expect({ url: w.page.url(), ...made }).toEqual({
-    url: w.page.url(),
-    scripts: 0,
-    img: 0,
-    handlers: 0,
-    jsLinks: 0,
-  });
-  expect(w.incidents).toEqual({ violations: [], dialogs: [], errors: [] });
-}
 
 describe('markup in a repository', () => {
   test('the home, README and tree show names and raw HTML as text; a foreign image is a link', async () => {
