@@ -3,6 +3,7 @@ import { ApiError } from '../http/errors.ts';
 import type { RepoTarget } from '../domain/repo.ts';
 import type { ContentsService } from '../repos/contents-service.ts';
 import type { ReposService } from '../repos/service.ts';
+import type { TreeEntry } from '../vcs/reader.ts';
 
 /**
  * Issue templates (web interface only), read from the repository's default branch:
@@ -19,6 +20,8 @@ import type { ReposService } from '../repos/service.ts';
 export const TEMPLATE_DIRS = ['.triad/ISSUE_TEMPLATE', '.github/ISSUE_TEMPLATE'] as const;
 /** Template files read at most (in name order); the rest are listed as a problem. */
 export const MAX_TEMPLATES = 50;
+/** Template files larger than this are not read (a body's cap is 100,000 characters). */
+export const TEMPLATE_MAX_BYTES = 512 * 1024;
 /** The issue body's own cap (the API's). */
 const BODY_MAX = 100_000;
 const TEXT_MAX = { name: 200, about: 1000, title: 1000 } as const;
@@ -168,10 +171,18 @@ export class IssueTemplates {
     if (commit === undefined) return NO_TEMPLATES;
     for (const dir of TEMPLATE_DIRS) {
       const entries = (await absent(() => this.contents.tree(t, dir, commit))) ?? [];
-      const files = entries.filter((e) => !e.is_dir).map((e) => e.name);
-      const templateFiles = files.filter(isTemplateFile).sort();
+      const files = entries.filter((e) => !e.is_dir);
+      const templateFiles = files
+        .filter((e) => isTemplateFile(e.name))
+        .sort((a, b) => (a.name < b.name ? -1 : 1));
       if (templateFiles.length === 0) continue;
-      return this.readDir(t, commit, dir, templateFiles, files.find(isConfigFile));
+      return this.readDir(
+        t,
+        commit,
+        dir,
+        templateFiles,
+        files.find((e) => isConfigFile(e.name)),
+      );
     }
     return NO_TEMPLATES;
   }
@@ -180,30 +191,32 @@ export class IssueTemplates {
     t: RepoTarget,
     commit: string,
     dir: string,
-    templateFiles: string[],
-    configFile: string | undefined,
+    templateFiles: TreeEntry[],
+    configFile: TreeEntry | undefined,
   ): Promise<TemplateSet> {
     const problems: TemplateProblem[] = [];
-    const read = async (file: string): Promise<string | undefined> => {
-      const blob = await absent(() => this.contents.blob(t, `${dir}/${file}`, commit));
-      if (blob === undefined) problems.push({ file, reason: 'it could not be read' });
-      else if (blob.encoding !== 'utf-8') problems.push({ file, reason: 'it is not text' });
-      else if (blob.truncated) problems.push({ file, reason: 'it is too large' });
-      else return blob.content;
-      return undefined;
+    const read = async (file: TreeEntry): Promise<string | undefined> => {
+      const problem = (reason: string) => void problems.push({ file: file.name, reason });
+      if (file.size > TEMPLATE_MAX_BYTES)
+        return problem(`it is larger than ${TEMPLATE_MAX_BYTES / 1024} KiB`);
+      const blob = await absent(() => this.contents.blob(t, `${dir}/${file.name}`, commit));
+      if (blob === undefined) return problem('it could not be read');
+      if (blob.encoding !== 'utf-8') return problem('it is not text');
+      if (blob.truncated) return problem('it is too large');
+      return blob.content;
     };
     const templates: IssueTemplate[] = [];
     for (const file of templateFiles.slice(0, MAX_TEMPLATES)) {
       const source = await read(file);
       if (source === undefined) continue;
-      const parsed = parseTemplate(file, source);
-      if ('problem' in parsed) problems.push({ file, reason: parsed.problem });
+      const parsed = parseTemplate(file.name, source);
+      if ('problem' in parsed) problems.push({ file: file.name, reason: parsed.problem });
       else templates.push(parsed);
     }
     if (templateFiles.length > MAX_TEMPLATES) {
       const more = templateFiles.length - MAX_TEMPLATES;
       problems.push({
-        file: templateFiles[MAX_TEMPLATES]!,
+        file: templateFiles[MAX_TEMPLATES]!.name,
         reason: `only ${MAX_TEMPLATES} templates are read (${more} more left out)`,
       });
     }
@@ -211,7 +224,7 @@ export class IssueTemplates {
     const config = configFile === undefined ? undefined : await read(configFile);
     if (configFile !== undefined && config !== undefined) {
       const c = parseTemplateConfig(config);
-      if ('problem' in c) problems.push({ file: configFile, reason: c.problem });
+      if ('problem' in c) problems.push({ file: configFile.name, reason: c.problem });
       else blankIssues = c.blankIssues;
     }
     // (without a template to choose, an issue can only be blank)

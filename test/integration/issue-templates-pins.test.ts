@@ -113,12 +113,18 @@ describe('issue templates', () => {
     },
   );
 
-  test('config.yml without templates leaves blank issues on', async () => {
+  test('config.yml without templates leaves blank issues on; a template above 512 KiB is not read', async () => {
     const t = await repoWith('git', {
       'README.md': '# repo\n',
       '.github/ISSUE_TEMPLATE/config.yml': 'blank_issues_enabled: false\n',
+      '.github/ISSUE_TEMPLATE/huge.md': tpl('Huge', '', 'x'.repeat(600 * 1024)),
     });
-    expect(await issues().templates.read(t)).toMatchObject({ templates: [], blankIssues: true });
+    expect(await issues().templates.read(t)).toEqual({
+      dir: '.github/ISSUE_TEMPLATE',
+      templates: [],
+      problems: [{ file: 'huge.md', reason: 'it is larger than 512 KiB' }],
+      blankIssues: true,
+    });
   });
 });
 
