@@ -92,7 +92,9 @@ export async function forcePost(
       { action, fields },
     ),
   ]);
-  await w.page.waitForLoadState('load');
+  // (the page the answer is, or the page it redirects to, loaded: not the one it left)
+  const to = res.status() === 303 ? (res.headers().location ?? action) : action;
+  await w.page.waitForURL(new URL(to, res.url()).href, { waitUntil: 'load' });
   return res;
 }
 
