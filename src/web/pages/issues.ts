@@ -150,7 +150,7 @@ async function newPage(d: IssueDeps, ctx: UserCtx, state: FormState): Promise<We
     html`${repoHeader(p, 'issues')}
 <h1>New issue</h1>
 ${from}
-${members && set.templates.length > 0 ? templateProblems(set) : ''}
+${members && set.templates.length === 0 ? templateProblems(set) : ''}
 ${form}`,
     { scripts: [EDITOR_SCRIPT], wide: true },
   );
