@@ -103,6 +103,7 @@ const envSchema = z.object({
   LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   TRIAD_LOG_REQUESTS: bool.default(true),
   TRIAD_ISSUE_MAX_ASSIGNEES: z.coerce.number().int().min(1).max(1000).default(10),
+  TRIAD_MAX_PINNED_ISSUES: z.coerce.number().int().min(1).max(100).default(3),
   TRIAD_PULL_CHECK_BUDGET_MS: z.coerce.number().int().min(0).max(600_000).default(400),
   TRIAD_BLOB_MAX_BYTES: size(1).default(4 * 1024 * 1024),
   TRIAD_DIFF_MAX_FILE_BYTES: size(1).default(1024 * 1024),
@@ -191,6 +192,8 @@ export type Config = {
   logRequests: boolean;
   /** Most assignees one issue may have (400 beyond, on create and on add). */
   issueMaxAssignees: number;
+  /** Most pinned issues one repository may have (the web's pins; 409 beyond). */
+  maxPinnedIssues: number;
   /** How long a pull request read waits for a mergeability check before answering `checking`. */
   pullCheckBudgetMs: number;
   /** Contents read caps in bytes (blob content, a file's diff section, a whole diff). */
@@ -307,6 +310,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logFormat: e.LOG_FORMAT,
     logRequests: e.TRIAD_LOG_REQUESTS,
     issueMaxAssignees: e.TRIAD_ISSUE_MAX_ASSIGNEES,
+    maxPinnedIssues: e.TRIAD_MAX_PINNED_ISSUES,
     pullCheckBudgetMs: e.TRIAD_PULL_CHECK_BUDGET_MS,
     limits: {
       blobMaxBytes: e.TRIAD_BLOB_MAX_BYTES,

@@ -121,7 +121,19 @@ export function createServices(deps: AppDeps): Services {
     users,
     agents,
   });
-  const issues = new IssuesService({ em, users, orgs, maxAssignees: deps.config.issueMaxAssignees });
+  const contents = new ContentsService(repos, vcs, deps.config.limits, {
+    nice: deps.config.backendNice,
+    ...(rawCache === undefined ? {} : { cache: rawCache }),
+  });
+  const issues = new IssuesService({
+    em,
+    users,
+    orgs,
+    maxAssignees: deps.config.issueMaxAssignees,
+    maxPinned: deps.config.maxPinnedIssues,
+    repos,
+    contents,
+  });
   const { concurrency, queue, hgWorkers, hgStreamClones } = deps.config.transport;
   const transports = new TransportServers({
     concurrency,
@@ -205,10 +217,7 @@ export function createServices(deps: AppDeps): Services {
     search: new SearchService({ issues: issues.reads, pulls: pulls.reads }),
     rawCache,
     sessions,
-    contents: new ContentsService(repos, vcs, deps.config.limits, {
-      nice: deps.config.backendNice,
-      ...(rawCache === undefined ? {} : { cache: rawCache }),
-    }),
+    contents,
     refs: new RefsService(repos, vcs),
   };
 }

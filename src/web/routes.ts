@@ -32,6 +32,9 @@ import { labelPages } from './pages/labels.ts';
 import { stepLogPages } from './pages/pipelines/logs.ts';
 import { pipelineListPages } from './pages/pipelines/list.ts';
 import { pipelinePages } from './pages/pipelines/detail.ts';
+import { issueListPages } from './pages/issues.ts';
+import { issuePages } from './pages/issue.ts';
+import { previewPages } from './pages/preview.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -94,6 +97,11 @@ export function webRoutes(d: WebRoutesDeps): Router {
   stepLogPages(w, ci);
   releasePages(w, code);
   releaseAssetPages(w, code);
+  // the issues (`/-/issues/new` before `/-/issues/:number`) and the markdown editor's preview
+  const issues = { issues: s.issues, repos: s.repos, orgs: s.orgs };
+  issueListPages(w, issues);
+  issuePages(w, issues);
+  previewPages(w, { repos: s.repos });
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

@@ -58,6 +58,19 @@ export const urls = {
   /** A release's page, and below it `edit`, `delete` and `assets` (the upload form's target). */
   release: (org: string, repo: string, id: number, sub?: 'edit' | 'delete' | 'assets') =>
     urls.repoSub(org, repo, `releases/${id}${sub === undefined ? '' : `/${sub}`}`),
+  /** The issue list (`query`: its filters, already a query string without `?`). */
+  issues: (org: string, repo: string, query = '') =>
+    urls.repoSub(org, repo, `issues${query === '' ? '' : `?${query}`}`),
+  /** The new issue page: the template chooser, or the form (of a template, or blank). */
+  newIssue: (org: string, repo: string, template?: string) =>
+    urls.repoSub(
+      org,
+      repo,
+      `issues/new${template === undefined ? '' : template === '' ? '?blank=1' : `?template=${enc(template)}`}`,
+    ),
+  issue: (org: string, repo: string, number: number) => urls.repoSub(org, repo, `issues/${number}`),
+  /** The markdown preview of a repository's text fields (POST, answers a fragment). */
+  preview: (org: string, repo: string) => urls.repoSub(org, repo, 'preview'),
   releaseAsset: (org: string, repo: string, releaseId: number, assetId: number) =>
     urls.repoSub(org, repo, `releases/${releaseId}/assets/${assetId}`),
   releaseAssetDelete: (org: string, repo: string, releaseId: number, assetId: number) =>

@@ -11,6 +11,7 @@ import { Migration0011AgentPools } from './0011-agent-pools.ts';
 import { Migration0012PipelineTurns } from './0012-pipeline-turns.ts';
 import { Migration0013Search } from './0013-search.ts';
 import { Migration0014Web } from './0014-web.ts';
+import { Migration0015IssuePins } from './0015-issue-pins.ts';
 import { Migration0017NumberFloors } from './0017-number-floors.ts';
 import { Migration0018PipelineNotify } from './0018-pipeline-notify.ts';
 
@@ -29,6 +30,7 @@ export const migrations = [
   { name: '0012-pipeline-turns', class: Migration0012PipelineTurns },
   { name: '0013-search', class: Migration0013Search },
   { name: '0014-web', class: Migration0014Web },
+  { name: '0015-issue-pins', class: Migration0015IssuePins },
   { name: '0017-number-floors', class: Migration0017NumberFloors },
   { name: '0018-pipeline-notify', class: Migration0018PipelineNotify },
 ];

@@ -7,13 +7,14 @@ import type { RepoPage } from '../repo-page.ts';
 import { urls } from '../urls.ts';
 import { kindBadge, privateBadge } from './common.ts';
 
-export type RepoTab = 'code' | 'log' | 'pipelines' | 'releases' | 'labels' | 'settings';
+export type RepoTab = 'code' | 'log' | 'issues' | 'pipelines' | 'releases' | 'labels' | 'settings';
 
 export function repoHeader(p: RepoPage, current: RepoTab | undefined): Html {
   const { repo } = p;
   const tabs: { key: RepoTab; href: string; label: string }[] = [
     { key: 'code', href: urls.repo(repo.org, repo.name), label: 'Code' },
     { key: 'log', href: urls.log(repo.org, repo.name), label: 'History' },
+    { key: 'issues', href: urls.issues(repo.org, repo.name), label: 'Issues' },
     { key: 'pipelines', href: urls.pipelines(repo.org, repo.name), label: 'Pipelines' },
     { key: 'releases', href: urls.releases(repo.org, repo.name), label: 'Releases' },
     { key: 'labels', href: urls.labels(repo.org, repo.name), label: 'Labels' },
