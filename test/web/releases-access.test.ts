@@ -187,7 +187,7 @@ describe('markup in releases', () => {
     await visit(owner, `${f.base}/-/releases/new`);
     await page.getByLabel('Tag', { exact: true }).fill(TAG);
     await page.getByLabel('Title').fill(TITLE);
-    await page.getByLabel('Release notes').fill(NOTES);
+    await page.getByLabel('Release notes', { exact: true }).fill(NOTES);
     expect((await submit(owner, 'Create release')).status()).toBe(303);
     const detail = page.url();
     await page.getByLabel('File', { exact: true }).setInputFiles({

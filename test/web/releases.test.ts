@@ -88,7 +88,7 @@ async function createRelease(tag: string, title: string, notes: string, target =
   await page.getByLabel('Tag', { exact: true }).fill(tag);
   await page.getByLabel('Target of a new tag').selectOption(target);
   await page.getByLabel('Title').fill(title);
-  await page.getByLabel('Release notes').fill(notes);
+  await page.getByLabel('Release notes', { exact: true }).fill(notes);
   const res = await submit(w, 'Create release');
   expect(res.status()).toBe(303);
   return Number(/\/releases\/(\d+)\?created=1$/.exec(res.headers().location ?? '')?.[1]);

@@ -5,6 +5,7 @@
  * Everything goes through the releases service with the session's `Access`, as the API does;
  * the asset routes are in release-assets.ts.
  */
+import { EDITOR_SCRIPT, editorText } from '../views/markdown-editor.ts';
 import { parseWith, rejectNul } from '../../http/input.ts';
 import { ApiError } from '../../http/errors.ts';
 import { createReleaseBody, updateReleaseBody, type ReleaseJson } from '../../releases/schemas.ts';
@@ -168,7 +169,7 @@ function releaseFields(values: FormState['values']) {
     tag_name: field(values, 'tag_name'),
     ...(target === '' ? {} : { target_commitish: target }),
     name: field(values, 'name'),
-    body: field(values, 'body').replace(/\r\n?/g, '\n'),
+    body: editorText(values, 'body'),
     draft: field(values, 'draft') === 'on',
     prerelease: field(values, 'prerelease') === 'on',
   };
@@ -187,7 +188,8 @@ export function releasePages(w: WebRouter, d: CodeDeps): void {
       html`<p class="crumbs"><a href="${urls.releases(org, name)}">Releases</a> /</p>
 <h1>New release</h1>
 ${formError(state)}
-${releaseForm({ action: urls.newRelease(org, name), formToken: ctx.formToken ?? '', state, refs: await refLists(d, p), defaultBranch: p.repo.default_branch })}`,
+${releaseForm({ action: urls.newRelease(org, name), formToken: ctx.formToken ?? '', state, refs: await refLists(d, p), repo: p.repo })}`,
+      [EDITOR_SCRIPT],
     );
   };
   w.form(`${base}/new`, newPage, async (ctx: UserCtx, values) => {
@@ -217,7 +219,8 @@ ${releaseForm({ action: urls.newRelease(org, name), formToken: ctx.formToken ?? 
       html`<p class="crumbs"><a href="${urls.releases(org, name)}">Releases</a> / <a href="${urls.release(org, name, r.id)}" class="break">${releaseTitle(r)}</a> /</p>
 <h1>Edit release</h1>
 ${formError(state)}
-${releaseForm({ action: urls.release(org, name, r.id, 'edit'), formToken: ctx.formToken ?? '', state, refs: await refLists(d, p), defaultBranch: p.repo.default_branch, release: r })}`,
+${releaseForm({ action: urls.release(org, name, r.id, 'edit'), formToken: ctx.formToken ?? '', state, refs: await refLists(d, p), repo: p.repo, release: r })}`,
+      [EDITOR_SCRIPT],
     );
   };
   w.form(`${base}/:id/edit`, editPage, async (ctx, values) => {

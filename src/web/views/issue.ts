@@ -8,7 +8,8 @@ import { html, type Html } from '../html.ts';
 import { urls } from '../urls.ts';
 import { actionButton, csrf, input } from './forms.ts';
 import { timeAgo } from './common.ts';
-import { labelChip, userLink } from './issues.ts';
+import { userLink } from './issues.ts';
+import { labelChip } from './labels.ts';
 import { markdownEditor, renderDiscussion, type DiscussionRepo } from './markdown-editor.ts';
 
 /** What the side column may offer this viewer. */
@@ -71,7 +72,7 @@ ${markdownEditor({ repo, name: 'body', label: 'Comment', value, rows: 6 })}
 function labelsBox(repo: DiscussionRepo, issue: IssueJson, c: IssueControls | undefined): Html {
   const chips = issue.labels.map(
     (l) =>
-      html`<li>${labelChip(l.name)}${c === undefined ? '' : post(repo, issue.number, 'labels/remove', c, '✕', { hidden: { name: l.name }, ariaLabel: `Remove the label ${l.name}` })}</li>`,
+      html`<li>${labelChip(l)}${c === undefined ? '' : post(repo, issue.number, 'labels/remove', c, '✕', { hidden: { name: l.name }, ariaLabel: `Remove the label ${l.name}` })}</li>`,
   );
   const have = new Set(issue.labels.map((l) => l.name.toLowerCase()));
   const addable = c?.catalog.filter((l) => !have.has(l.name.toLowerCase())) ?? [];

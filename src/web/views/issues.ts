@@ -16,6 +16,7 @@ import { html, join, type Html } from '../html.ts';
 import { urls } from '../urls.ts';
 import { input, select } from './forms.ts';
 import { timeAgo } from './common.ts';
+import { labelChip } from './labels.ts';
 
 const STATE_LABEL: Record<IssueState, string> = { new: 'New', open: 'Open', closed: 'Closed' };
 
@@ -26,11 +27,6 @@ export function stateBadge(state: IssueState): Html {
 export function severityBadge(severity: Severity): Html {
   if (severity === 'none') return html``;
   return html`<span class="badge severity severity-${severity}">Severity: ${severity}</span>`;
-}
-
-/** A label's name on a neutral chip (the label pages' coloured chip may replace it). */
-export function labelChip(name: string): Html {
-  return html`<span class="label-chip">${name}</span>`;
 }
 
 export function userLink(u: UserRefJson | undefined): Html {
@@ -51,7 +47,7 @@ function issueRow(r: IssuesRepo, i: IssueJson): Html {
         )}`;
   return html`<li class="issue-row">
 <div class="issue-line">${stateBadge(i.state)} <a class="issue-link" href="${urls.issue(r.org, r.name, i.number)}">${i.title}</a>
-${i.labels.map((l) => labelChip(l.name))} ${severityBadge(i.severity)}</div>
+${i.labels.map(labelChip)} ${severityBadge(i.severity)}</div>
 <p class="meta">#${i.number} opened ${timeAgo(i.created_at)} by ${userLink(i.author)}${assigned}</p>
 </li>`;
 }

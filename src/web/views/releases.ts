@@ -2,6 +2,7 @@
  * The views of releases: the list, a release's heading and facts, and the form of a new release
  * or of one to change (tag, target, name, notes, draft, pre-release).
  */
+import { markdownEditor, type DiscussionRepo } from './markdown-editor.ts';
 import type { ReleaseJson } from '../../releases/schemas.ts';
 import { field, type FormState } from '../context.ts';
 import { html, type Html } from '../html.ts';
@@ -9,7 +10,7 @@ import { renderMarkdown } from '../markdown.ts';
 import { urls } from '../urls.ts';
 import { timeAgo } from './common.ts';
 import { revLabel, type RefLists } from './code/refs.ts';
-import { checkbox, csrf, input, select, textarea } from './forms.ts';
+import { checkbox, csrf, input, select } from './forms.ts';
 
 /** What a release is called: its name, else its tag. */
 export function releaseTitle(r: ReleaseJson): string {
@@ -97,7 +98,7 @@ export function releaseForm(o: {
   formToken: string;
   state: FormState;
   refs: RefLists;
-  defaultBranch: string;
+  repo: DiscussionRepo;
   release?: ReleaseJson | undefined;
 }): Html {
   const r = o.release;
@@ -106,7 +107,7 @@ export function releaseForm(o: {
   const text = (name: string, current: string) => (refused ? field(v, name) : current);
   const flag = (name: string, current: boolean) => (refused ? field(v, name) === 'on' : current);
   const keep = r === undefined ? 'None: the tag exists already' : 'Unchanged';
-  const target = refused ? field(v, 'target_commitish') : r === undefined ? o.defaultBranch : '';
+  const target = refused ? field(v, 'target_commitish') : r === undefined ? o.repo.default_branch : '';
   const tags = o.refs.tag.items.map((t) => html`<option value="${t.name}"></option>`);
   return html`<form method="post" action="${o.action}" class="card release-form">
 ${csrf(o.formToken)}
@@ -115,7 +116,7 @@ ${input({ name: 'tag_name', label: 'Tag', required: true, maxlength: 255, list: 
 <datalist id="tag-names">${tags}</datalist>
 ${select({ name: 'target_commitish', label: 'Target of a new tag', options: targetOptions(o.refs, keep), value: target, hint: 'The branch whose head a new tag marks. An existing tag stays where it is.' })}
 ${input({ name: 'name', label: 'Title', maxlength: 1000, value: text('name', r?.name ?? ''), hint: 'Shown instead of the tag when given.' })}
-${textarea({ name: 'body', label: 'Release notes', rows: 12, maxlength: 100_000, value: text('body', r?.body ?? ''), hint: 'Markdown.' })}
+${markdownEditor({ repo: o.repo, name: 'body', label: 'Release notes', rows: 12, maxlength: 100_000, value: text('body', r?.body ?? '') })}
 ${checkbox({ name: 'draft', label: 'Draft: only members of the organization see it, and its tag waits until it is published', checked: flag('draft', r?.draft ?? false) })}
 ${checkbox({ name: 'prerelease', label: 'Pre-release: never marked as the latest release', checked: flag('prerelease', r?.prerelease ?? false) })}
 <button type="submit" class="primary">${r === undefined ? 'Create release' : 'Save release'}</button>
