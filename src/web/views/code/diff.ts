@@ -14,7 +14,13 @@ const STATUS: Record<DiffFile['status'], string> = {
   added: 'added',
   deleted: 'deleted',
   modified: 'changed',
+  renamed: 'renamed',
 };
+
+/** The path, a renamed file's with where it came from. */
+function pathText(f: DiffFile): Html {
+  return f.previousPath === undefined ? html`${f.path}` : html`${f.previousPath} → ${f.path}`;
+}
 
 function counts(f: DiffFile): Html {
   return html`<span class="counts"><span class="add">+${f.added}<span class="visually-hidden"> added</span></span> <span class="del">−${f.removed}<span class="visually-hidden"> removed</span></span></span>`;
@@ -24,7 +30,7 @@ export function fileList(files: readonly DiffFile[]): Html {
   if (files.length === 0) return html`<p class="empty">No files changed.</p>`;
   return html`<details class="diff-list" open>
 <summary>${files.length} ${files.length === 1 ? 'file' : 'files'} changed</summary>
-<ul class="plain">${files.map((f) => html`<li><a href="#file-${f.index}">${f.path}</a> <span class="muted">${STATUS[f.status]}</span> ${counts(f)}</li>`)}</ul>
+<ul class="plain">${files.map((f) => html`<li><a href="#file-${f.index}">${pathText(f)}</a> <span class="muted">${STATUS[f.status]}</span> ${counts(f)}</li>`)}</ul>
 </details>`;
 }
 
@@ -69,7 +75,7 @@ function fileHead(place: DiffPlace, f: DiffFile, level: 'h2' | 'h3'): Html {
   const name =
     f.status === 'deleted'
       ? html`<span class="path">${f.path}</span>`
-      : html`<a class="path" href="${urls.blob(place.org, place.repo, place.commit, f.path)}">${f.path}</a>`;
+      : html`<a class="path" href="${urls.blob(place.org, place.repo, place.commit, f.path)}">${pathText(f)}</a>`;
   const heading =
     level === 'h2'
       ? html`<h2 id="file-${f.index}-h">${name}</h2>`
