@@ -24,7 +24,7 @@ const MEMBER_403 = `${WRITE_403}, or the caller is not a member of the organizat
 const NUMBER = { number: pathInt };
 
 /** Could this caller push to the repository (`repo:write`, org member, a token reaching it)? */
-async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
+export async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
   return access.authorize(target, { scope: 'repo:write', role: 'member' }).then(
     () => true,
     (e: unknown) => {

@@ -25,6 +25,9 @@ import { profilePages } from './pages/profile.ts';
 import { memberPages } from './pages/members.ts';
 import { repoSettingsPages } from './pages/repo-settings.ts';
 import { webhookPages } from './pages/webhooks.ts';
+import { pullListPages } from './pages/pulls/list.ts';
+import { pullDetailPages } from './pages/pulls/detail.ts';
+import { pullChangesPages } from './pages/pulls/changes.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -78,6 +81,11 @@ export function webRoutes(d: WebRoutesDeps): Router {
   logPages(w, code);
   changesetPages(w, code);
   refsPages(w, code);
+  // pull requests (`/pulls/new` before `/pulls/:number`)
+  const pulls = { repos: s.repos, pulls: s.pulls, refs: s.refs, compare: s.compare };
+  pullListPages(w, pulls);
+  pullDetailPages(w, pulls);
+  pullChangesPages(w, pulls);
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

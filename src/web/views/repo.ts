@@ -7,13 +7,14 @@ import type { RepoPage } from '../repo-page.ts';
 import { urls } from '../urls.ts';
 import { kindBadge, privateBadge } from './common.ts';
 
-export type RepoTab = 'code' | 'log' | 'settings';
+export type RepoTab = 'code' | 'log' | 'pulls' | 'settings';
 
 export function repoHeader(p: RepoPage, current: RepoTab | undefined): Html {
   const { repo } = p;
   const tabs: { key: RepoTab; href: string; label: string }[] = [
     { key: 'code', href: urls.repo(repo.org, repo.name), label: 'Code' },
     { key: 'log', href: urls.log(repo.org, repo.name), label: 'History' },
+    { key: 'pulls', href: urls.pulls(repo.org, repo.name), label: 'Pull requests' },
   ];
   if (p.role === 'owner')
     tabs.push({ key: 'settings', href: urls.settings(repo.org, repo.name), label: 'Settings' });

@@ -5,6 +5,7 @@
  * of its own).
  */
 import type { DiffFile } from '../../diff-files.ts';
+import type { ParsedDiff } from '../../../vcs/diff-files.ts';
 import { html, type Html } from '../../html.ts';
 import { urls } from '../../urls.ts';
 
@@ -101,4 +102,42 @@ export function fileBlock(
 ${fileHead(place, f, level)}
 <div class="diff-body" tabindex="-1">${body}</div>
 </section>`;
+}
+
+/** Inline at most this many files, diff lines in all, and changed lines in one file. */
+const INLINE_FILES = 20;
+const INLINE_LINES = 2000;
+const INLINE_FILE_CHANGES = 800;
+
+/**
+ * The blocks of a diff's files: the first ones inline (about 20 files or 2,000 diff lines,
+ * whichever comes first; a file of more than 800 changed lines never), the others collapsed, to
+ * be loaded one by one (`links`: a file's page and fragment), so a large diff shows its first
+ * file at once and never renders every file up front.
+ */
+export function fileBlocks(
+  place: DiffPlace,
+  files: readonly DiffFile[],
+  links: (index: number) => { fileUrl: string; fragmentUrl: string },
+): Html {
+  let shown = 0;
+  let lines = 0;
+  const blocks = files.map((f) => {
+    const inline = shown < INLINE_FILES && lines < INLINE_LINES && f.added + f.removed <= INLINE_FILE_CHANGES;
+    if (inline) {
+      shown++;
+      lines += f.lines.length;
+    }
+    return fileBlock(place, f, inline, links(f.index));
+  });
+  return html`<div class="diff-files">${blocks}</div>`;
+}
+
+/** What the diff's caps left out, said above its files. */
+export function diffNotes(parsed: Pick<ParsedDiff, 'cut' | 'truncated'>): Html {
+  if (parsed.cut)
+    return html`<p class="flash warn">The diff is cut at its size limit: files after the last one below are not shown.</p>`;
+  if (parsed.truncated)
+    return html`<p class="flash warn">Some files are not shown: too large. Files past the size limit of the whole diff may be missing from the list.</p>`;
+  return html``;
 }
