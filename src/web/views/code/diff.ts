@@ -27,9 +27,12 @@ function counts(f: DiffFile): Html {
   return html`<span class="counts"><span class="add">+${f.added}<span class="visually-hidden"> added</span></span> <span class="del">−${f.removed}<span class="visually-hidden"> removed</span></span></span>`;
 }
 
+/** Above this many files the list starts closed (the first diffs stay near the top of the page). */
+const LIST_OPEN_MAX = 50;
+
 export function fileList(files: readonly DiffFile[]): Html {
   if (files.length === 0) return html`<p class="empty">No files changed.</p>`;
-  return html`<details class="diff-list" open>
+  return html`<details class="diff-list"${files.length <= LIST_OPEN_MAX ? html` open` : ''}>
 <summary>${files.length} ${files.length === 1 ? 'file' : 'files'} changed</summary>
 <ul class="plain">${files.map((f) => html`<li><a href="#file-${f.index}">${pathText(f)}</a> <span class="muted">${STATUS[f.status]}</span> ${counts(f)}</li>`)}</ul>
 </details>`;
