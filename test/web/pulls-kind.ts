@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { Browser } from 'playwright-core';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { checkPage, openBrowser, signIn, visit, watchedPage } from '../helpers/browser.ts';
+import { checkPage, openBrowser, screenshot, signIn, visit, watchedPage } from '../helpers/browser.ts';
 import { MAINLINE, PrRepo } from '../helpers/pulls.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { forcePost, pullWorld, settledBox, textOf, type PullWorld } from './pulls-fixture.ts';
@@ -61,6 +61,7 @@ export function pullSuite(kind: VcsKind): void {
       expect(await textOf(w, '.pr-body .markdown strong')).toBe('alpha');
       expect(await settledBox(w)).toBe('Merge Can be merged');
       await checkPage(w, await visit(w, `${base}/-/pulls/1`));
+      if (kind === 'git') await screenshot(w, 'pull-request');
 
       await w.page.getByRole('link', { name: /^Commits/ }).click();
       expect(await w.page.locator('ol.commits .subject').allTextContents()).toEqual([
@@ -71,6 +72,7 @@ export function pullSuite(kind: VcsKind): void {
       await w.page.getByRole('link', { name: 'Files changed' }).click();
       expect(await w.page.locator('table.diff tr.add').allTextContents()).toEqual(['2+world', '1+alpha']);
       await checkPage(w, await visit(w, w.page.url()));
+      if (kind === 'git') await screenshot(w, 'pull-files');
 
       await visit(w, `${base}/-/pulls/1`);
       await w.page.getByLabel('Add a comment').fill('Looks *good*');
