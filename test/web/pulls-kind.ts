@@ -157,6 +157,10 @@ export function pullSuite(kind: VcsKind): void {
       expect(await anon.page.locator('main form[method="post"]').count()).toBe(0);
       await visit(anon, `${base}/-/pulls/99`, 404);
       await visit(anon, `${base}/-/pulls?status=all`, 400);
+      await visit(anon, `${base}/-/pulls/new?source=nope`, 404);
+      expect(await textOf(anon, '.flash.error')).toBe(
+        'Nothing to compare: the source "nope" does not exist.',
+      );
       await anon.context.close();
     });
 

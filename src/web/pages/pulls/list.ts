@@ -136,7 +136,12 @@ ${refSelect('source', 'From (source)', groups, source)}
     } catch (e) {
       if (!(e instanceof ApiError) || e.status !== 404) throw e;
       status = 404;
-      below = html`<p class="flash error" role="alert">Nothing to compare: the ${e.message.replace(/ not found$/, '')} does not exist.</p>`;
+      // (the compare's base is the target, its head the source)
+      const what = e.message
+        .replace(/^base /, 'target ')
+        .replace(/^head /, 'source ')
+        .replace(/ not found$/, '');
+      below = html`<p class="flash error" role="alert">Nothing to compare: the ${what} does not exist.</p>`;
     }
   }
   return web.page(
