@@ -29,21 +29,24 @@ export function pullDetailPages(w: WebRouter, d: PullDeps): void {
   w.get(`${BASE}/merge-box`, async (ctx) => web.fragment(box(ctx, await loadPull(ctx, d), { values: {} })));
   const post = (
     suffix: string,
-    act: (ctx: UserCtx, at: PullPage, values: FormState['values']) => Promise<void>,
+    act: (ctx: UserCtx, at: PullPage, values: FormState['values']) => Promise<string | void>,
   ) =>
     w.userPost(
       `${BASE}${suffix}`,
       async (ctx, values) => {
         const at = await loadPull(ctx, d);
-        await act(ctx, at, values);
-        return web.redirect(urls.pull(at.p.repo.org, at.p.repo.name, at.pull.number));
+        // (what every write of the API needs; merging also needs membership, below)
+        await ctx.access.authorize(at.p.target, { scope: 'pulls:write' });
+        const anchor = await act(ctx, at, values);
+        return web.redirect(`${urls.pull(at.p.repo.org, at.p.repo.name, at.pull.number)}${anchor ?? ''}`);
       },
       { render: (ctx, state) => conversation(ctx, d, state) },
     );
   post('/comments', async (ctx, { p, pull }, values) => {
     const body = parseWith(pullCommentBody, { body: field(values, 'comment') }, 'form');
     rejectNul(body, 'form');
-    await d.pulls.writes.comment(p.target, ctx.access.actor(), pull.number, body.body);
+    const c = await d.pulls.writes.comment(p.target, ctx.access.actor(), pull.number, body.body);
+    return `#comment-${c.id}`;
   });
   post('/edit', async (ctx, { p, pull }, values) => {
     const body = parseWith(
