@@ -85,14 +85,15 @@ Goal: the files tab of a pull request of 1,000 files / 50,000 changed lines show
 in under 1 s, with no main-thread task over 200 ms. The pull request is made from the 1,000-file
 repository above (its change on a branch \`topic\`, into \`main\`); the page shows the list of
 files, the first 20 files' diffs, and the other 980 collapsed behind "Load diff" (each loads
-from a fragment of its own). Server time as above (\`Server-Timing\`; the first view reads and
+from a fragment of its own); with more than 50 files the list starts closed (since part 2, for
+the changeset page too: the changeset figures above were taken with it open). Server time as above (\`Server-Timing\`; the first view reads and
 parses the compare, later views find it parsed); the browser figures as for the changeset
 (median of 3 loads). \`npm run bench:web -- --pulls-only\` measures this alone.
 
 Recorded ${new Date().toISOString().slice(0, 10)} on ${cpu} (${os.cpus().length} CPUs), Node ${process.version}, load average ${f.load.toFixed(1)} when it started.
 
 - Server time: first view ${f.first.toFixed(0)} ms, then p50 ${f.warm.p50.toFixed(1)} ms, p99 ${f.warm.p99.toFixed(1)} ms (${f.requests} requests).
-${b === undefined ? '' : `- In Chromium ${b.version} (headless, this machine): the first file shown ${b.firstFileMs.toFixed(0)} ms after the navigation started (goal < 1 s); the longest main-thread task ${b.longestTaskMs.toFixed(0)} ms (goal <= 200 ms), ${b.longTasks} tasks over 50 ms; the whole page loaded at ${b.loadMs.toFixed(0)} ms; ${b.collapsed} of 1,000 files collapsed.`}
+${b === undefined ? '' : `- In Chromium ${b.version} (headless, this machine): the first file shown ${b.firstFileMs.toFixed(0)} ms after the navigation started (goal < 1 s); ${b.longTasks === 0 ? 'no main-thread task over 50 ms (the shortest a `longtask` entry reports; goal <= 200 ms)' : `the longest main-thread task ${b.longestTaskMs.toFixed(0)} ms (goal <= 200 ms), ${b.longTasks} over 50 ms`}; the whole page loaded at ${b.loadMs.toFixed(0)} ms; ${b.collapsed} of 1,000 files collapsed.`}
 
 <!-- bench:web-pulls:end -->`;
   const file = path.join(import.meta.dirname, '..', 'README.md');
