@@ -1,7 +1,9 @@
 /**
  * Web pages' server time on 10,000-commit repositories (goal p50 <= 20 ms per page type), a
  * 10,000-line file page (<= 300 ms), and a changeset of 1,000 files / 50,000 changed lines in a
- * real browser (its first file shown in under 1 s, no main-thread task over 200 ms).
+ * real browser (its first file shown in under 1 s, no main-thread task over 200 ms); then the
+ * files tab of a pull request of the same 1,000 files (the same goals; bench/lib/web-pulls.ts),
+ * alone with `--pulls-only`.
  *
  * Uses the repositories of bench/contents.ts (`bench/.work/contents/<commits>`: git, and the same
  * history in Fossil and Mercurial) and two git repositories of its own under `bench/.work/web`
@@ -14,7 +16,7 @@
  * connection per request), and for git the `git` CLI (no web server of its own).
  * The table is printed and recorded in bench/README.md (section "Web pages").
  *
- *   npm run bench:web [-- --commits 10000 --iterations 200 --no-browser --no-record]
+ *   npm run bench:web [-- --commits 10000 --iterations 200 --no-browser --no-record --pulls-only]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,7 +30,8 @@ import { apiCaller, registerGenerated, startServerProcess } from './lib/server.t
 import type { VcsKind } from '../src/vcs/index.ts';
 import { freePort } from '../src/db/ports.ts';
 import { ENV, generateRepos, pipeInto } from './repos.ts';
-import { browserChangeset, type BrowserFigures } from './lib/web-browser.ts';
+import { browserDiffPage, type BrowserFigures } from './lib/web-browser.ts';
+import { describePullFiles, pullFilesTab, recordPullFiles } from './lib/web-pulls.ts';
 
 const exec = promisify(execFile);
 const { values } = parseArgs({
@@ -37,9 +40,11 @@ const { values } = parseArgs({
     iterations: { type: 'string', default: '200' },
     'no-browser': { type: 'boolean', default: false },
     'no-record': { type: 'boolean', default: false },
+    'pulls-only': { type: 'boolean', default: false },
   },
 });
 const COMMITS = Number(values.commits);
+const PULLS_ONLY = values['pulls-only'];
 const ITERATIONS = Number(values.iterations);
 const WARMUP = 50;
 const CONTENTS = path.join(import.meta.dirname, '.work', 'contents', String(COMMITS));
@@ -194,32 +199,49 @@ let bigFile: { first: number; warm: Stat } | undefined;
 let bigChange: { server: Stat; first: number } | undefined;
 let browser: BrowserFigures | undefined;
 
-const repos = await generateRepos(CONTENTS, COMMITS);
-const bigFileRepo = await gitRepo('big-file', [
-  commit(
-    1,
-    new Map([
-      ['src/big.ts', tsFile(10_000)],
-      ['README.md', '# big file\n'],
-    ]),
-    'a 10,000-line file\n',
-  ),
-]);
 const bigChangeRepo = await gitRepo('big-change', bigChangeStream());
 const server = await startServerProcess('web');
 const base = server.url;
 const api = apiCaller(base, server.token);
-const line = (r: Row) =>
-  console.log(
-    `${r.vcs.padEnd(7)} ${r.what.padEnd(34)} server p50=${r.server.p50.toFixed(2)} p99=${r.server.p99.toFixed(2)} ms` +
-      `  client p50=${r.client.p50.toFixed(2)} ms` +
-      (r.native === undefined
-        ? ''
-        : `   native p50=${r.native.p50.toFixed(2)} p99=${r.native.p99.toFixed(2)} ms`),
-  );
 
 try {
   await api('POST', '/api/v1/orgs', { name: 'bench' });
+  if (!PULLS_ONLY) await partOne();
+  const pulls = await pullFilesTab(server, api, bigChangeRepo, { browser: !values['no-browser'] });
+  console.log(describePullFiles(pulls));
+  if (!values['no-record']) {
+    if (!PULLS_ONLY) await record();
+    await recordPullFiles(pulls);
+    console.log('recorded in bench/README.md');
+  }
+} finally {
+  for (const c of children) c.kill();
+  keepAlive.destroy();
+  await server.close();
+}
+
+/** Part 1's pages: every page type on the three kinds, the big file, the big changeset. */
+async function partOne(): Promise<void> {
+  const repos = await generateRepos(CONTENTS, COMMITS);
+  const bigFileRepo = await gitRepo('big-file', [
+    commit(
+      1,
+      new Map([
+        ['src/big.ts', tsFile(10_000)],
+        ['README.md', '# big file\n'],
+      ]),
+      'a 10,000-line file\n',
+    ),
+  ]);
+  const line = (r: Row) =>
+    console.log(
+      `${r.vcs.padEnd(7)} ${r.what.padEnd(34)} server p50=${r.server.p50.toFixed(2)} p99=${r.server.p99.toFixed(2)} ms` +
+        `  client p50=${r.client.p50.toFixed(2)} ms` +
+        (r.native === undefined
+          ? ''
+          : `   native p50=${r.native.p50.toFixed(2)} p99=${r.native.p99.toFixed(2)} ms`),
+    );
+
   const names: Record<VcsKind, string> = { git: 'g', hg: 'h', fossil: 'f' };
   const register = (name: string, vcs: VcsKind, from: string) =>
     registerGenerated(server, api, 'bench', name, vcs, from);
@@ -352,16 +374,11 @@ try {
     `1,000-file changeset: first ${cold.toFixed(1)} ms, then p50=${bigChange.server.p50.toFixed(1)} p99=${bigChange.server.p99.toFixed(1)} ms`,
   );
   if (!values['no-browser']) {
-    browser = await browserChangeset(change);
+    browser = await browserDiffPage(change);
     console.log(
       `browser: first file shown ${browser.firstFileMs.toFixed(0)} ms after navigation start, longest main-thread task ${browser.longestTaskMs.toFixed(0)} ms (${browser.longTasks} over 50 ms)`,
     );
   }
-  if (!values['no-record']) await record();
-} finally {
-  for (const c of children) c.kill();
-  keepAlive.destroy();
-  await server.close();
 }
 
 async function record(): Promise<void> {
@@ -419,5 +436,4 @@ ${extra}
   const re = /<!-- bench:web:start -->[\s\S]*?<!-- bench:web:end -->/;
   const updated = re.test(text) ? text.replace(re, section) : `${text.trimEnd()}\n\n${section}\n`;
   await fs.writeFile(file, await prettier.format(updated, { parser: 'markdown', proseWrap: 'preserve' }));
-  console.log('recorded in bench/README.md');
 }

@@ -164,7 +164,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   userRoutes(api, services.users);
   orgRoutes(api, services.orgs, services.users);
   repoRoutes(api, services.repos);
-  contentRoutes(api, services.contents, { socketHandOff: config.rawSocketHandOff });
+  contentRoutes(api, services.contents, services.compare, { socketHandOff: config.rawSocketHandOff });
   refRoutes(api, services.refs);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);

@@ -11,6 +11,7 @@ import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
 import { ContentsService } from './repos/contents-service.ts';
+import { CompareService } from './repos/compare.ts';
 import { RefsService } from './repos/refs.ts';
 import { TokenTargets } from './repos/targets.ts';
 import { createVcs, type Vcs } from './vcs/index.ts';
@@ -60,6 +61,8 @@ export type Services = {
   contents: ContentsService;
   /** Branch, bookmark and tag lists. */
   refs: RefsService;
+  /** Three-dot compares (commits and files between two refs or commits). */
+  compare: CompareService;
 };
 
 export type AppDeps = {
@@ -180,6 +183,7 @@ export function createServices(deps: AppDeps): Services {
     archives: transports,
     retryAfterSeconds: deps.config.transport.retryAfterSeconds,
   });
+  const compare = new CompareService(repos, vcs, deps.config.limits);
   const pulls: PullsService = new PullsService({
     em,
     log: deps.log,
@@ -187,6 +191,7 @@ export function createServices(deps: AppDeps): Services {
     repos,
     changes,
     vcs,
+    compare,
     mergeability: new Mergeability({
       ops: (kind) => vcs.ops(kind),
       budgetMs: deps.config.pullCheckBudgetMs,
@@ -219,5 +224,6 @@ export function createServices(deps: AppDeps): Services {
     sessions,
     contents,
     refs: new RefsService(repos, vcs),
+    compare,
   };
 }

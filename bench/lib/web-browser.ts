@@ -1,6 +1,7 @@
 /**
- * A page measured in Debian's Chromium (playwright-core): when the first file of a changeset is
- * on screen, and the main thread's long tasks from the navigation to a second after the load.
+ * A diff page (a changeset, a pull request's files) measured in Debian's Chromium
+ * (playwright-core): when its first file is on screen, and the main thread's long tasks from
+ * the navigation to a second after the load.
  */
 import { chromium } from 'playwright-core';
 
@@ -16,10 +17,10 @@ export type BrowserFigures = {
   collapsed: number;
 };
 
-/** The first file's diff block on a changeset page (see src/web/views/code/). */
+/** The first file's diff block on a diff page (see src/web/views/code/diff.ts). */
 export const FIRST_FILE = '.diff-file';
 
-export async function browserChangeset(url: string): Promise<BrowserFigures> {
+export async function browserDiffPage(url: string): Promise<BrowserFigures> {
   const browser = await chromium.launch({
     executablePath: process.env.TRIAD_CHROMIUM ?? '/usr/bin/chromium',
     args: [

@@ -3,7 +3,9 @@ import type { RepoHandle, RepoTarget } from '../domain/repo.ts';
 import { isDbId } from '../db/sql.ts';
 import type { Db } from '../db/query.ts';
 import type { TextSource } from '../db/search.ts';
-import { offsetOf, type Page } from '../http/pagination.ts';
+import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
+import type { CompareEnds, ParsedCompare } from '../repos/compare.ts';
+import type { LogEntry } from '../vcs/reader.ts';
 import * as db from './repository.ts';
 import type { PullRow, StoredCheck } from './repository.ts';
 import { pullCommentJson, pullJson, type ListPullsQuery, type PullJson } from './schemas.ts';
@@ -54,6 +56,37 @@ export class PullReads {
       updated_at,
       closed_at,
     };
+  }
+
+  /**
+   * The two commits a pull request's commits and files lie between: while it is open, the heads
+   * its source and target name now (the recorded one of a ref that is gone); once closed or
+   * merged, the heads it recorded (a merged one: the source head it merged and the target head
+   * before the merge).
+   */
+  async ends(t: RepoTarget, number: number): Promise<{ repo: RepoHandle; ends: CompareEnds }> {
+    const repo = await this.repo(t);
+    const row = await this.find(this.d.em(), repo.id, number, false);
+    let head = row.head_commit;
+    let base = row.base_commit;
+    if (row.status === 'open') {
+      const [sh, th] = await this.d.mergeability.heads(repo, row.source_ref, row.target_ref);
+      head = sh ?? head;
+      base = th ?? base;
+    }
+    return { repo, ends: { base, head } };
+  }
+
+  /** A page of the pull request's commits (those of its source its target lacks), oldest first. */
+  async commits(t: RepoTarget, number: number, q: PageQuery): Promise<Page<LogEntry>> {
+    const { repo, ends } = await this.ends(t, number);
+    return this.d.compare.commits(repo, ends, q);
+  }
+
+  /** The pull request's files: the diff from the merge base of its ends to its head. */
+  async files(t: RepoTarget, number: number): Promise<ParsedCompare> {
+    const { repo, ends } = await this.ends(t, number);
+    return this.d.compare.files(repo, ends);
   }
 
   /** The pull request `number` of the repository (404 when there is none); `lock` for a change. */

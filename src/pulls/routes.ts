@@ -4,6 +4,9 @@ import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pathInt } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
+import { offsetOf, pageQuery } from '../http/pagination.ts';
+import { COMPARE_MAX_FILES, fileJson } from '../repos/compare.ts';
+import { commitSchema, compareFileSchema } from '../repos/schemas.ts';
 import {
   createPullBody,
   listPullsQuery,
@@ -21,7 +24,7 @@ const MEMBER_403 = `${WRITE_403}, or the caller is not a member of the organizat
 const NUMBER = { number: pathInt };
 
 /** Could this caller push to the repository (`repo:write`, org member, a token reaching it)? */
-async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
+export async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
   return access.authorize(target, { scope: 'repo:write', role: 'member' }).then(
     () => true,
     (e: unknown) => {
@@ -60,6 +63,43 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     returns: respond.data(pullSchema, 'the pull request'),
     errors: { 403: READ_403, 404: 'no such repository or pull request' },
     handler: async ({ target, params }) => reply.ok(await reads.detail(target, params.number)),
+  });
+  api.repoRoute({
+    method: 'get',
+    path: `${base}/:number/commits`,
+    repo: { scope: 'pulls:read' },
+    params: NUMBER,
+    tag: 'pulls',
+    auth: 'public',
+    summary:
+      "A pull request's commits (those of its source that its target lacks), oldest first, paged; a closed or merged one's as recorded",
+    operationId: 'listPullCommits',
+    query: pageQuery(),
+    returns: respond.list(commitSchema, 'commits, oldest first'),
+    errors: { 403: READ_403, 404: 'no such repository or pull request' },
+    handler: async ({ target, params, query }) =>
+      reply.list(await reads.commits(target, params.number, query)),
+  });
+  api.repoRoute({
+    method: 'get',
+    path: `${base}/:number/files`,
+    repo: { scope: 'pulls:read' },
+    params: NUMBER,
+    tag: 'pulls',
+    auth: 'public',
+    summary:
+      "A pull request's changed files (the diff from the merge base to its head, as a compare's `files`), in path order, paged; at most 3,000",
+    operationId: 'listPullFiles',
+    query: pageQuery(),
+    returns: respond.list(compareFileSchema, 'files, in path order'),
+    errors: { 403: READ_403, 404: 'no such repository or pull request' },
+    handler: async ({ target, params, query }) => {
+      const { files } = await reads.files(target, params.number);
+      const at = offsetOf(query);
+      const items = files.slice(at, at + query.per_page).map(fileJson);
+      const total = Math.min(files.length, COMPARE_MAX_FILES);
+      return reply.list({ items, total, page: query.page, perPage: query.per_page });
+    },
   });
   api.repoRoute({
     method: 'post',

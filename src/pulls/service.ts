@@ -12,6 +12,7 @@ import type { RepoHandle } from '../domain/repo.ts';
 import type { Trigger } from '../pipelines/model.ts';
 import type { PipelinesService } from '../pipelines/service.ts';
 import type { RepoChanges } from '../repos/changes.ts';
+import type { CompareService } from '../repos/compare.ts';
 import type { ReposService } from '../repos/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import type { UsersService } from '../users/service.ts';
@@ -30,6 +31,8 @@ export type PullsDeps = {
   /** The one repository-change path (merges run as its mutation). */
   changes: Pick<RepoChanges, 'change'>;
   vcs: Pick<Vcs, 'ops'>;
+  /** Commits and files between two commits (a pull request's range). */
+  compare: Pick<CompareService, 'commits' | 'files'>;
   mergeability: Mergeability;
   /** CI: pipelines for `pull_request` triggers, in the caller's transaction. */
   ci: Pick<PipelinesService, 'trigger'>;

@@ -67,9 +67,11 @@ export class PullSync {
         (await contains(sourceHead, targetMove.head)) &&
         (targetMove.oldHead === '' || !(await contains(sourceHead, targetMove.oldHead)))
       ) {
+        // base: the target before this push, as after a merge through Triad (its range, its
+        // commits and files, stay readable)
         const check: StoredCheck = {
           head_commit: sourceHead,
-          base_commit: targetMove.head,
+          base_commit: targetMove.oldHead === '' ? targetMove.head : targetMove.oldHead,
           mergeable_state: 'behind',
           conflicted_files: [],
           commits_ahead: 0,

@@ -6,7 +6,14 @@ import type { RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { pageQuery } from '../http/pagination.ts';
 import type { ContentsService } from './contents-service.ts';
-import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
+import { fileJson, splitRange, type CompareService } from './compare.ts';
+import {
+  changesetSchema,
+  commitSchema,
+  compareSchema,
+  fileContentSchema,
+  treeEntrySchema,
+} from './schemas.ts';
 
 const revText = z
   .string()
@@ -37,7 +44,12 @@ const READ_ERRORS = {
 const AT_COMMIT = 'the commit `rev` resolves to (a moving `rev` such as a branch answers 304 until it moves)';
 
 /** Routes under /api/v1/repos/:org/:repo for contents (thin: parse -> service -> reply). */
-export function contentRoutes(api: Api, svc: ContentsService, opts: { socketHandOff: boolean }): void {
+export function contentRoutes(
+  api: Api,
+  svc: ContentsService,
+  compare: CompareService,
+  opts: { socketHandOff: boolean },
+): void {
   const READ = { scope: 'repo:read' } as const;
   /**
    * A read at the commit `rev` resolves to, with that commit's `ETag`; 304 when the client's
@@ -169,6 +181,42 @@ export function contentRoutes(api: Api, svc: ContentsService, opts: { socketHand
       // As for every other path segment, a NUL names nothing (404).
       if (ctx.params.rev.includes('\u0000')) throw ApiError.notFound('revision');
       return atCommit(ctx, 'changeset', ctx.params.rev, (at) => svc.changeset(ctx.target, at));
+    },
+  });
+  api.repoRoute({
+    repo: READ,
+    method: 'get',
+    path: '/compare/*basehead',
+    tag: 'contents',
+    auth: 'public',
+    operationId: 'compareCommits',
+    summary:
+      'A three-dot compare `BASE...HEAD`: the commits reachable from head and not from base (oldest first, the first 250) and the diff from their merge base to head, file by file, under the diff caps',
+    params: {
+      basehead: z.string().meta({
+        description:
+          'two names joined by `...`: each a branch, bookmark, tag or commit id (full or an unambiguous prefix); a name holding `/` may keep it or encode it (`%2F`), a name holding `...` encodes a dot (`%2E`)',
+        minLength: 1,
+      }),
+    },
+    returns: respond.data(compareSchema, 'the compare'),
+    errors: {
+      400: 'not `BASE...HEAD` (a missing name, no `...`, several `...`, a bad encoding or control characters: `validation_failed`)',
+      403: READ_ERRORS[403],
+      404: 'no such repository, or base or head names nothing (the message names it)',
+    },
+    handler: async ({ req, target }) => {
+      const { base, head } = splitRange(req.originalUrl);
+      const r = await compare.compare(target, base, head);
+      return reply.ok({
+        base: r.base,
+        head: r.head,
+        merge_base: r.mergeBase ?? null,
+        total_commits: r.totalCommits,
+        commits: r.commits,
+        files: r.files.map(fileJson),
+        diff_truncated: r.truncated,
+      });
     },
   });
 }

@@ -120,3 +120,46 @@ export const refSchema = z
       .meta({ description: 'the commit the ref names (a branch: its head)' }),
   })
   .meta({ id: 'Ref' });
+
+export const compareFileSchema = z
+  .object({
+    path: z.string(),
+    previous_path: z.string().optional().meta({ description: 'a renamed file only: its old path' }),
+    status: z.enum(['added', 'modified', 'deleted', 'renamed']).meta({
+      description:
+        '`renamed` where the VCS records renames (Mercurial); git and Fossil show a deletion and an addition',
+    }),
+    additions: z.int().min(0),
+    deletions: z.int().min(0),
+    diff: z.string().meta({
+      description:
+        "the file's unified diff hunks (from its first `@@` line); empty for a binary file, a mode change only, or a file over the per-file cap",
+    }),
+    truncated: z.boolean().meta({
+      description:
+        'the file is listed without its diff: a version of it, or its diff, is over the per-file cap',
+    }),
+  })
+  .meta({ id: 'CompareFile' });
+
+export const compareSchema = z
+  .object({
+    base: z.string().meta({ description: 'the commit `base` names' }),
+    head: z.string().meta({ description: 'the commit `head` names' }),
+    merge_base: z
+      .string()
+      .nullable()
+      .meta({ description: 'their most recent common ancestor; null when the histories are unrelated' }),
+    total_commits: z.int().min(0).meta({ description: 'commits reachable from head and not from base' }),
+    commits: z.array(commitSchema).meta({
+      description: 'the first 250 of those commits, oldest first (`total_commits` counts them all)',
+    }),
+    files: z.array(compareFileSchema).meta({
+      description: 'the diff from merge_base to head, file by file in path order (at most 3,000 files)',
+    }),
+    diff_truncated: z.boolean().meta({
+      description:
+        'the diff is incomplete: a file is listed without its diff (`truncated`), or files past the size cap of the whole diff or past the first 3,000 are left out',
+    }),
+  })
+  .meta({ id: 'Compare' });

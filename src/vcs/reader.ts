@@ -54,6 +54,25 @@ export const DEFAULT_LIMITS: ContentLimits = {
 };
 export type LogPage = { entries: LogEntry[]; total: number };
 
+/**
+ * What a three-dot compare asks of `RepoReader.compare`: a page of the range's commits (oldest
+ * first; `perPage` 0 reads none) and, with `limits`, the diff from the merge base to the head.
+ */
+export type CompareOptions = { page: number; perPage: number; limits?: ContentLimits | undefined };
+/**
+ * A three-dot compare of two commits (git's `base...head`): `mergeBase` is their most recent
+ * common ancestor (undefined when the histories are unrelated: the diff is then against an empty
+ * tree); `commits` the asked page of the commits reachable from the head and not from the base,
+ * oldest first, `totalCommits` all of them; `diff` the capped diff from the merge base to the
+ * head (undefined when no `limits` were given).
+ */
+export type Comparison = {
+  mergeBase: string | undefined;
+  commits: LogEntry[];
+  totalCommits: number;
+  diff: DiffResult | undefined;
+};
+
 export const REF_TYPES = ['branch', 'bookmark', 'tag'] as const;
 export type RefType = (typeof REF_TYPES)[number];
 /** A ref's head commit: the fields of its log entry that name and describe it. */
@@ -102,6 +121,13 @@ export interface RepoReader {
   refs(type: RefType, page: number, perPage: number, defaultBranch: string): Promise<RefPage | undefined>;
   /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
   changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;
+  /**
+   * A three-dot compare of two commits, `base` and `head` full ids the caller resolved (see
+   * `Comparison`; `ReadNotFound('revision')` when either names no commit). The diff has the form
+   * and the caps of `changeset`'s. Commit lists are kept per pair (history is immutable), so
+   * paging through a long range reads it once.
+   */
+  compare(base: string, head: string, opts: CompareOptions): Promise<Comparison>;
   /** True while a request is queued or running (the pool closes no busy reader as idle). */
   busy(): boolean;
   /** Ends the persistent processes once queued work is done. */

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import hljs from 'highlight.js';
-import { ByteLru } from './byte-lru.ts';
+import { ByteLru } from '../vcs/byte-lru.ts';
 import { escapeHtml } from './html.ts';
 
 /** Highlighting is off above these (plain lines). */

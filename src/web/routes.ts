@@ -35,6 +35,9 @@ import { pipelinePages } from './pages/pipelines/detail.ts';
 import { issueListPages } from './pages/issues.ts';
 import { issuePages } from './pages/issue.ts';
 import { previewPages } from './pages/preview.ts';
+import { pullListPages } from './pages/pulls/list.ts';
+import { pullDetailPages } from './pages/pulls/detail.ts';
+import { pullChangesPages } from './pages/pulls/changes.ts';
 
 export type WebRoutesDeps = {
   services: Services;
@@ -102,6 +105,11 @@ export function webRoutes(d: WebRoutesDeps): Router {
   issueListPages(w, issues);
   issuePages(w, issues);
   previewPages(w, { repos: s.repos });
+  // pull requests (`/pulls/new` before `/pulls/:number`)
+  const pulls = { repos: s.repos, pulls: s.pulls, refs: s.refs, compare: s.compare };
+  pullListPages(w, pulls);
+  pullDetailPages(w, pulls);
+  pullChangesPages(w, pulls);
   // what no page answers below the web's own prefixes is a page too
   for (const path of ['/-/*rest', '/:org/-/*rest', '/:org/:repo/-/*rest']) {
     w.get(path, () => Promise.resolve(errorPage(404, 'not found')));

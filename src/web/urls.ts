@@ -46,6 +46,25 @@ export const urls = {
   /** One label below its list (`base`: `labels`, `orgLabels` or `adminLabels`), and its deletion. */
   label: (base: string, id: number) => `${base}/${id}`,
   labelDelete: (base: string, id: number) => `${base}/${id}/delete`,
+  /** Pull requests: the list (by status), one (`tab`: commits, files), a new one (source and target). */
+  pulls: (org: string, repo: string, status?: string) =>
+    urls.repoSub(
+      org,
+      repo,
+      status === undefined || status === 'open' ? 'pulls' : `pulls?status=${enc(status)}`,
+    ),
+  pull: (org: string, repo: string, n: number, tab?: 'commits' | 'files' | 'merge-box') =>
+    urls.repoSub(org, repo, `pulls/${n}${tab === undefined ? '' : `/${tab}`}`),
+  newPull: (org: string, repo: string, refs: { source?: string; target?: string } = {}) => {
+    const q = new URLSearchParams();
+    if (refs.target !== undefined) q.set('target', refs.target);
+    if (refs.source !== undefined) q.set('source', refs.source);
+    const qs = q.toString();
+    return urls.repoSub(org, repo, `pulls/new${qs === '' ? '' : `?${qs}`}`);
+  },
+  /** One file of the diff between two commits (`as`: its page, or the fragment the `diff` island loads). */
+  compareFile: (org: string, repo: string, base: string, head: string, n: number, as: 'file' | 'fragment') =>
+    urls.repoSub(org, repo, `compare/${enc(base)}...${enc(head)}/${as}/${n}`),
   newRepo: (org?: string) => (org === undefined ? '/-/new/repo' : `/-/new/repo?org=${enc(org)}`),
   tokens: '/-/settings/tokens',
   pipelines: (org: string, repo: string) => urls.repoSub(org, repo, 'pipelines'),

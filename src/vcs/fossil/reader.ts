@@ -10,6 +10,10 @@ import {
   splitMessage,
   type BlobContent,
   type Changeset,
+  type CompareOptions,
+  type ContentLimits,
+  type Comparison,
+  type DiffResult,
   type LogEntry,
   type LogPage,
   type RawFile,
@@ -22,6 +26,7 @@ import {
 import { PersistentProcess, Respawning, type Parser } from '../process/process.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
 import { sqlText } from './sql.ts';
+import { rangeOf, treeDiff, type FossilRange } from './compare.ts';
 
 type Row = {
   rid: number;
@@ -68,6 +73,7 @@ function julianIso(mtime: number): string {
 export class FossilReader implements RepoReader {
   private readonly proc: Respawning;
   private readonly orders = new Lru<number, number[]>(16);
+  private readonly ranges = new Lru<string, FossilRange>(16);
   private seq = 0;
   private readonly tag = randomBytes(6).toString('hex');
 
@@ -334,14 +340,50 @@ export class FossilReader implements RepoReader {
         oldSize: c.oldUuid === null ? undefined : Math.max(0, c.oldSize ?? 0),
         newSize: c.newUuid === null ? undefined : Math.max(0, c.newSize ?? 0),
       }));
-    const load = async (ids: string[]) => {
-      const list = ids.map((id) => sqlText(id)).join(', ');
-      const got =
-        (await this.query<Record<string, string | null>>(
-          `SELECT json_group_object(b.uuid, hex(content(b.uuid))) FROM blob b WHERE b.uuid IN (${list})`,
-        )) ?? {};
-      return new Map(ids.map((id) => [id, got[id] == null ? undefined : Buffer.from(got[id], 'hex')]));
+    return { ...this.entry(row), ...(await cappedDiff(changes, (ids) => this.contents(ids), limits)) };
+  }
+  async compare(base: string, head: string, opts: CompareOptions): Promise<Comparison> {
+    const hex = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+    if (!hex.test(base) || !hex.test(head)) throw new ReadNotFound('revision');
+    const range = await this.range(base, head);
+    const rows = await this.rows(range.ids.slice((opts.page - 1) * opts.perPage, opts.page * opts.perPage));
+    const diff =
+      opts.limits === undefined ? undefined : await this.treeDiff(range.mergeBase, head, opts.limits);
+    return {
+      mergeBase: range.mergeBase ?? undefined,
+      commits: rows.map((r) => this.entry(r)),
+      totalCommits: range.ids.length,
+      diff,
     };
-    return { ...this.entry(row), ...(await cappedDiff(changes, load, limits)) };
+  }
+
+  private range(base: string, head: string): Promise<FossilRange> {
+    const key = `${base}...${head}`;
+    const hit = this.ranges.get(key);
+    if (hit !== undefined) return Promise.resolve(hit);
+    return rangeOf((sql) => this.query(sql), base, head).then((r) => {
+      this.ranges.set(key, r);
+      return r;
+    });
+  }
+
+  private treeDiff(from: string | null, to: string, limits: ContentLimits): Promise<DiffResult> {
+    return treeDiff(
+      (sql) => this.query(sql),
+      (ids) => this.contents(ids),
+      from,
+      to,
+      limits,
+    );
+  }
+
+  /** File contents by artifact id (absent: a phantom). */
+  private async contents(ids: string[]): Promise<Map<string, Buffer | undefined>> {
+    const list = ids.map((id) => sqlText(id)).join(', ');
+    const got =
+      (await this.query<Record<string, string | null>>(
+        `SELECT json_group_object(b.uuid, hex(content(b.uuid))) FROM blob b WHERE b.uuid IN (${list})`,
+      )) ?? {};
+    return new Map(ids.map((id) => [id, got[id] == null ? undefined : Buffer.from(got[id], 'hex')]));
   }
 }

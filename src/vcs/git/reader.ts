@@ -24,6 +24,8 @@ import {
   type TreeEntry,
   readPrefix,
   type RawFile,
+  type CompareOptions,
+  type Comparison,
 } from '../reader.ts';
 import { PersistentProcess, Respawning } from '../process/process.ts';
 import {
@@ -38,6 +40,7 @@ import {
   type RawEntry,
 } from './objects.ts';
 import { output } from '../refs.ts';
+import { execute } from '../process/run.ts';
 import { cappedDiff, type SizedChange } from '../diff.ts';
 
 /** Branch heads, tags (name -> commit) and tags by commit, as of the ref files' `key`. */
@@ -55,6 +58,7 @@ export class GitReader implements RepoReader {
   private readonly proc: Respawning;
   private readonly commits = new Lru<string, Commit>(50_000);
   private readonly orders = new Lru<string, string[]>(8);
+  private readonly ranges = new Lru<string, { mergeBase: string | undefined; ids: string[] }>(16);
   private refsCache: Refs | undefined;
 
   constructor(dir: string) {
@@ -272,6 +276,52 @@ export class GitReader implements RepoReader {
     const parent = c.parents[0] === undefined ? undefined : (await this.commitsOf([c.parents[0]]))[0];
     const diff = await this.diff(parent?.tree, c.tree, limits);
     return { ...this.entry(c, refs, this.branchOf(refs, rev, id)), ...diff };
+  }
+
+  async compare(base: string, head: string, opts: CompareOptions): Promise<Comparison> {
+    const hex = /^([0-9a-f]{40}|[0-9a-f]{64})$/;
+    if (!hex.test(base) || !hex.test(head)) throw new ReadNotFound('revision');
+    const found = await this.batch([base, head].map((id) => ({ op: 'info', name: `${id}^{commit}` })));
+    if (found.some((o) => o?.type !== 'commit')) throw new ReadNotFound('revision');
+    const [range, refs] = await Promise.all([this.range(base, head), this.refState()]);
+    const ids = range.ids.slice((opts.page - 1) * opts.perPage, opts.page * opts.perPage);
+    const commits = await this.commitsOf(ids);
+    const branch = this.branchOf(refs, head, head);
+    let diff: DiffResult | undefined;
+    if (opts.limits !== undefined) {
+      const ends = await this.commitsOf(range.mergeBase === undefined ? [head] : [range.mergeBase, head]);
+      const from = range.mergeBase === undefined ? undefined : ends[0]?.tree;
+      diff = await this.diff(from, ends[ends.length - 1]!.tree, opts.limits);
+    }
+    return {
+      mergeBase: range.mergeBase,
+      commits: commits.map((c) => this.entry(c, refs, branch)),
+      totalCommits: range.ids.length,
+      diff,
+    };
+  }
+
+  /** The merge base of two commits and the commits only `head` reaches, oldest first (kept per pair). */
+  private async range(base: string, head: string): Promise<{ mergeBase: string | undefined; ids: string[] }> {
+    const key = `${base}...${head}`;
+    const hit = this.ranges.get(key);
+    if (hit !== undefined) return hit;
+    const [mb, list] = await Promise.all([
+      // exit 1: no common ancestor
+      execute(GIT.bin, ['-C', this.dir, 'merge-base', base, head], { env: GIT.env }),
+      output(
+        GIT.bin,
+        ['-C', this.dir, 'rev-list', '--reverse', head, '--not', base],
+        GIT.env,
+        256 * 1024 * 1024,
+      ),
+    ]);
+    if (mb.code !== 0 && mb.code !== 1)
+      throw new Error(`git merge-base failed (exit ${mb.code}): ${mb.stderr}`);
+    const mergeBase = mb.code === 0 ? mb.stdout.toString('utf8').trim() : undefined;
+    const out = { mergeBase, ids: list.split('\n').filter((l) => l !== '') };
+    this.ranges.set(key, out);
+    return out;
   }
 
   /** Git-style diff between two trees, read through cat-file (no process spawned), capped. */

@@ -7,6 +7,8 @@ import {
   splitMessage,
   type BlobContent,
   type Changeset,
+  type CompareOptions,
+  type Comparison,
   type DiffResult,
   type LogEntry,
   type LogPage,
@@ -37,6 +39,8 @@ type Answer = {
   /** `refs`: name and head, by name */
   refs?: [string, Entry][];
   diff?: string;
+  /** `compare`: the common ancestor (null when none) */
+  mergeBase?: string | null;
 } & Partial<Entry>;
 
 /**
@@ -167,6 +171,30 @@ export class HgReader implements RepoReader {
       diff: e.diff ?? '',
       diff_truncated: e.diff_truncated ?? false,
       diff_truncated_files: e.diff_truncated_files ?? [],
+    };
+  }
+  async compare(base: string, head: string, opts: CompareOptions): Promise<Comparison> {
+    const hex = /^[0-9a-f]{40}$/;
+    if (!hex.test(base) || !hex.test(head)) throw new ReadNotFound('revision');
+    const caps =
+      opts.limits === undefined
+        ? ['-1', '-1']
+        : [opts.limits.diffMaxFileBytes, opts.limits.diffMaxBytes].map((n) => String(Math.trunc(n)));
+    const offset = String((opts.page - 1) * opts.perPage);
+    const { answer } = await this.read('compare', base, head, offset, String(opts.perPage), ...caps);
+    const a = answer as Answer & Partial<DiffResult>;
+    return {
+      mergeBase: a.mergeBase ?? undefined,
+      commits: (a.entries ?? []).map((e) => this.entry(e)),
+      totalCommits: a.total ?? 0,
+      diff:
+        opts.limits === undefined
+          ? undefined
+          : {
+              diff: a.diff ?? '',
+              diff_truncated: a.diff_truncated ?? false,
+              diff_truncated_files: a.diff_truncated_files ?? [],
+            },
     };
   }
 }

@@ -218,19 +218,50 @@ def _answer(ui, repo, op, rev, *args):
         e = _entry(repo, ctx.node())
         e.update(_capped_diff(ui, repo, ctx, int(args[0]), int(args[1])))
         return _out(ui, e)
+    if op == b'compare':
+        # REV is the base; ARGS: head, offset, limit, and the diff caps (-1: no diff)
+        head, err = _ctx(repo, args[0])
+        if head is None:
+            return _out(ui, {'error': err})
+        anc, revs = _range(repo, ctx, head)
+        offset, limit = int(args[1]), int(args[2])
+        node_of = repo.changelog.node
+        out = {
+            'mergeBase': None if anc == nodemod.nullid else _s(nodemod.hex(anc)),
+            'total': len(revs),
+            'entries': [_entry(repo, node_of(r)) for r in revs[offset:offset + limit]],
+        }
+        filemax, totalmax = int(args[3]), int(args[4])
+        if filemax >= 0:
+            out.update(_capped_diff(ui, repo, head, filemax, totalmax, repo[anc]))
+        return _out(ui, out)
     return _out(ui, {'error': 'op'})
+
+
+# three-dot ranges by (base node, head node): their common ancestor and the revisions only the
+# head reaches, oldest first (dropped with the file logs when the changelog changes)
+_ranges = {}
+
+
+def _range(repo, base, head):
+    key = (base.node(), head.node())
+    r = _ranges.pop(key, None)
+    if r is None:
+        cl = repo.changelog
+        r = (cl.ancestor(base.node(), head.node()), sorted(cl.findmissingrevs([base.rev()], [head.rev()])))
+    return _remember(_ranges, key, r, 16)
 
 
 def _gitmode(flags):
     return b'120000' if b'l' in flags else b'100755' if b'x' in flags else b'100644'
 
 
-def _capped_diff(ui, repo, ctx, filemax, totalmax):
-    """The git-style diff against the first parent under Triad's caps (the rules of its
+def _capped_diff(ui, repo, ctx, filemax, totalmax, base=None):
+    """The git-style diff against the first parent (or `base`) under Triad's caps (the rules of its
     DiffBuilder): a file whose either version is larger than filemax is shown by its header only,
     without being diffed; so is a file whose section is larger than filemax; the first section
     that would take the whole past totalmax is left out with every later one."""
-    p1 = ctx.p1()
+    p1 = ctx.p1() if base is None else base
     st = repo.status(p1, ctx)
     files = sorted(st.modified + st.added + st.removed)
     big = {}
@@ -325,6 +356,7 @@ def _fresh(repo):
     if st != _stamp[0]:
         repo.invalidateall()
         _filelogs.clear()
+        _ranges.clear()
         _stamp[0] = st
     return repo.filtered(b'visible')
 

@@ -7,7 +7,7 @@ import type { RepoPage } from '../repo-page.ts';
 import { urls } from '../urls.ts';
 import { kindBadge, privateBadge } from './common.ts';
 
-export type RepoTab = 'code' | 'log' | 'issues' | 'pipelines' | 'releases' | 'labels' | 'settings';
+export type RepoTab = 'code' | 'log' | 'issues' | 'pulls' | 'pipelines' | 'releases' | 'labels' | 'settings';
 
 export function repoHeader(p: RepoPage, current: RepoTab | undefined): Html {
   const { repo } = p;
@@ -15,6 +15,7 @@ export function repoHeader(p: RepoPage, current: RepoTab | undefined): Html {
     { key: 'code', href: urls.repo(repo.org, repo.name), label: 'Code' },
     { key: 'log', href: urls.log(repo.org, repo.name), label: 'History' },
     { key: 'issues', href: urls.issues(repo.org, repo.name), label: 'Issues' },
+    { key: 'pulls', href: urls.pulls(repo.org, repo.name), label: 'Pull requests' },
     { key: 'pipelines', href: urls.pipelines(repo.org, repo.name), label: 'Pipelines' },
     { key: 'releases', href: urls.releases(repo.org, repo.name), label: 'Releases' },
     { key: 'labels', href: urls.labels(repo.org, repo.name), label: 'Labels' },

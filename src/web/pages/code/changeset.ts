@@ -14,14 +14,16 @@ import { urls } from '../../urls.ts';
 import type { WebRouter } from '../../web.ts';
 import { timeAgo } from '../../views/common.ts';
 import { repoHeader } from '../../views/repo.ts';
-import { fileBlock, fileBody, fileList, type DiffPlace } from '../../views/code/diff.ts';
+import {
+  diffNotes,
+  fileBlock,
+  fileBlocks,
+  fileBody,
+  fileList,
+  type DiffPlace,
+} from '../../views/code/diff.ts';
 import { commitOf, type CodeDeps } from './common.ts';
 import { refBadges } from './log.ts';
-
-/** Inline at most this many files, diff lines in all, and changed lines in one file. */
-const INLINE_FILES = 20;
-const INLINE_LINES = 2000;
-const INLINE_FILE_CHANGES = 800;
 
 export function changesetPages(w: WebRouter, d: CodeDeps): void {
   // a file by its place in the changeset (never by its path, which the pushed tree chose)
@@ -56,25 +58,7 @@ async function changesetPage(ctx: PageCtx, d: CodeDeps): Promise<WebReply> {
   const { p, parsed, place } = await load(ctx, d);
   const { cs, files } = parsed;
   const { repo } = p;
-  let shown = 0;
-  let lines = 0;
-  const blocks = files.map((f) => {
-    const inline = shown < INLINE_FILES && lines < INLINE_LINES && f.added + f.removed <= INLINE_FILE_CHANGES;
-    if (inline) {
-      shown++;
-      lines += f.lines.length;
-    }
-    return fileBlock(place, f, inline, fileLinks(place, f.index));
-  });
   const body = cs.message.slice(cs.subject.length).trim();
-  const notes = [
-    parsed.cut
-      ? html`<p class="flash warn">The diff is cut at its size limit: files after the last one below are not shown.</p>`
-      : '',
-    cs.diff_truncated && !parsed.cut
-      ? html`<p class="flash warn">Some files are not shown: too large. Files past the size limit of the whole diff may be missing from the list.</p>`
-      : '',
-  ];
   return web.page(
     `${cs.subject} · ${cs.short_id} · ${repo.org}/${repo.name}`,
     html`${repoHeader(p, 'log')}
@@ -88,9 +72,9 @@ ${body === '' ? '' : html`<pre class="message">${body}</pre>`}
 ${cs.branch === '' && cs.tags.length === 0 ? '' : html`<dt>Refs</dt><dd>${refBadges(cs)}</dd>`}
 </dl>
 <p class="actions"><a class="button subtle" href="${urls.tree(repo.org, repo.name, cs.id)}">Browse files</a><a class="button subtle" href="${urls.log(repo.org, repo.name, cs.id)}">History from here</a></p>
-${notes}
+${diffNotes(parsed)}
 ${fileList(files)}
-<div class="diff-files">${blocks}</div>
+${fileBlocks(place, files, (i) => fileLinks(place, i))}
 </article>`,
     { scripts: ['diff'], wide: true },
   );

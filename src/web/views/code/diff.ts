@@ -5,6 +5,7 @@
  * of its own).
  */
 import type { DiffFile } from '../../diff-files.ts';
+import type { ParsedDiff } from '../../../vcs/diff-files.ts';
 import { html, type Html } from '../../html.ts';
 import { urls } from '../../urls.ts';
 
@@ -14,17 +15,26 @@ const STATUS: Record<DiffFile['status'], string> = {
   added: 'added',
   deleted: 'deleted',
   modified: 'changed',
+  renamed: 'renamed',
 };
+
+/** The path, a renamed file's with where it came from. */
+function pathText(f: DiffFile): Html {
+  return f.previousPath === undefined ? html`${f.path}` : html`${f.previousPath} → ${f.path}`;
+}
 
 function counts(f: DiffFile): Html {
   return html`<span class="counts"><span class="add">+${f.added}<span class="visually-hidden"> added</span></span> <span class="del">−${f.removed}<span class="visually-hidden"> removed</span></span></span>`;
 }
 
+/** Above this many files the list starts closed (the first diffs stay near the top of the page). */
+const LIST_OPEN_MAX = 50;
+
 export function fileList(files: readonly DiffFile[]): Html {
   if (files.length === 0) return html`<p class="empty">No files changed.</p>`;
-  return html`<details class="diff-list" open>
+  return html`<details class="diff-list"${files.length <= LIST_OPEN_MAX ? html` open` : ''}>
 <summary>${files.length} ${files.length === 1 ? 'file' : 'files'} changed</summary>
-<ul class="plain">${files.map((f) => html`<li><a href="#file-${f.index}">${f.path}</a> <span class="muted">${STATUS[f.status]}</span> ${counts(f)}</li>`)}</ul>
+<ul class="plain">${files.map((f) => html`<li><a href="#file-${f.index}">${pathText(f)}</a> <span class="muted">${STATUS[f.status]}</span> ${counts(f)}</li>`)}</ul>
 </details>`;
 }
 
@@ -69,7 +79,7 @@ function fileHead(place: DiffPlace, f: DiffFile, level: 'h2' | 'h3'): Html {
   const name =
     f.status === 'deleted'
       ? html`<span class="path">${f.path}</span>`
-      : html`<a class="path" href="${urls.blob(place.org, place.repo, place.commit, f.path)}">${f.path}</a>`;
+      : html`<a class="path" href="${urls.blob(place.org, place.repo, place.commit, f.path)}">${pathText(f)}</a>`;
   const heading =
     level === 'h2'
       ? html`<h2 id="file-${f.index}-h">${name}</h2>`
@@ -95,4 +105,42 @@ export function fileBlock(
 ${fileHead(place, f, level)}
 <div class="diff-body" tabindex="-1">${body}</div>
 </section>`;
+}
+
+/** Inline at most this many files, diff lines in all, and changed lines in one file. */
+const INLINE_FILES = 20;
+const INLINE_LINES = 2000;
+const INLINE_FILE_CHANGES = 800;
+
+/**
+ * The blocks of a diff's files: the first ones inline (about 20 files or 2,000 diff lines,
+ * whichever comes first; a file of more than 800 changed lines never), the others collapsed, to
+ * be loaded one by one (`links`: a file's page and fragment), so a large diff shows its first
+ * file at once and never renders every file up front.
+ */
+export function fileBlocks(
+  place: DiffPlace,
+  files: readonly DiffFile[],
+  links: (index: number) => { fileUrl: string; fragmentUrl: string },
+): Html {
+  let shown = 0;
+  let lines = 0;
+  const blocks = files.map((f) => {
+    const inline = shown < INLINE_FILES && lines < INLINE_LINES && f.added + f.removed <= INLINE_FILE_CHANGES;
+    if (inline) {
+      shown++;
+      lines += f.lines.length;
+    }
+    return fileBlock(place, f, inline, links(f.index));
+  });
+  return html`<div class="diff-files">${blocks}</div>`;
+}
+
+/** What the diff's caps left out, said above its files. */
+export function diffNotes(parsed: Pick<ParsedDiff, 'cut' | 'truncated'>): Html {
+  if (parsed.cut)
+    return html`<p class="flash warn">The diff is cut at its size limit: files after the last one below are not shown.</p>`;
+  if (parsed.truncated)
+    return html`<p class="flash warn">Some files are not shown: too large. Files past the size limit of the whole diff may be missing from the list.</p>`;
+  return html``;
 }

@@ -1,6 +1,6 @@
 /**
  * A least-recently-used map bounded by the total size of its values (each value's size told by
- * `sizeOf`, about its bytes in memory): the highlighted files and the parsed changesets are kept
+ * `sizeOf`, about its bytes in memory): the highlighted files, the parsed changesets and compares are kept
  * in one each. A value larger than the whole bound is not kept.
  */
 export class ByteLru<K, V> {

@@ -1,0 +1,3 @@
+import { pullSuite } from './pulls-kind.ts';
+
+pullSuite('git');
