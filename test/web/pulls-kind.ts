@@ -54,7 +54,7 @@ export function pullSuite(kind: VcsKind): void {
       const compare = await visit(w, w.page.url());
       await checkPage(w, compare);
       await w.page.getByLabel('Title').fill('Feature work');
-      await w.page.getByLabel('Description').fill('Adds **alpha** and a [link](src/a.txt).');
+      await w.page.getByLabel('Description', { exact: true }).fill('Adds **alpha** and a [link](src/a.txt).');
       await w.page.getByRole('button', { name: 'Open pull request' }).click();
       await w.page.waitForURL(/\/-\/pulls\/1$/);
       expect(await textOf(w, '.pr-head h1')).toBe('Feature work #1');
@@ -75,10 +75,10 @@ export function pullSuite(kind: VcsKind): void {
       if (kind === 'git') await screenshot(w, 'pull-files');
 
       await visit(w, `${base}/-/pulls/1`);
-      await w.page.getByLabel('Add a comment').fill('Looks *good*');
+      await w.page.getByLabel('Add a comment', { exact: true }).fill('Looks *good*');
       await w.page.getByRole('button', { name: 'Comment' }).click();
       expect(await textOf(w, '.comment:last-of-type .markdown em')).toBe('good');
-      await w.page.getByLabel('Add a comment').fill('   ');
+      await w.page.getByLabel('Add a comment', { exact: true }).fill('   ');
       await w.page.getByRole('button', { name: 'Comment' }).click();
       expect(await textOf(w, '.flash.error')).toContain('must not be empty');
 
@@ -123,7 +123,7 @@ export function pullSuite(kind: VcsKind): void {
       const blank = { form: 'edit', title: ' ', body: 'kept' };
       expect(await forcePost(w, `/${W.org}/${repo.name}/-/pulls/${n}/edit`, blank)).toBe(400);
       expect(await textOf(w, '.flash.error')).toBe('form.title: must not be empty');
-      expect(await w.page.getByLabel('Description').inputValue()).toBe('kept');
+      expect(await w.page.getByLabel('Description', { exact: true }).inputValue()).toBe('kept');
       await w.page.getByLabel('Title').fill('Clash, renamed');
       await w.page.getByRole('button', { name: 'Save' }).click();
       expect(await textOf(w, '.pr-head h1')).toBe(`Clash, renamed #${n}`);
@@ -148,7 +148,7 @@ export function pullSuite(kind: VcsKind): void {
       );
       // anyone may comment on a public repository's pull request, as the API allows
       await visit(w, `${base}/-/pulls/2`);
-      await w.page.getByLabel('Add a comment').fill('from outside');
+      await w.page.getByLabel('Add a comment', { exact: true }).fill('from outside');
       await w.page.getByRole('button', { name: 'Comment' }).click();
       expect(await textOf(w, '.comment:last-of-type .markdown')).toBe('from outside');
       await w.context.close();

@@ -7,6 +7,7 @@ import type { PullJson } from '../../pulls/schemas.ts';
 import type { LogEntry } from '../../vcs/reader.ts';
 import { html, type Html } from '../html.ts';
 import { renderMarkdown, type MarkdownPlace } from '../markdown.ts';
+import { markdownEditor, type DiscussionRepo } from './markdown-editor.ts';
 import { urls } from '../urls.ts';
 import { timeAgo } from './common.ts';
 import { csrf, textarea } from './forms.ts';
@@ -89,10 +90,10 @@ ${markdownBody(c.body, place)}
 }
 
 /** The comment form (signed-in viewers). */
-export function commentForm(action: string, token: string, state: FormState): Html {
+export function commentForm(repo: DiscussionRepo, action: string, token: string, state: FormState): Html {
   return html`<form method="post" action="${action}" class="card comment-form">
 ${csrf(token)}
-${textarea({ name: 'comment', label: 'Add a comment', rows: 5, maxlength: 100_000, hint: 'Markdown. Raw HTML is shown as text.' }, state)}
+${markdownEditor({ repo, name: 'comment', label: 'Add a comment', rows: 5, value: field(state.values, 'comment') })}
 <p><button type="submit" class="button primary">Comment</button></p>
 </form>`;
 }

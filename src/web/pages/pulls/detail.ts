@@ -16,7 +16,8 @@ import { field, web, type FormState, type PageCtx, type UserCtx, type WebReply }
 import { html } from '../../html.ts';
 import { urls } from '../../urls.ts';
 import type { WebRouter } from '../../web.ts';
-import { actionButton, csrf, formError, input, textarea } from '../../views/forms.ts';
+import { actionButton, csrf, formError, input } from '../../views/forms.ts';
+import { EDITOR_SCRIPT, editorText, markdownEditor } from '../../views/markdown-editor.ts';
 import { commentBox, commentForm, markdownBody, mergeBox, pullHead } from '../../views/pulls.ts';
 import { repoHeader } from '../../views/repo.ts';
 import { timeAgo } from '../../views/common.ts';
@@ -43,7 +44,7 @@ export function pullDetailPages(w: WebRouter, d: PullDeps): void {
       { render: (ctx, state) => conversation(ctx, d, state) },
     );
   post('/comments', async (ctx, { p, pull }, values) => {
-    const body = parseWith(pullCommentBody, { body: field(values, 'comment') }, 'form');
+    const body = parseWith(pullCommentBody, { body: editorText(values, 'comment') }, 'form');
     rejectNul(body, 'form');
     const c = await d.pulls.writes.comment(p.target, ctx.access.actor(), pull.number, body.body);
     return `#comment-${c.id}`;
@@ -51,7 +52,7 @@ export function pullDetailPages(w: WebRouter, d: PullDeps): void {
   post('/edit', async (ctx, { p, pull }, values) => {
     const body = parseWith(
       updatePullBody,
-      { title: field(values, 'title'), body: field(values, 'body') },
+      { title: field(values, 'title'), body: editorText(values, 'body') },
       'form',
     );
     rejectNul(body, 'form');
@@ -129,7 +130,7 @@ async function conversation(ctx: PageCtx, d: PullDeps, state: FormState): Promis
 ${csrf(token)}
 <input type="hidden" name="form" value="edit">
 ${input({ name: 'title', label: 'Title', required: true, maxlength: 1000, value: editing ? field(state.values, 'title') : pull.title })}
-${textarea({ name: 'body', label: 'Description', rows: 8, maxlength: 100_000, value: editing ? field(state.values, 'body') : pull.body })}
+${markdownEditor({ repo: p.repo, name: 'body', label: 'Description', rows: 8, value: editing ? field(state.values, 'body') : pull.body })}
 <p><button type="submit" class="button primary">Save</button></p>
 </form>
 </details>
@@ -138,7 +139,12 @@ ${actionButton(`${here}/state`, token, pull.status === 'open' ? 'Close pull requ
   const commenting =
     token === undefined
       ? ''
-      : commentForm(`${here}/comments`, token, field(state.values, 'form') === '' ? state : { values: {} });
+      : commentForm(
+          p.repo,
+          `${here}/comments`,
+          token,
+          field(state.values, 'form') === '' ? state : { values: {} },
+        );
   const closed =
     pull.status === 'closed'
       ? html`<p class="flash warn">Closed ${timeAgo(pull.closed_at)}. Its commits and files are those it had then.</p>`
@@ -161,6 +167,6 @@ ${box(ctx, at, field(state.values, 'form') === 'merge' ? state : { values: {} })
 ${commenting}
 ${edit}
 </div>`,
-    { scripts: ['recheck'] },
+    { scripts: ['recheck', EDITOR_SCRIPT] },
   );
 }

@@ -16,7 +16,8 @@ import { loadRepo, type RepoPage } from '../../repo-page.ts';
 import { urls } from '../../urls.ts';
 import type { WebRouter } from '../../web.ts';
 import { pageParam, pager } from '../../views/common.ts';
-import { csrf, formError, input, textarea } from '../../views/forms.ts';
+import { csrf, formError, input } from '../../views/forms.ts';
+import { EDITOR_SCRIPT, editorText, markdownEditor } from '../../views/markdown-editor.ts';
 import { commitLine, pullList } from '../../views/pulls.ts';
 import { repoHeader } from '../../views/repo.ts';
 import { diffNotes, fileBlocks, fileList } from '../../views/code/diff.ts';
@@ -38,7 +39,7 @@ export function pullListPages(w: WebRouter, d: PullDeps): void {
         createPullBody,
         {
           title: field(values, 'title'),
-          body: field(values, 'body'),
+          body: editorText(values, 'body'),
           source_ref: field(values, 'source'),
           target_ref: field(values, 'target'),
         },
@@ -151,7 +152,7 @@ ${refSelect('source', 'From (source)', groups, source)}
 ${formError(state)}
 ${picker}
 ${below}`,
-    { scripts: ['diff'], wide: true, status },
+    { scripts: ['diff', EDITOR_SCRIPT], wide: true, status },
   );
 }
 
@@ -181,7 +182,7 @@ ${csrf(ctx.formToken)}
 <input type="hidden" name="source" value="${refs.source}">
 <input type="hidden" name="target" value="${refs.target}">
 ${input({ name: 'title', label: 'Title', required: true, maxlength: 1000, value: title })}
-${textarea({ name: 'body', label: 'Description', rows: 8, maxlength: 100_000, hint: 'Markdown. Raw HTML is shown as text.' }, state)}
+${markdownEditor({ repo: p.repo, name: 'body', label: 'Description', rows: 8, value: field(state.values, 'body') })}
 <p><button type="submit" class="button primary">Open pull request</button></p>
 </form>`;
   const more =
