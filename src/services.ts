@@ -10,6 +10,7 @@ import { OrgsService } from './orgs/service.ts';
 import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
+import { CommitRevs } from './repos/commit-revs.ts';
 import { ContentsService } from './repos/contents-service.ts';
 import { RefsService } from './repos/refs.ts';
 import { TokenTargets } from './repos/targets.ts';
@@ -121,8 +122,10 @@ export function createServices(deps: AppDeps): Services {
     users,
     agents,
   });
+  const revs = new CommitRevs({ em, vcs });
   const contents = new ContentsService(repos, vcs, deps.config.limits, {
     nice: deps.config.backendNice,
+    revs,
     ...(rawCache === undefined ? {} : { cache: rawCache }),
   });
   const issues = new IssuesService({
@@ -194,7 +197,7 @@ export function createServices(deps: AppDeps): Services {
     }),
     ci: pipelines,
   });
-  changes.listen(pulls.sync, pipelines.triggers, {
+  changes.listen(revs.listener, pulls.sync, pipelines.triggers, {
     phase: 'committed',
     // the next read after a push starts with fresh reader processes and caches
     onCommitted: (repo) => vcs.invalidate(repo.path),
@@ -218,6 +221,6 @@ export function createServices(deps: AppDeps): Services {
     rawCache,
     sessions,
     contents,
-    refs: new RefsService(repos, vcs),
+    refs: new RefsService(repos, vcs, revs),
   };
 }

@@ -117,3 +117,10 @@ export function presenterIn(
   if (variant === 'current' || e === undefined || e === 'absent') return undefined;
   return e.returns?.present;
 }
+
+/** `o` without the fields `keys` (a presenter dropping what its variant does not show). */
+export function omit<T extends object, K extends keyof T>(o: T, ...keys: K[]): Omit<T, K> {
+  const out = { ...o };
+  for (const k of keys) delete out[k];
+  return out;
+}

@@ -14,6 +14,7 @@ import {
   updatePullBody,
 } from './schemas.ts';
 import type { PullsService } from './service.ts';
+import { earlierCreatePullBody, earlierPullShape } from './earlier.ts';
 
 const READ_403 = 'a private repository and the token lacks pulls:read or does not reach it';
 const WRITE_403 = 'the token lacks pulls:write or does not reach the repository';
@@ -45,6 +46,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     operationId: 'listPulls',
     query: listPullsQuery,
     returns: respond.list(pullSchema, 'pull requests (without comments)'),
+    earlier: { returns: earlierPullShape },
     errors: { 403: READ_403 },
     handler: async ({ target, query }) => reply.list(await reads.list(target, query)),
   });
@@ -58,6 +60,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     summary: 'A pull request with all its comments and its mergeability now',
     operationId: 'getPull',
     returns: respond.data(pullSchema, 'the pull request'),
+    earlier: { returns: earlierPullShape },
     errors: { 403: READ_403, 404: 'no such repository or pull request' },
     handler: async ({ target, params }) => reply.ok(await reads.detail(target, params.number)),
   });
@@ -86,8 +89,18 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
         { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/data/number' },
       ]),
     ),
-    handler: async ({ access, target, body }) =>
-      reply.created(await writes.create(target, access.actor(), body)),
+    earlier: {
+      summary:
+        "Open a pull request (write, org member): `{title, body, source_bookmark, target_branch?}`; target default: the repository's default branch (`default` in Mercurial)",
+      body: earlierCreatePullBody,
+      returns: earlierPullShape,
+    },
+    handler: async ({ access, target, body, variant }) =>
+      reply.created(
+        await writes.create(target, access.actor(), body, {
+          defaultTarget: variant === 'earlier' ? 'branch' : 'mainline',
+        }),
+      ),
   });
   api.repoRoute({
     method: 'patch',
@@ -101,6 +114,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     operationId: 'updatePull',
     body: updatePullBody,
     returns: respond.data(pullSchema, 'the updated pull request'),
+    earlier: { returns: earlierPullShape },
     errors: {
       403: `${WRITE_403}, or the caller is neither the author nor an org owner`,
       404: 'no such repository or pull request',
@@ -122,6 +136,11 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     body: mergePullBody,
     optionalBody: true,
     returns: respond.data(pullSchema, 'the merged pull request (`merge_commit` is the target head)'),
+    earlier: {
+      summary:
+        'Merge a pull request into its target branch (write, org member); the same body as the current variant',
+      returns: earlierPullShape,
+    },
     errors: {
       403: `${MEMBER_403}; or \`delete_source\` and the token lacks repo:write (nothing is merged)`,
       404: 'no such repository or pull request, or its source or target ref no longer exists',

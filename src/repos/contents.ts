@@ -7,6 +7,11 @@ import { ApiError } from '../http/errors.ts';
 import { pageQuery } from '../http/pagination.ts';
 import type { ContentsService } from './contents-service.ts';
 import { changesetSchema, commitSchema, fileContentSchema, treeEntrySchema } from './schemas.ts';
+import { earlierChangesetShape, earlierCommitShape } from './earlier.ts';
+import type { ApiVariant } from '../domain/variant.ts';
+
+/** The ETag kind of a read whose answer differs between the variants (the earlier one names `rev`). */
+const shaped = (kind: string, variant: ApiVariant) => (variant === 'earlier' ? `${kind}.earlier` : kind);
 
 const revText = z
   .string()
@@ -44,7 +49,7 @@ export function contentRoutes(api: Api, svc: ContentsService, opts: { socketHand
    * copy is current. A `rev` that resolves to nothing is read as given: the read answers the 404.
    */
   const atCommit = async <T>(
-    ctx: Pick<Ctx<unknown, unknown>, 'req' | 'res'> & { target: RepoTarget },
+    ctx: Pick<Ctx<unknown, unknown>, 'req' | 'res' | 'variant'> & { target: RepoTarget },
     kind: string,
     rev: string,
     read: (at: string) => Promise<T>,
@@ -143,13 +148,19 @@ export function contentRoutes(api: Api, svc: ContentsService, opts: { socketHand
     summary: 'Commit log from `rev` (default tip), newest first, paged; an empty repository has an empty log',
     query: logQuery,
     returns: respond.list(commitSchema, 'commits, newest first', { etag: AT_COMMIT }),
+    earlier: { returns: earlierCommitShape },
     errors: { ...READ_ERRORS, 404: 'no such repository or revision' },
     handler: async (ctx) => {
+      const kind = shaped('log', ctx.variant);
       const at = await svc.commit(ctx.target, ctx.query.rev);
-      if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag('log', at))) return reply.notModified();
-      const page = await svc.log(ctx.target, { ...ctx.query, rev: at ?? ctx.query.rev });
+      if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, at))) return reply.notModified();
+      const page = await svc.log(
+        ctx.target,
+        { ...ctx.query, rev: at ?? ctx.query.rev },
+        { revs: ctx.variant === 'earlier' },
+      );
       // an empty repository's (empty) log: current until its first commit
-      if (at === undefined && unchanged(ctx.req, ctx.res, strongEtag('log', ''))) return reply.notModified();
+      if (at === undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, ''))) return reply.notModified();
       return reply.list(page);
     },
   });
@@ -164,11 +175,14 @@ export function contentRoutes(api: Api, svc: ContentsService, opts: { socketHand
       'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`); `rev` may contain `/` (a branch `feature/x`)',
     params: { rev: revParam },
     returns: respond.data(changesetSchema, 'the changeset', { etag: AT_COMMIT }),
+    earlier: { returns: earlierChangesetShape },
     errors: READ_ERRORS,
     handler: async (ctx) => {
       // As for every other path segment, a NUL names nothing (404).
       if (ctx.params.rev.includes('\u0000')) throw ApiError.notFound('revision');
-      return atCommit(ctx, 'changeset', ctx.params.rev, (at) => svc.changeset(ctx.target, at));
+      return atCommit(ctx, shaped('changeset', ctx.variant), ctx.params.rev, (at) =>
+        svc.changeset(ctx.target, at, { revs: ctx.variant === 'earlier' }),
+      );
     },
   });
 }

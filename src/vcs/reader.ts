@@ -102,6 +102,14 @@ export interface RepoReader {
   refs(type: RefType, page: number, perPage: number, defaultBranch: string): Promise<RefPage | undefined>;
   /** The diff against the first parent, capped by `limits` (default `DEFAULT_LIMITS`). */
   changeset(rev: string, limits?: ContentLimits): Promise<Changeset>;
+  /**
+   * The VCS's own integer numbers of these commits (full ids), the earlier API variant's `rev`:
+   * Mercurial's revision numbers, Fossil's rids (unique and stable within the repository; a
+   * Mercurial revision number is as stable as its repository, which Triad never strips). Ids
+   * naming no commit are left out. Absent where the VCS numbers no commits (Git: the numbers are
+   * recorded as commits arrive, src/repos/commit-revs.ts).
+   */
+  revs?(ids: readonly string[]): Promise<Map<string, number>>;
   /** True while a request is queued or running (the pool closes no busy reader as idle). */
   busy(): boolean;
   /** Ends the persistent processes once queued work is done. */
