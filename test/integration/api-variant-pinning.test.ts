@@ -8,7 +8,7 @@ import { describe, expect, test } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expectError, mintedClient, withOrgServer, type OrgServer } from '../helpers/factories.ts';
 import { commitFiles, gitRepo, TWO_STEPS } from '../helpers/ci.ts';
-import { PrRepo } from '../helpers/pulls.ts';
+import { PrRepo, settled } from '../helpers/pulls.ts';
 import { uniq, type Client } from '../helpers/server.ts';
 import { checkedEarlierResponses } from '../helpers/validate-responses.ts';
 
@@ -167,6 +167,8 @@ describe('a token pinned to the earlier variant on a server of the current one (
     expect(pr.status).toBe(201);
     expect(pr.body.data).toMatchObject({ source_bookmark: 'feat', target_branch: 'default' });
     expect(pr.body.data).not.toHaveProperty('ref_type');
+    // the bookmark's commit is on the `default` named branch already: nothing to merge
+    expect((await settled(early, `${hg.api}/pulls/${pr.body.data.number}`)).mergeable_state).toBe('behind');
 
     const git = await gitRepo(w.s, w.owner, w.org);
     await commitFiles(git, { '.pipeline.yml': TWO_STEPS });
