@@ -227,6 +227,13 @@ describe.each(VARIANTS)('the %s variant', (variant) => {
       else expect(all.status).toBe(200);
     });
 
+    test('search answers the variant’s issue form', async () => {
+      const r = await s.anon.get(`${api}/search/issues?q=severe`);
+      expect(r.status).toBe(200);
+      expect(r.body.data).toEqual([expect.objectContaining({ kind: 'issue', title: 'severe' })]);
+      expect(r.body.data[0].severity === undefined).toBe(earlier);
+    });
+
     test('the web interface answers in the current variant', async () => {
       const n = (
         await owner.client.post(`${api}/issues`, { title: 'on the web', severity: 'critical' }, CURRENT)
@@ -272,6 +279,10 @@ describe.each(VARIANTS)('the %s variant', (variant) => {
     expect(merged.body.data.status).toBe('merged');
     const main = (await s.anon.get(`${git.api}/changeset/main`)).body.data;
     expect(earlier ? main.node : main.id).toBe(merged.body.data.merge_commit);
+    const list = await s.anon.get(`${git.api}/pulls?status=merged`);
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0].ref_type === undefined).toBe(earlier);
+    expect(list.body.data[0][earlier ? 'target_branch' : 'target_ref']).toBe('main');
   });
 
   test('Pipeline: tag, events and error_message and the step log read only in the current variant', async () => {
