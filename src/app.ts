@@ -10,6 +10,8 @@ import { ApiError, errorMiddleware, notFoundRoute } from './http/errors.ts';
 import { AuthThrottle } from './http/throttle.ts';
 import { corsFor } from './http/cors.ts';
 import { openapiDocument } from './http/openapi.ts';
+import { variantHeader } from './http/variant.ts';
+import { API_VARIANTS } from './domain/variant.ts';
 import { userRoutes } from './users/routes.ts';
 import { orgRoutes } from './orgs/routes.ts';
 import { repoRoutes } from './repos/routes.ts';
@@ -83,6 +85,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   });
 
   if (config.corsOrigins.length > 0) app.use('/api/', corsFor(config.corsOrigins));
+  // the API variant a request asks for (400 for an unknown one), named in every /api/ answer
+  app.use('/api/', variantHeader(config.apiVariant));
 
   const api = new Api({
     bodyLimit: config.bodyLimit,
@@ -153,12 +157,15 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     tag: 'ops',
     auth: 'public',
     operationId: 'openapi',
-    summary: 'This OpenAPI document',
+    summary:
+      'This OpenAPI document, of the API variant `variant` names (default: the variant the request is answered in)',
+    query: z.object({ variant: z.enum(API_VARIANTS).optional() }),
     returns: respond.bare(
       z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }),
       'an OpenAPI 3.1 document',
     ),
-    handler: () => Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl()))),
+    handler: ({ query, variant }) =>
+      Promise.resolve(reply.bare(openapiDocument(api, VERSION, deps.baseUrl(), query.variant ?? variant))),
   });
 
   userRoutes(api, services.users);
@@ -168,7 +175,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   refRoutes(api, services.refs);
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
-  pullRoutes(api, services.pulls);
+  pullRoutes(api, services.pulls, services.contents);
   webhookRoutes(api, services.webhooks);
   releaseRoutes(api, services.releases);
   searchRoutes(api, services.search, services.repos);

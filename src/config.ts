@@ -9,6 +9,7 @@ import { parseDuration } from './pipelines/pipeline-file.ts';
 import type { PipelineLimits } from './pipelines/model.ts';
 import type { S3Settings } from './storage/index.ts';
 import { LOG_FORMATS, type LogFormat } from './telemetry/logger.ts';
+import { API_VARIANTS, type ApiVariant } from './domain/variant.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -117,6 +118,7 @@ const envSchema = z.object({
   TRIAD_AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().positive().default(60),
   TRIAD_TRUST_PROXY: trustProxy.default(false),
   TRIAD_CORS_ORIGINS: corsOrigins.default([]),
+  TRIAD_API_VARIANT: z.enum(API_VARIANTS).default('current'),
   ...webhookEnv,
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
@@ -212,6 +214,8 @@ export type Config = {
   trustProxy: boolean | number | string;
   /** Web origins whose pages may call the API from a browser (CORS, never with credentials); none: off. */
   corsOrigins: string[];
+  /** The API variant of requests that neither a header nor their token pins (docs/api-variants.md). */
+  apiVariant: ApiVariant;
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
   /**
@@ -330,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     trustProxy: e.TRIAD_TRUST_PROXY,
     corsOrigins: e.TRIAD_CORS_ORIGINS,
+    apiVariant: e.TRIAD_API_VARIANT,
     webhooks: webhookSettings(e),
     transport: {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,

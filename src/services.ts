@@ -10,6 +10,7 @@ import { OrgsService } from './orgs/service.ts';
 import { RawCache } from './repos/raw-cache.ts';
 import { ReposService } from './repos/service.ts';
 import { RepoChanges } from './repos/changes.ts';
+import { CommitRevs } from './repos/commit-revs.ts';
 import { ContentsService } from './repos/contents-service.ts';
 import { CompareService } from './repos/compare.ts';
 import { RefsService } from './repos/refs.ts';
@@ -124,8 +125,10 @@ export function createServices(deps: AppDeps): Services {
     users,
     agents,
   });
+  const revs = new CommitRevs({ em, vcs });
   const contents = new ContentsService(repos, vcs, deps.config.limits, {
     nice: deps.config.backendNice,
+    revs,
     ...(rawCache === undefined ? {} : { cache: rawCache }),
   });
   const issues = new IssuesService({
@@ -199,7 +202,7 @@ export function createServices(deps: AppDeps): Services {
     }),
     ci: pipelines,
   });
-  changes.listen(pulls.sync, pipelines.triggers, {
+  changes.listen(revs.listener, pulls.sync, pipelines.triggers, {
     phase: 'committed',
     // the next read after a push starts with fresh reader processes and caches
     onCommitted: (repo) => vcs.invalidate(repo.path),
@@ -223,7 +226,7 @@ export function createServices(deps: AppDeps): Services {
     rawCache,
     sessions,
     contents,
-    refs: new RefsService(repos, vcs),
+    refs: new RefsService(repos, vcs, revs),
     compare,
   };
 }

@@ -9,6 +9,7 @@ import { pathInt } from '../http/params.ts';
 import { isDbId } from '../db/sql.ts';
 import { labelsQueryParam } from '../pipelines/labels.ts';
 import { LOG_APPEND_LIMIT, type AgentCaller } from '../pipelines/model.ts';
+import { earlierPipelineShape } from '../pipelines/earlier.ts';
 import type { PipelinesService } from '../pipelines/service.ts';
 import {
   heartbeatBody,
@@ -175,6 +176,7 @@ export function agentRoutes(
     summary: 'Report a pipeline status (sets finished_at and error_message)',
     body: pipelineStatusBody,
     returns: respond.data(pipelineSchema, 'the pipeline with its steps'),
+    earlier: { returns: earlierPipelineShape },
     errors: { 404: 'no pipeline claimed by this agent has this id' },
     handler: async ({ access, params, body }) => {
       const agent = access.agent();

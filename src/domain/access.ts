@@ -4,6 +4,7 @@
  * request's credentials into these; services and repositories take them as plain values.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import type { ApiVariant } from './variant.ts';
 
 export const CURRENT_SCOPES = [
   'repo:read',
@@ -60,6 +61,8 @@ export type TokenGrant = {
   pipeline?: boolean;
   /** When the token expires (null: never); a token it mints never outlives it. */
   expiresAt?: Date | null;
+  /** The API variant the token pins (its requests' default when they send no header); null: none. */
+  apiVariant?: ApiVariant | null;
 };
 
 /**

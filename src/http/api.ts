@@ -1,57 +1,22 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { ApiError } from './errors.ts';
-import { setPageHeaders, type Page, type PageInfo } from './pagination.ts';
+import { setPageHeaders, type PageInfo } from './pagination.ts';
 import type { Access, OrgNeeds, RepoNeeds } from './auth.ts';
 import type { OrgRef, RepoTarget } from '../domain/repo.ts';
 import { isPathInt, pathText, type ParamSchemas } from './params.ts';
 import { jsonOnly, parseWith, rejectNul } from './input.ts';
 import { respond, type ErrorStatus, type Success } from './responses.ts';
-import { sendStream, type StreamReply } from './stream-reply.ts';
+import { sendStream } from './stream-reply.ts';
+import { reply, type Reply } from './reply.ts';
+import { presenterIn, routeIn, type EarlierForm } from './variant.ts';
+import type { ApiVariant } from '../domain/variant.ts';
 
-export { respond };
+export { reply, respond, type Reply };
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** Who may call a route, as documented in the OpenAPI document. Enforcement is `ctx.access`. */
 export type AuthKind = 'public' | 'token' | 'admin' | 'agent' | 'agent-or-admin';
-
-/**
- * What a handler returns; `send` turns it into the response. `T` is the type of the route's
- * declared response schema, so a handler cannot return something its document does not describe.
- */
-export type Reply<T> =
-  | { kind: 'data'; status: 200 | 201 | 202; data: T }
-  | { kind: 'list'; page: Page<T> }
-  | { kind: 'bare'; status: 200 | 201; body: T }
-  | { kind: 'empty' }
-  | { kind: 'notModified' }
-  | ({ kind: 'stream' } & StreamReply)
-  | { kind: 'handled' };
-
-export const reply = {
-  ok: <T>(data: T): Reply<T> => ({ kind: 'data', status: 200, data }),
-  created: <T>(data: T): Reply<T> => ({ kind: 'data', status: 201, data }),
-  /** 202: the work was queued (it happens after the response). */
-  accepted: <T>(data: T): Reply<T> => ({ kind: 'data', status: 202, data }),
-  bare: <T>(body: T, status: 200 | 201 = 200): Reply<T> => ({ kind: 'bare', status, body }),
-  list: <T>(page: Page<T>): Reply<T> => ({ kind: 'list', page }),
-  noContent: (): Reply<never> => ({ kind: 'empty' }),
-  /** 304 without a body: the client's copy is current (`unchanged`, a route with `etag`). */
-  notModified: (): Reply<never> => ({ kind: 'notModified' }),
-  /**
-   * 200 with these headers and the body read from `body` (a `text` route). With `handOff` (a
-   * process that writes the body to the response's connection itself, `OpenedFile.handOff`), it is
-   * used instead of `body` when, the headers sent, nothing else is queued on the socket; the
-   * headers must then include Content-Length.
-   */
-  stream: (
-    headers: Record<string, string>,
-    body: AsyncIterable<Uint8Array>,
-    handOff?: () => Promise<void>,
-  ): Reply<never> => ({ kind: 'stream', headers, body, handOff }),
-  /** The handler wrote the response itself (streams, plain text). */
-  handled: (): Reply<never> => ({ kind: 'handled' }),
-};
 
 /** The path parameters as their declared schemas parse them. */
 export type ParamsOf<PS> = PS extends ParamSchemas
@@ -65,6 +30,8 @@ export type Ctx<B, Q, P = Record<never, never>> = {
   query: Q;
   params: P;
   access: Access;
+  /** The API variant the request is answered in (`access.variant`): a handler's policy choices. */
+  variant: ApiVariant;
 };
 
 /** The type parameters of a route: its body, query and path-parameter schemas (each optional). */
@@ -114,8 +81,15 @@ export type RouteDef<BS extends Opt, QS extends Opt, T, PS extends OptParams = u
    * are added by the document builder.
    */
   errors?: Partial<Record<ErrorStatus, string>>;
+  /**
+   * How the route differs in the earlier API variant (src/http/variant.ts): absent there, or
+   * another body, query or response shape. Without it the route is the same in both.
+   */
+  earlier?: EarlierForm<OutOf<BS>, OutOf<QS>, NoInfer<T>>;
   handler: (ctx: CtxOf<BS, QS, PS>) => Promise<Reply<NoInfer<T>>>;
 };
+
+type OutOf<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 type CtxOf<BS, QS, PS> = Ctx<
   BS extends z.ZodType ? z.output<BS> : undefined,
@@ -210,6 +184,11 @@ export class Api {
     // body is read or validated, so a bad body never hides a missing credential.
     const handlers: express.RequestHandler[] = [
       (req, _res, next) => (numeric(req, ints) ? next() : next('route')),
+      (req, res, next) => {
+        // a route absent from the request's variant names nothing there, before any other check
+        if (routeIn(route, variantOf(res)) === undefined) throw notInVariant(req, variantOf(res));
+        next();
+      },
     ];
     const sessions = this.sessionAccess;
     if (def.session === true && sessions !== undefined) {
@@ -231,9 +210,12 @@ export class Api {
       if (jsonBody && absent && def.optionalBody !== true) {
         throw ApiError.badRequest('a JSON request body is required');
       }
+      const access = res.locals.access as Access;
+      const variant = access.variant;
+      const form = routeIn(route, variant) ?? route;
       const body: unknown =
-        def.body && jsonBody ? parseWith(def.body, absent ? undefined : rawBody, 'body') : undefined;
-      const query: unknown = def.query ? parseWith(def.query, req.query, 'query') : undefined;
+        form.body && jsonBody ? parseWith(form.body, absent ? undefined : rawBody, 'body') : undefined;
+      const query: unknown = form.query ? parseWith(form.query, req.query, 'query') : undefined;
       // PostgreSQL text cannot hold NUL: reject it (400) instead of failing the write (500). What
       // is checked is what the schemas kept, so an ignored unknown field cannot fail a request.
       if (jsonBody) rejectNul(body, 'body');
@@ -242,9 +224,9 @@ export class Api {
       const params = Object.fromEntries(
         Object.entries(schemas).map(([k, schema]) => [k, parseWith(schema, raw[k], `path.${k}`)]),
       );
-      const ctx = { req, res, body, query, params, access: res.locals.access as Access };
+      const ctx = { req, res, body, query, params, access, variant };
       const out: Reply<unknown> = await def.handler(ctx as CtxOf<BS, QS, PS>);
-      await this.send(route, req, res, raw, out);
+      await this.send(route, req, res, raw, out, presenterIn(route, variant));
     });
     this.methods[def.method](def.path, ...handlers);
   }
@@ -286,16 +268,20 @@ export class Api {
     });
   }
 
-  /** The methods declared on a path, as `Allow` lists them. */
-  allowed(path: string): string[] {
-    const ms = new Set(this.routes.filter((r) => r.path === path).map((r) => r.method.toUpperCase()));
+  /** The methods declared on a path (in a variant), as `Allow` lists them. */
+  allowed(path: string, variant: ApiVariant = 'current'): string[] {
+    const here = this.routes.filter((r) => r.path === path && routeIn(r, variant) !== undefined);
+    if (here.length === 0) return [];
+    const ms = new Set(here.map((r) => r.method.toUpperCase()));
     if (ms.has('GET')) ms.add('HEAD');
     ms.add('OPTIONS');
     return ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].filter((m) => ms.has(m));
   }
 
   private otherMethod(path: string, req: Request, res: Response): void {
-    const methods = this.allowed(path);
+    const methods = this.allowed(path, variantOf(res));
+    // a path whose every route is absent from the request's variant names nothing there
+    if (methods.length === 0) throw notInVariant(req, variantOf(res));
     const allow = methods.join(', ');
     if (req.method === 'OPTIONS') {
       res.setHeader('Allow', allow);
@@ -315,6 +301,7 @@ export class Api {
     res: Response,
     params: Record<string, string>,
     out: Reply<unknown>,
+    present: (value: unknown) => unknown = (v) => v,
   ) {
     const ok = r.returns;
     const undeclared = (what: string) =>
@@ -328,13 +315,13 @@ export class Api {
       case 'data':
         if (ok.kind !== 'data' || ok.status !== out.status) throw undeclared(`data ${out.status}`);
         location(out.data);
-        res.status(out.status).json({ data: out.data });
+        res.status(out.status).json({ data: present(out.data) });
         return;
       case 'list':
         if (ok.kind !== 'list') throw undeclared('a list');
         paged(out.page);
         res.status(200).json({
-          data: out.page.items,
+          data: out.page.items.map(present),
           pagination: { page: out.page.page, per_page: out.page.perPage, total: out.page.total },
         });
         return;
@@ -342,7 +329,7 @@ export class Api {
         if (ok.kind !== 'bare' || ok.status !== out.status) throw undeclared(`a bare ${out.status}`);
         if (ok.paged !== undefined) paged(ok.paged(out.body));
         location(out.body);
-        res.status(out.status).json(out.body);
+        res.status(out.status).json(present(out.body));
         return;
       case 'empty':
         if (ok.kind !== 'empty' && ok.noContent === undefined) throw undeclared('204');
@@ -361,6 +348,19 @@ export class Api {
         return;
     }
   }
+}
+
+/** The variant of a request (its `Access`; before authentication ran, the current one). */
+function variantOf(res: Response): ApiVariant {
+  return (res.locals.access as Access | undefined)?.variant ?? 'current';
+}
+
+function notInVariant(req: Request, variant: ApiVariant): ApiError {
+  return new ApiError(
+    404,
+    'not_found',
+    `no route for ${req.method} ${req.path} in the ${variant} API variant`,
+  );
 }
 
 /** Does every numeric path parameter hold digits? (Else the route does not match.) */

@@ -12,6 +12,8 @@ import {
   type TokenGrant,
 } from '../domain/access.ts';
 import type { OrgRef, PrivateShown, RepoRef, RepoTarget } from '../domain/repo.ts';
+import { earlierScopeHeld, type ApiVariant, type EarlierScope } from '../domain/variant.ts';
+import { variantFor } from './variant.ts';
 
 export type Principal =
   | { kind: 'anonymous' }
@@ -30,9 +32,14 @@ export interface Directory {
   role(orgId: number, userId: number): Promise<Role | undefined>;
 }
 
-export type OrgNeeds = { scope?: Scope; role?: Role };
+/**
+ * `earlier`: where the spec's earlier variant states another scope for the endpoint than the
+ * current one translated (webhooks: `write`), the scope a request in the earlier variant needs
+ * instead of `scope`.
+ */
+export type OrgNeeds = { scope?: Scope; role?: Role; earlier?: EarlierScope };
 /** `authenticated`: a token is required even on a public repository (e.g. the step log read). */
-export type RepoNeeds = { scope?: Scope; role?: Role; authenticated?: boolean };
+export type RepoNeeds = { scope?: Scope; role?: Role; authenticated?: boolean; earlier?: EarlierScope };
 
 /**
  * The one authorization helper. Each route states what it needs in one call:
@@ -45,22 +52,35 @@ export type RepoNeeds = { scope?: Scope; role?: Role; authenticated?: boolean };
  */
 export class Access {
   readonly principal: Principal;
+  /** The API variant the request is answered in (src/http/variant.ts); the web: always current. */
+  readonly variant: ApiVariant;
   private readonly dir: Directory;
   private readonly roleCache = new Map<number, Role | undefined>();
 
-  constructor(principal: Principal, dir: Directory) {
+  constructor(principal: Principal, dir: Directory, variant: ApiVariant = 'current') {
     this.principal = principal;
     this.dir = dir;
+    this.variant = variant;
   }
 
   get userId(): number | undefined {
     return this.principal.kind === 'user' ? this.principal.user.id : undefined;
   }
 
-  /** Any valid user token; optionally a scope. */
-  user(scope?: Scope): AuthUser {
+  /**
+   * Any valid user token; optionally a scope, or in the earlier variant the earlier scope
+   * `earlier` where the endpoint states one (a token's scope names of either variant count, the
+   * earlier ones translated: `earlierScopeHeld`, `scopeAllows`).
+   */
+  user(scope?: Scope, earlier?: EarlierScope): AuthUser {
     const p = this.principal;
     if (p.kind !== 'user') throw ApiError.unauthorized();
+    if (this.variant === 'earlier' && earlier !== undefined) {
+      if (!earlierScopeHeld(p.grant.scopes, earlier)) {
+        throw ApiError.forbidden(`token lacks the ${earlier} scope (earlier API variant)`);
+      }
+      return p.user;
+    }
     if (scope !== undefined && !scopeAllows(p.grant.scopes, scope)) {
       throw ApiError.forbidden(`token lacks the ${scope} scope`);
     }
@@ -126,8 +146,8 @@ export class Access {
   async org(name: string, needs: OrgNeeds = {}): Promise<OrgRef> {
     const org = await this.dir.orgByName(name);
     if (org === undefined) throw ApiError.notFound('organization');
-    if (needs.scope === undefined && needs.role === undefined) return org;
-    this.user(needs.scope);
+    if (needs.scope === undefined && needs.role === undefined && needs.earlier === undefined) return org;
+    this.user(needs.scope, needs.earlier);
     if (!this.reaches(org.id)) throw ApiError.forbidden('token is restricted to another target');
     if (needs.role !== undefined) await this.requireRole(org.id, needs.role);
     return org;
@@ -151,9 +171,10 @@ export class Access {
     const readOnly =
       needs.role === undefined &&
       needs.authenticated !== true &&
+      needs.earlier === undefined &&
       (needs.scope === undefined || needs.scope.endsWith(':read'));
     if (readOnly && !repo.isPrivate) return { org, repo };
-    this.user(needs.scope);
+    this.user(needs.scope, needs.earlier);
     if (!this.reaches(org.id, repo.id)) throw ApiError.forbidden('token is restricted to another target');
     if (needs.role !== undefined) await this.requireRole(org.id, needs.role);
     return { org, repo };
@@ -236,7 +257,7 @@ export function authenticate(
               (e) => e instanceof ApiError && e.status === 401,
               lower.startsWith(AGENT_PREFIX) && !USER_OK_UNDER_CI.has(lower) ? 'agent' : 'user',
             );
-    res.locals.access = new Access(principal, dir);
+    res.locals.access = new Access(principal, dir, variantFor(res, principal));
     next();
   };
 }

@@ -4,6 +4,9 @@ import { isPathInt } from './params.ts';
 import { errorEnvelope } from './errors.ts';
 import { listEnvelope, queryIntTarget } from './pagination.ts';
 import type { ErrorStatus, HeaderDoc } from './responses.ts';
+import { routeIn, VARIANT_HEADER } from './variant.ts';
+import type { ApiVariant } from '../domain/variant.ts';
+import { DESCRIPTION, TAGS, VARIANT_TEXT } from './openapi-text.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -96,6 +99,12 @@ const header = (description: string, type: HeaderDoc['type'] = 'string', require
   schema: { type },
 });
 const REQUEST_ID = { $ref: '#/components/headers/X-Request-Id' };
+const API_VARIANT = { $ref: `#/components/headers/${VARIANT_HEADER}` };
+/** The headers every answer of a route carries: the request id, and under /api/ the API variant. */
+const always = (r: AnyRoute): Record<string, unknown> =>
+  r.path.startsWith('/api/')
+    ? { 'X-Request-Id': REQUEST_ID, [VARIANT_HEADER]: API_VARIANT }
+    : { 'X-Request-Id': REQUEST_ID };
 const PAGE_HEADERS = {
   Link: header('RFC 8288 links to the first, prev, next and last pages'),
   'X-Total-Count': header('number of items in the whole list', 'integer'),
@@ -126,6 +135,8 @@ function errorsOf(r: AnyRoute): Map<ErrorStatus, string> {
   if (r.query !== undefined)
     m.set(400, `${m.has(400) ? 'bad body or ' : ''}invalid query parameter (\`validation_failed\`)`);
   if (api) {
+    const bad = m.get(400);
+    m.set(400, `${bad === undefined ? '' : `${bad}; or `}an unknown \`X-Svc-Api-Variant\` (\`bad_request\`)`);
     m.set(
       401,
       r.auth === 'public'
@@ -146,8 +157,8 @@ function errorsOf(r: AnyRoute): Map<ErrorStatus, string> {
   return m;
 }
 
-function errorResponse(status: ErrorStatus, description: string): unknown {
-  const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
+function errorResponse(r: AnyRoute, status: ErrorStatus, description: string): unknown {
+  const headers: Record<string, unknown> = always(r);
   if (status === 401) headers['WWW-Authenticate'] = header('`Bearer realm="triad"` challenge (RFC 6750)');
   if (status === 429) headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
   if (status === 416) headers['Content-Range'] = header('`bytes */size`: the size of the whole');
@@ -171,7 +182,7 @@ function textContent(types: string | readonly string[]): Record<string, unknown>
 
 function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown> {
   const ok = r.returns;
-  const headers: Record<string, unknown> = { 'X-Request-Id': REQUEST_ID };
+  const headers: Record<string, unknown> = always(r);
   for (const [name, h] of Object.entries(ok.headers ?? {}))
     headers[name] = header(h.description, h.type, h.required);
   if (ok.location !== undefined) headers.Location = header('URL of the created resource');
@@ -213,12 +224,11 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
       if (ok.redirect !== undefined)
         out[302] = {
           description: ok.redirect,
-          headers: { 'X-Request-Id': REQUEST_ID, Location: header('where the bytes are', 'string', true) },
+          headers: { ...always(r), Location: header('where the bytes are', 'string', true) },
         };
       break;
   }
-  if (ok.noContent !== undefined)
-    out[204] = { description: ok.noContent, headers: { 'X-Request-Id': REQUEST_ID } };
+  if (ok.noContent !== undefined) out[204] = { description: ok.noContent, headers: always(r) };
   if (ok.etag !== undefined) {
     const etag = header(`a strong validator: ${ok.etag}`);
     for (const status of ['200', '206']) {
@@ -227,7 +237,7 @@ function successResponses(r: AnyRoute, schemas: Schemas): Record<string, unknown
     }
     out[304] = {
       description: '`If-None-Match` lists the current `ETag`: the copy the client has is current (no body)',
-      headers: { 'X-Request-Id': REQUEST_ID, ETag: etag },
+      headers: { ...always(r), ETag: etag },
     };
   }
   if (r.links !== undefined) {
@@ -276,41 +286,28 @@ function parametersOf(r: AnyRoute, schemas: Schemas): unknown[] {
   return parameters;
 }
 
-const TAGS: Record<string, string> = {
-  ops: 'health, readiness, metrics and this document',
-  users: 'the authenticated user and their API tokens',
-  admin: 'site administration (site admin, personal token with the admin scope)',
-  orgs: 'organizations and their members',
-  repos: 'repositories',
-  contents: 'repository contents: tree, blob, log, changeset',
-  issues: 'issues, comments, labels and assignees',
-  labels: 'the label catalog (site, organization and repository labels)',
-  pulls: 'pull requests: mergeability on read, merge, comments',
-  pipelines: 'CI pipelines, user side',
-  ci: 'CI agent protocol (agent token)',
-  webhooks: 'repository and organization webhooks, their delivery history and redelivery',
-  search: 'full-text search: repositories, and the issues and pull requests of a repository',
-};
-
-const DESCRIPTION = `Triad REST API. Errors are always \`{"error": {"code", "message"}}\`. Lists answer
-\`{data, pagination: {page, per_page, total}}\` with \`Link\` and \`X-Total-Count\` headers (the pipeline
-list keeps its own envelope). Authentication: \`Authorization: Bearer <token>\`; a token that is sent
-must be valid even on public routes. A known path called with another method answers 405 with
-\`Allow\`. Private things the caller may not see answer 404.`;
-
-/** Builds the OpenAPI 3.1 document from the route table (the zod schemas are the source). */
-export function openapiDocument(api: Api, version: string, serverUrl: string): OpenApiDocument {
+/**
+ * Builds the OpenAPI 3.1 document of one API variant from the route table (the zod schemas are
+ * the source): the routes of that variant, with their bodies, queries and answers in it.
+ */
+export function openapiDocument(
+  api: Api,
+  version: string,
+  serverUrl: string,
+  variant: ApiVariant = 'current',
+): OpenApiDocument {
   const schemas = new Schemas();
   schemas.convert(errorEnvelope, 'output');
   const paths: Record<string, Record<string, unknown>> = {};
-  const ids = new Set(api.routes.map((r) => r.operationId));
-  for (const r of api.routes) {
+  const routes = api.routes.flatMap((r) => routeIn(r, variant) ?? []);
+  const ids = new Set(routes.map((r) => r.operationId));
+  for (const r of routes) {
     for (const target of Object.keys(r.links ?? {})) {
       if (!ids.has(target)) throw new Error(`OpenAPI: ${r.operationId} links to unknown operation ${target}`);
     }
     const oaPath = r.path.replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
     const responses = successResponses(r, schemas);
-    for (const [status, text] of errorsOf(r)) responses[status] = errorResponse(status, text);
+    for (const [status, text] of errorsOf(r)) responses[status] = errorResponse(r, status, text);
     const op: Record<string, unknown> = {
       operationId: r.operationId,
       summary: r.summary,
@@ -337,7 +334,12 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
   }
   return {
     openapi: '3.1.1',
-    info: { title: 'Triad API', version, description: DESCRIPTION },
+    info: {
+      title: 'Triad API',
+      version,
+      description: `${DESCRIPTION}\n\n${VARIANT_TEXT[variant]}`,
+      'x-api-variant': variant,
+    },
     servers: [{ url: serverUrl }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     components: {
@@ -358,6 +360,11 @@ export function openapiDocument(api: Api, version: string, serverUrl: string): O
       },
       headers: {
         'X-Request-Id': header('the request id (echoed from the request when given, else generated)'),
+        [VARIANT_HEADER]: {
+          description: 'the API variant the request was answered in',
+          required: true,
+          schema: { type: 'string', enum: ['current', 'earlier'] },
+        },
       },
       schemas: Object.fromEntries(Object.entries(schemas.named).sort(([a], [b]) => a.localeCompare(b))),
     },

@@ -330,11 +330,13 @@ export function updateIssue(tx: Db, id: number, c: IssueChange): Promise<IssueRo
 // ----- comments ----------------------------------------------------------------------------------
 
 /** Adds a comment; the issue counts it, and a `new` issue opens. */
+/** Adds a comment; with `opens`, the first comment on a `new` issue also opens it. */
 export async function insertComment(
   tx: Db,
   issueId: number,
   authorId: number,
   body: string,
+  opens: boolean,
 ): Promise<{ comment: CommentRow; issue: IssueRow }> {
   const comment = await one<CommentRow>(
     tx,
@@ -344,9 +346,9 @@ export async function insertComment(
   const issue = await one<IssueRow>(
     tx,
     `update issues i set comment_count = comment_count + 1, updated_at = now(),
-            state = case when state = 'new' then 'open' else state end
+            state = case when state = 'new' and ? then 'open' else state end
       where id = ? returning ${ISSUE}`,
-    [issueId],
+    [opens, issueId],
   );
   return { comment, issue };
 }

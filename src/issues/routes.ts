@@ -15,6 +15,14 @@ import {
   updateIssueBody,
 } from './schemas.ts';
 import type { IssuesService } from './service.ts';
+import {
+  earlierCatalogLabelShape,
+  earlierCatalogShape,
+  earlierCreateIssueBody,
+  earlierIssueShape,
+  earlierListIssuesQuery,
+  earlierUpdateIssueBody,
+} from './earlier.ts';
 
 const WRITE_403 = 'the token lacks issues:write or does not reach the repository';
 const READ_403 = 'a private repository and the token lacks issues:read or does not reach it';
@@ -23,6 +31,8 @@ const ENRICHED = 'the enriched issue (labels, assignees, severity)';
 const READ = { scope: 'issues:read' } as const;
 const WRITE = { scope: 'issues:write' } as const;
 const NUMBER = { number: pathInt };
+/** The earlier variant answers issues without severity and assignees, labels only when assigned. */
+const EARLIER_ISSUE = { returns: earlierIssueShape };
 
 export function issueRoutes(api: Api, issues: IssuesService): void {
   const base = '/issues';
@@ -39,6 +49,11 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     operationId: 'listIssues',
     query: listIssuesQuery,
     returns: respond.list(issueSchema, 'issues (without comments)'),
+    earlier: {
+      summary: 'Issues by state (default open; new, open, closed), newest first',
+      query: earlierListIssuesQuery,
+      returns: earlierIssueShape,
+    },
     errors: { 403: READ_403 },
     handler: async ({ target, query }) => reply.list(await reads.list(target, query)),
   });
@@ -52,6 +67,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     summary: 'The merged label catalog of the repository (admin, org and repo labels; most specific wins)',
     operationId: 'listRepoLabelCatalog',
     returns: respond.data(z.array(catalogLabelSchema), 'labels by name'),
+    earlier: { returns: earlierCatalogShape },
     errors: { 403: READ_403 },
     handler: async ({ target }) => reply.ok(await labels.catalog(target)),
   });
@@ -65,6 +81,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     summary: 'An issue, with `comments` when it has any',
     operationId: 'getIssue',
     returns: respond.data(issueSchema, 'the issue'),
+    earlier: EARLIER_ISSUE,
     errors: { 403: READ_403, 404: 'no such repository or issue' },
     handler: async ({ target, params }) => reply.ok(await reads.detail(target, params.number)),
   });
@@ -80,6 +97,11 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     returns: respond.created(issueSchema, ENRICHED, (i, p) =>
       apiPath('repos', p.org!, p.repo!, 'issues', i.number),
     ),
+    earlier: {
+      summary: 'Create an issue (write): `{title, body}`; it is `new` until the state update opens it',
+      body: earlierCreateIssueBody,
+      returns: earlierIssueShape,
+    },
     errors: {
       400: 'invalid body: bad severity, repeated labels or assignees, assignee cap exceeded (`validation_failed`)',
       403: WRITE_403,
@@ -107,6 +129,12 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     operationId: 'updateIssue',
     body: updateIssueBody,
     returns: respond.data(issueSchema, 'the updated issue'),
+    earlier: {
+      summary:
+        'Update an issue (write): title, body, state, by the author or an org owner; `state: "open"` triages a `new` issue',
+      body: earlierUpdateIssueBody,
+      returns: earlierIssueShape,
+    },
     errors: { 403: `${WRITE_403}, or title, body or state changed by neither the author nor an org owner` },
     // The author or an org owner may change title, body and state: the service decides from the role.
     handler: async ({ access, target, params, body }) =>
@@ -123,9 +151,14 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     operationId: 'createComment',
     body: commentBody,
     returns: respond.created(commentSchema, 'the new comment'),
+    earlier: { summary: 'Comment on an issue (write); the issue keeps its state' },
     errors: { 403: WRITE_403 },
-    handler: async ({ access, target, params, body }) =>
-      reply.created(await writes.comment(target, access.actor(), params.number, body.body)),
+    handler: async ({ access, target, params, body, variant }) =>
+      reply.created(
+        await writes.comment(target, access.actor(), params.number, body.body, {
+          opens: variant === 'current',
+        }),
+      ),
   });
   api.repoRoute({
     repo: WRITE,
@@ -136,6 +169,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     auth: 'token',
     summary: 'Add a label from the merged catalog (issues:write); returns the enriched issue',
     operationId: 'addIssueLabel',
+    earlier: 'absent',
     body: addLabelBody,
     returns: respond.data(issueSchema, ENRICHED),
     errors: { 403: WRITE_403, 404: 'no such repository, issue or label' },
@@ -151,6 +185,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     auth: 'token',
     summary: 'Remove a label by (URL-encoded) name (issues:write); returns the enriched issue',
     operationId: 'removeIssueLabel',
+    earlier: 'absent',
     returns: respond.data(issueSchema, ENRICHED),
     errors: { 403: WRITE_403, 404: 'no such repository or issue, or the issue has no such label' },
     handler: async ({ target, params }) =>
@@ -166,6 +201,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     summary:
       'Assign an org member by user_id, username or display_name (issues:write); the first assignee opens a `new` issue',
     operationId: 'addIssueAssignee',
+    earlier: 'absent',
     body: assigneeRef,
     returns: respond.data(issueSchema, ENRICHED),
     errors: {
@@ -186,6 +222,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     auth: 'token',
     summary: 'Unassign a user by id (issues:write); returns the enriched issue',
     operationId: 'removeIssueAssignee',
+    earlier: 'absent',
     returns: respond.data(issueSchema, ENRICHED),
     errors: { 403: WRITE_403, 404: 'no such repository or issue, or the user is not assigned' },
     handler: async ({ target, params }) =>
@@ -200,6 +237,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     auth: 'admin',
     summary: 'Create a site-wide (admin scope) label',
     operationId: 'createSiteLabel',
+    earlier: { returns: earlierCatalogLabelShape },
     body: createLabelBody,
     returns: respond.created(catalogLabelSchema, 'the new label'),
     errors: { 409: 'a site label of this name exists' },
@@ -213,6 +251,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     auth: 'token',
     summary: 'Create an organization label (org owner, issues:write)',
     operationId: 'createOrgLabel',
+    earlier: { returns: earlierCatalogLabelShape },
     body: createLabelBody,
     returns: respond.created(catalogLabelSchema, 'the new label'),
     errors: {
@@ -230,6 +269,7 @@ export function issueRoutes(api: Api, issues: IssuesService): void {
     auth: 'token',
     summary: 'Create a repository label (org owner, issues:write)',
     operationId: 'createRepoLabel',
+    earlier: { returns: earlierCatalogLabelShape },
     body: createLabelBody,
     returns: respond.created(catalogLabelSchema, 'the new label'),
     errors: {

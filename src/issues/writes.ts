@@ -119,12 +119,21 @@ export class IssueWrites {
     });
   }
 
-  async comment(t: RepoTarget, actor: Actor, number: number, text: string): Promise<CommentJson> {
+  /**
+   * Adds a comment. The first comment on a `new` issue opens it (the current variant); with
+   * `opens: false` (the earlier variant, where only the state update triages) it stays `new`.
+   */
+  async comment(
+    t: RepoTarget,
+    actor: Actor,
+    number: number,
+    text: string,
+    opts: { opens: boolean } = { opens: true },
+  ): Promise<CommentJson> {
     return this.d.em().transactional(async (tx) => {
       const row = await this.d.reads.find(tx, t.repo.id, number, true);
-      const added = await db.insertComment(tx, row.id, actor.id, text);
-      // The first comment on a `new` issue opens it (current variant).
-      if (row.state === 'new') await db.countMoved(tx, t.repo.id, 'new', 'open');
+      const added = await db.insertComment(tx, row.id, actor.id, text, opts.opens);
+      if (row.state === 'new' && opts.opens) await db.countMoved(tx, t.repo.id, 'new', 'open');
       const comment = commentJson(added.comment, await this.d.users.refs([actor.id], tx));
       const issue = await this.json(tx, added.issue);
       await this.emit(tx, t, actor, 'issue.commented', { action: 'commented', issue, comment });

@@ -75,7 +75,7 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     handler: async ({ params }) => reply.ok(orgJson(await orgs.get(params.org))),
   });
   api.orgRoute({
-    org: { role: 'member' },
+    org: { role: 'member', earlier: 'read' },
     method: 'get',
     path: '/members',
     tag: 'orgs',
@@ -84,7 +84,9 @@ export function orgRoutes(api: Api, orgs: OrgsService, users: UsersService): voi
     summary: 'Members of an organization with their roles (org members only)',
     query: pageQuery(),
     returns: respond.list(memberSchema, 'members, by username'),
-    errors: { 403: 'not a member of the organization, or the token is restricted to another target' },
+    errors: {
+      403: 'not a member of the organization, the token is restricted to another target, or (earlier variant) it lacks the read scope',
+    },
     handler: async ({ org, query }) => reply.list(await orgs.members(org.id, query)),
   });
   api.orgRoute({

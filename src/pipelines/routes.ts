@@ -3,6 +3,7 @@ import { pathInt, pathText } from '../http/params.ts';
 import { apiPath } from '../http/responses.ts';
 import type { PipelinesService } from './service.ts';
 import { listQuery, pipelineListSchema, pipelineSchema } from './schemas.ts';
+import { earlierPipelineListShape, earlierPipelineShape } from './earlier.ts';
 
 const READ_403 = 'a private repository and the token lacks ci:read or does not reach it';
 const WRITE_403 = 'not a member of the organization, or the token lacks ci:write or reach';
@@ -25,6 +26,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     returns: respond.bare(pipelineListSchema, 'one page of pipelines (without steps)', {
       paged: (b) => ({ total: b.total, page: b.page, perPage: b.per_page }),
     }),
+    earlier: { returns: earlierPipelineListShape },
     errors: { 403: READ_403 },
     handler: async ({ target, query }) => reply.bare(await pipelines.list(target.repo.id, query)),
   });
@@ -38,6 +40,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     operationId: 'getPipeline',
     summary: 'One pipeline with its steps (bare object)',
     returns: respond.bare(pipelineSchema, 'the pipeline with its steps'),
+    earlier: { returns: earlierPipelineShape },
     errors: { 403: READ_403, 404: 'no such repository or pipeline' },
     handler: async ({ target, params }) => reply.bare(await pipelines.get(target.repo.id, params.number)),
   });
@@ -50,6 +53,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     auth: 'token',
     session: true,
     operationId: 'getStepLog',
+    earlier: 'absent',
     summary:
       'A step log as text/plain (ci:read, token or web session required); `:step` is a number or an exact name',
     returns: respond.text('text/plain; charset=utf-8', 'the log as stored so far (capped at 16 MiB)', {
@@ -81,6 +85,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
     operationId: 'cancelPipeline',
     summary: 'Cancel a pending or running pipeline and its pending/running steps (ci:write, org member)',
     returns: respond.bare(pipelineSchema, 'the cancelled pipeline with its steps'),
+    earlier: { returns: earlierPipelineShape },
     errors: { 403: WRITE_403, 404: 'no such repository or pipeline', 409: 'the pipeline has finished' },
     handler: async ({ target, params }) => reply.bare(await pipelines.cancel(target.repo.id, params.number)),
   });
@@ -97,6 +102,7 @@ export function pipelineRoutes(api: Api, pipelines: PipelinesService): void {
       status: 201,
       location: (np, p) => apiPath('repos', p.org!, p.repo!, 'pipelines', np.number),
     }),
+    earlier: { returns: earlierPipelineShape },
     errors: {
       403: WRITE_403,
       404: 'no such repository or pipeline',

@@ -1,3 +1,5 @@
+import type { ContentsService } from '../repos/contents-service.ts';
+import { earlierCommitShape } from '../repos/earlier.ts';
 import { reply, respond, type Api } from '../http/api.ts';
 import type { Access } from '../http/auth.ts';
 import type { RepoTarget } from '../domain/repo.ts';
@@ -17,6 +19,7 @@ import {
   updatePullBody,
 } from './schemas.ts';
 import type { PullsService } from './service.ts';
+import { earlierCreatePullBody, earlierPullShape } from './earlier.ts';
 
 const READ_403 = 'a private repository and the token lacks pulls:read or does not reach it';
 const WRITE_403 = 'the token lacks pulls:write or does not reach the repository';
@@ -34,7 +37,7 @@ export async function canPush(access: Access, target: RepoTarget): Promise<boole
   );
 }
 
-export function pullRoutes(api: Api, pulls: PullsService): void {
+export function pullRoutes(api: Api, pulls: PullsService, contents: Pick<ContentsService, 'numbered'>): void {
   const base = '/pulls';
   const { reads, writes, merges } = pulls;
 
@@ -48,6 +51,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     operationId: 'listPulls',
     query: listPullsQuery,
     returns: respond.list(pullSchema, 'pull requests (without comments)'),
+    earlier: { returns: earlierPullShape },
     errors: { 403: READ_403 },
     handler: async ({ target, query }) => reply.list(await reads.list(target, query)),
   });
@@ -61,6 +65,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     summary: 'A pull request with all its comments and its mergeability now',
     operationId: 'getPull',
     returns: respond.data(pullSchema, 'the pull request'),
+    earlier: { returns: earlierPullShape },
     errors: { 403: READ_403, 404: 'no such repository or pull request' },
     handler: async ({ target, params }) => reply.ok(await reads.detail(target, params.number)),
   });
@@ -76,9 +81,14 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     operationId: 'listPullCommits',
     query: pageQuery(),
     returns: respond.list(commitSchema, 'commits, oldest first'),
+    earlier: { returns: earlierCommitShape },
     errors: { 403: READ_403, 404: 'no such repository or pull request' },
-    handler: async ({ target, params, query }) =>
-      reply.list(await reads.commits(target, params.number, query)),
+    handler: async ({ target, params, query, variant }) => {
+      const page = await reads.commits(target, params.number, query);
+      return reply.list(
+        variant === 'earlier' ? { ...page, items: await contents.numbered(target, page.items) } : page,
+      );
+    },
   });
   api.repoRoute({
     method: 'get',
@@ -126,8 +136,18 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
         { org: '$request.path.org', repo: '$request.path.repo', number: '$response.body#/data/number' },
       ]),
     ),
-    handler: async ({ access, target, body }) =>
-      reply.created(await writes.create(target, access.actor(), body)),
+    earlier: {
+      summary:
+        "Open a pull request (write, org member): `{title, body, source_bookmark, target_branch?}`; target default: the repository's default branch (`default` in Mercurial)",
+      body: earlierCreatePullBody,
+      returns: earlierPullShape,
+    },
+    handler: async ({ access, target, body, variant }) =>
+      reply.created(
+        await writes.create(target, access.actor(), body, {
+          defaultTarget: variant === 'earlier' ? 'branch' : 'mainline',
+        }),
+      ),
   });
   api.repoRoute({
     method: 'patch',
@@ -141,6 +161,7 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     operationId: 'updatePull',
     body: updatePullBody,
     returns: respond.data(pullSchema, 'the updated pull request'),
+    earlier: { returns: earlierPullShape },
     errors: {
       403: `${WRITE_403}, or the caller is neither the author nor an org owner`,
       404: 'no such repository or pull request',
@@ -162,6 +183,11 @@ export function pullRoutes(api: Api, pulls: PullsService): void {
     body: mergePullBody,
     optionalBody: true,
     returns: respond.data(pullSchema, 'the merged pull request (`merge_commit` is the target head)'),
+    earlier: {
+      summary:
+        'Merge a pull request into its target branch (write, org member); the same body as the current variant',
+      returns: earlierPullShape,
+    },
     errors: {
       403: `${MEMBER_403}; or \`delete_source\` and the token lacks repo:write (nothing is merged)`,
       404: 'no such repository or pull request, or its source or target ref no longer exists',

@@ -32,10 +32,21 @@ export class PullWrites {
     this.reads = reads;
   }
 
-  async create(t: RepoTarget, actor: Actor, body: CreatePullBody): Promise<PullJson> {
+  /**
+   * Opens a pull request. Without `target_ref` it targets the mainline (`@` in Mercurial, the
+   * default branch elsewhere), or with `defaultTarget: 'branch'` (the earlier variant) the
+   * repository's default branch in every kind (`default` in Mercurial).
+   */
+  async create(
+    t: RepoTarget,
+    actor: Actor,
+    body: CreatePullBody,
+    opts: { defaultTarget: 'mainline' | 'branch' } = { defaultTarget: 'mainline' },
+  ): Promise<PullJson> {
     const repo = await this.reads.repo(t);
     const source = body.source_ref;
-    const target = body.target_ref ?? repo.driver.constants.pullTarget ?? repo.defaultBranch;
+    const mainline = opts.defaultTarget === 'mainline' ? repo.driver.constants.pullTarget : undefined;
+    const target = body.target_ref ?? mainline ?? repo.defaultBranch;
     if (source === target) throw ApiError.validation('body.source_ref: must differ from the target ref');
     // Resolves both refs (404 naming a missing one) and gives the first mergeability.
     const live = await this.d.mergeability.read(repo, source, target);

@@ -33,6 +33,8 @@ export type ChangeContext = {
   /** The change's transaction (a savepoint of it: a failing listener undoes only its own writes). */
   tx: Db;
   repo: RepoHandle;
+  /** The repository's refs before the change. */
+  before: Snapshot;
   /** What the change's push events report: branches, bookmarks and tags that moved or appeared. */
   moves: readonly RefMove[];
   /**
@@ -51,14 +53,20 @@ export type ChangeContext = {
 };
 
 /**
- * What runs after a change, in the order of `PHASES`: `pulls` and `ci` inside the change's
- * transaction (each in a savepoint; a failure is logged and the change and its events are kept),
- * `committed` once the transaction committed and the refs changed (cache invalidation).
+ * What runs after a change, in the order of `PHASES`: `revs` (the recorded commit sequence),
+ * `pulls` and `ci` inside the change's transaction (each in a savepoint; a failure is logged and
+ * the change and its events are kept), `committed` once the transaction committed and the refs
+ * changed (cache invalidation).
  */
 export type ChangeListener =
-  | { phase: 'pulls' | 'ci'; onMoves(ctx: ChangeContext): Promise<void> }
+  | { phase: 'revs' | 'pulls' | 'ci'; onMoves(ctx: ChangeContext): Promise<void> }
   | { phase: 'committed'; onCommitted(repo: RepoHandle): void };
-export const PHASES = ['pulls', 'ci', 'committed'] as const satisfies readonly ChangeListener['phase'][];
+export const PHASES = [
+  'revs',
+  'pulls',
+  'ci',
+  'committed',
+] as const satisfies readonly ChangeListener['phase'][];
 
 type Deps = {
   em: () => EntityManager;
@@ -312,6 +320,7 @@ export class RepoChanges {
     );
     const ctx: Omit<ChangeContext, 'tx'> = {
       repo,
+      before,
       moves,
       heads: headMoves(repo.driver, before, after),
       senderId,

@@ -12,11 +12,13 @@ import {
   normalisePath,
   plausibleRev,
   ReadNotFound,
+  type Changeset,
   type LogEntry,
   type ContentLimits,
   type RepoReader,
 } from '../vcs/reader.ts';
 import type { RawCache } from './raw-cache.ts';
+import type { CommitRevs } from './commit-revs.ts';
 import type { ReposService } from './service.ts';
 
 /** Where a repository is stored and its driver (never changes: kept per repository id). */
@@ -31,6 +33,10 @@ type Stored = Pick<RepoHandle, 'vcs' | 'path' | 'driver'>;
  */
 /** A log read: from `rev`, one page. */
 export type LogQuery = { rev: string; page: number; per_page: number };
+/** A commit with its `rev` (the earlier API variant's integer revision), when it was asked for. */
+export type Revved<T> = T & { rev?: number };
+/** What a read adds: `revs`, each commit's `rev` (for the earlier API variant). */
+export type ReadOpts = { revs?: boolean };
 
 export class ContentsService {
   private readonly repos: ReposService;
@@ -43,18 +49,35 @@ export class ContentsService {
   private readonly nice: number;
   /** Where larger raw downloads are kept for the next (`TRIAD_RAW_CACHE_BYTES`); none when off. */
   private readonly cache: RawCache | undefined;
+  /** The commits' `rev` numbers, for reads that ask for them. */
+  private readonly revs: Pick<CommitRevs, 'of'> | undefined;
 
   constructor(
     repos: ReposService,
     vcs: Pick<Vcs, 'reader' | 'driver'>,
     limits: ContentLimits = DEFAULT_LIMITS,
-    opts: { nice?: number; cache?: RawCache } = {},
+    opts: { nice?: number; cache?: RawCache; revs?: Pick<CommitRevs, 'of'> } = {},
   ) {
     this.repos = repos;
     this.vcs = vcs;
     this.limits = limits;
     this.nice = opts.nice ?? 0;
     this.cache = opts.cache;
+    this.revs = opts.revs;
+  }
+
+  /** `items` with each commit's `rev` (`id` names the commit). */
+  async numbered<T extends { id: string }>(target: RepoTarget, items: T[]): Promise<Revved<T>[]> {
+    if (this.revs === undefined || items.length === 0) return items;
+    const w = await this.location(target);
+    const revs = await this.revs.of(
+      { id: target.repo.id, ...w },
+      items.map((i) => i.id),
+    );
+    return items.map((i) => {
+      const rev = revs.get(i.id);
+      return rev === undefined ? i : { ...i, rev };
+    });
   }
 
   private async location(t: RepoTarget): Promise<Stored> {
@@ -201,7 +224,7 @@ export class ContentsService {
     );
   }
 
-  async log(target: RepoTarget, q: LogQuery): Promise<Page<LogEntry>> {
+  async log(target: RepoTarget, q: LogQuery, opts: ReadOpts = {}): Promise<Page<Revved<LogEntry>>> {
     const r = ContentsService.rev(q.rev);
     const reader = await this.reader(target);
     // an empty repository's history (at `tip`) is an empty list, not a missing revision
@@ -211,13 +234,15 @@ export class ContentsService {
         throw e;
       }),
     );
-    return { items: out.entries, total: out.total, page: q.page, perPage: q.per_page };
+    const items = opts.revs === true ? await this.numbered(target, out.entries) : out.entries;
+    return { items, total: out.total, page: q.page, perPage: q.per_page };
   }
 
-  async changeset(target: RepoTarget, rev: string) {
+  async changeset(target: RepoTarget, rev: string, opts: ReadOpts = {}): Promise<Revved<Changeset>> {
     const r = ContentsService.rev(rev);
     const reader = await this.reader(target);
-    return this.read(() => reader.changeset(r, this.limits));
+    const cs = await this.read(() => reader.changeset(r, this.limits));
+    return opts.revs === true ? (await this.numbered(target, [cs]))[0]! : cs;
   }
 }
 

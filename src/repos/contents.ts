@@ -14,6 +14,11 @@ import {
   fileContentSchema,
   treeEntrySchema,
 } from './schemas.ts';
+import { earlierChangesetShape, earlierCommitShape, earlierCompareShape } from './earlier.ts';
+import type { ApiVariant } from '../domain/variant.ts';
+
+/** The ETag kind of a read whose answer differs between the variants (the earlier one names `rev`). */
+const shaped = (kind: string, variant: ApiVariant) => (variant === 'earlier' ? `${kind}.earlier` : kind);
 
 const revText = z
   .string()
@@ -56,7 +61,7 @@ export function contentRoutes(
    * copy is current. A `rev` that resolves to nothing is read as given: the read answers the 404.
    */
   const atCommit = async <T>(
-    ctx: Pick<Ctx<unknown, unknown>, 'req' | 'res'> & { target: RepoTarget },
+    ctx: Pick<Ctx<unknown, unknown>, 'req' | 'res' | 'variant'> & { target: RepoTarget },
     kind: string,
     rev: string,
     read: (at: string) => Promise<T>,
@@ -155,13 +160,19 @@ export function contentRoutes(
     summary: 'Commit log from `rev` (default tip), newest first, paged; an empty repository has an empty log',
     query: logQuery,
     returns: respond.list(commitSchema, 'commits, newest first', { etag: AT_COMMIT }),
+    earlier: { returns: earlierCommitShape },
     errors: { ...READ_ERRORS, 404: 'no such repository or revision' },
     handler: async (ctx) => {
+      const kind = shaped('log', ctx.variant);
       const at = await svc.commit(ctx.target, ctx.query.rev);
-      if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag('log', at))) return reply.notModified();
-      const page = await svc.log(ctx.target, { ...ctx.query, rev: at ?? ctx.query.rev });
+      if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, at))) return reply.notModified();
+      const page = await svc.log(
+        ctx.target,
+        { ...ctx.query, rev: at ?? ctx.query.rev },
+        { revs: ctx.variant === 'earlier' },
+      );
       // an empty repository's (empty) log: current until its first commit
-      if (at === undefined && unchanged(ctx.req, ctx.res, strongEtag('log', ''))) return reply.notModified();
+      if (at === undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, ''))) return reply.notModified();
       return reply.list(page);
     },
   });
@@ -176,11 +187,14 @@ export function contentRoutes(
       'One changeset with its diff (git-style unified diff against the first parent), capped per file and in total (`diff_truncated`, `diff_truncated_files`); `rev` may contain `/` (a branch `feature/x`)',
     params: { rev: revParam },
     returns: respond.data(changesetSchema, 'the changeset', { etag: AT_COMMIT }),
+    earlier: { returns: earlierChangesetShape },
     errors: READ_ERRORS,
     handler: async (ctx) => {
       // As for every other path segment, a NUL names nothing (404).
       if (ctx.params.rev.includes('\u0000')) throw ApiError.notFound('revision');
-      return atCommit(ctx, 'changeset', ctx.params.rev, (at) => svc.changeset(ctx.target, at));
+      return atCommit(ctx, shaped('changeset', ctx.variant), ctx.params.rev, (at) =>
+        svc.changeset(ctx.target, at, { revs: ctx.variant === 'earlier' }),
+      );
     },
   });
   api.repoRoute({
@@ -200,12 +214,13 @@ export function contentRoutes(
       }),
     },
     returns: respond.data(compareSchema, 'the compare'),
+    earlier: { returns: earlierCompareShape },
     errors: {
       400: 'not `BASE...HEAD` (a missing name, no `...`, several `...`, a bad encoding or control characters: `validation_failed`)',
       403: READ_ERRORS[403],
       404: 'no such repository, or base or head names nothing (the message names it)',
     },
-    handler: async ({ req, target }) => {
+    handler: async ({ req, target, variant }) => {
       const { base, head } = splitRange(req.originalUrl);
       const r = await compare.compare(target, base, head);
       return reply.ok({
@@ -213,7 +228,7 @@ export function contentRoutes(
         head: r.head,
         merge_base: r.mergeBase ?? null,
         total_commits: r.totalCommits,
-        commits: r.commits,
+        commits: variant === 'earlier' ? await svc.numbered(target, r.commits) : r.commits,
         files: r.files.map(fileJson),
         diff_truncated: r.truncated,
       });

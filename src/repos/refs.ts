@@ -5,7 +5,9 @@ import { pageQuery, type Page, type PageQuery } from '../http/pagination.ts';
 import type { Vcs } from '../vcs/index.ts';
 import type { RefEntry, RefType } from '../vcs/reader.ts';
 import type { ReposService } from './service.ts';
+import type { CommitRevs } from './commit-revs.ts';
 import { refSchema } from './schemas.ts';
+import { earlierRefShape } from './earlier.ts';
 
 /**
  * The ref lists of a repository (branches, bookmarks, tags), each ref with its head commit, read
@@ -16,20 +18,41 @@ import { refSchema } from './schemas.ts';
 export class RefsService {
   private readonly repos: Pick<ReposService, 'handle'>;
   private readonly vcs: Pick<Vcs, 'reader'>;
+  private readonly revs: Pick<CommitRevs, 'of'> | undefined;
 
-  constructor(repos: Pick<ReposService, 'handle'>, vcs: Pick<Vcs, 'reader'>) {
+  constructor(repos: Pick<ReposService, 'handle'>, vcs: Pick<Vcs, 'reader'>, revs?: Pick<CommitRevs, 'of'>) {
     this.repos = repos;
     this.vcs = vcs;
+    this.revs = revs;
   }
 
-  async list(target: RepoTarget, type: RefType, q: PageQuery): Promise<Page<RefEntry>> {
+  /** With `revs`, each ref's commit also has its `rev` (the earlier API variant). */
+  async list(
+    target: RepoTarget,
+    type: RefType,
+    q: PageQuery,
+    opts: { revs?: boolean } = {},
+  ): Promise<Page<RevvedRef>> {
     const h = await this.repos.handle(target);
     const out = await this.vcs.reader(h.vcs, h.path).refs(type, q.page, q.per_page, h.defaultBranch);
     if (out === undefined)
       throw new ApiError(404, 'not_found', `${h.driver.constants.label} repositories have no ${type}s`);
-    return { items: out.entries, total: out.total, page: q.page, perPage: q.per_page };
+    let items: RevvedRef[] = out.entries;
+    if (opts.revs === true && this.revs !== undefined && items.length > 0) {
+      const revs = await this.revs.of(
+        h,
+        items.map((e) => e.commit.id),
+      );
+      items = items.map((e) => ({ ...e, commit: { ...e.commit, rev: revs.get(e.commit.id) } }));
+    }
+    return { items, total: out.total, page: q.page, perPage: q.per_page };
   }
 }
+
+/** A ref whose commit may carry its `rev` (the earlier API variant). */
+export type RevvedRef = Omit<RefEntry, 'commit'> & {
+  commit: RefEntry['commit'] & { rev?: number | undefined };
+};
 
 const NO_READ = 'a private repository and the token lacks repo:read or does not reach it';
 
@@ -70,8 +93,10 @@ export function refRoutes(api: Api, svc: RefsService): void {
       summary: l.summary,
       query: pageQuery(),
       returns: respond.list(refSchema, `${l.type}s, by name`),
+      earlier: { returns: earlierRefShape },
       errors: { 403: NO_READ, 404: l.notFound },
-      handler: async ({ target, query }) => reply.list(await svc.list(target, l.type, query)),
+      handler: async ({ target, query, variant }) =>
+        reply.list(await svc.list(target, l.type, query, { revs: variant === 'earlier' })),
     });
   }
 }

@@ -3,7 +3,13 @@ import type { Scope } from '../domain/access.ts';
 import type { ReposService } from '../repos/service.ts';
 import { repoSchema } from '../repos/schemas.ts';
 import type { SearchService } from './service.ts';
-import { searchHitSchema, searchIssuesQuery, searchReposQuery, type SearchKind } from './schemas.ts';
+import {
+  earlierSearchHitShape,
+  searchHitSchema,
+  searchIssuesQuery,
+  searchReposQuery,
+  type SearchKind,
+} from './schemas.ts';
 
 /** The scope each kind of record needs on a private repository. */
 const READ: Record<SearchKind, Scope> = { issue: 'issues:read', pull: 'pulls:read' };
@@ -38,6 +44,7 @@ export function searchRoutes(api: Api, search: SearchService, repos: ReposServic
       searchHitSchema,
       'matches in the title first, then the others; newest first within each (list items plus `kind`)',
     ),
+    earlier: { returns: earlierSearchHitShape },
     errors: {
       403: 'a private repository and the token lacks issues:read (issues) or pulls:read (pull requests), or does not reach it',
     },

@@ -3,6 +3,9 @@ import { nonBlank } from '../http/input.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { issueSchema, type IssueJson } from '../issues/schemas.ts';
 import { pullSchema, type PullJson } from '../pulls/schemas.ts';
+import { earlierIssue, earlierIssueSchema } from '../issues/earlier.ts';
+import { earlierPull, earlierPullSchema } from '../pulls/earlier.ts';
+import { omit, shaped } from '../http/variant.ts';
 
 /** Request and response shapes of search (repositories; issues and pull requests of a repository). */
 
@@ -58,3 +61,22 @@ export function issueHit(i: IssueJson): SearchHitJson {
 export function pullHit(p: PullJson): SearchHitJson {
   return { kind: 'pull', ...p };
 }
+
+// ----- the earlier API variant ------------------------------------------------------------------
+
+export const earlierSearchHitSchema = z
+  .discriminatedUnion('kind', [
+    z
+      .object({ kind: z.literal('issue'), ...earlierIssueSchema.omit({ comments: true }).shape })
+      .meta({ id: 'IssueSearchItem' }),
+    z
+      .object({ kind: z.literal('pull'), ...earlierPullSchema.omit({ comments: true }).shape })
+      .meta({ id: 'PullRequestSearchItem' }),
+  ])
+  .meta({ id: 'IssueSearchResult', description: 'an issue or a pull request, as its list shows it' });
+
+/** A search item as the earlier variant shows it: the earlier list forms plus `kind`. */
+export const earlierSearchHitShape = shaped(earlierSearchHitSchema, (h: SearchHitJson) => {
+  if (h.kind === 'issue') return { kind: 'issue' as const, ...earlierIssue(omit(h, 'kind')) };
+  return { kind: 'pull' as const, ...earlierPull(omit(h, 'kind')) };
+});

@@ -1,6 +1,7 @@
 import { count, first, one, namesById, Prepared, type Db } from '../db/query.ts';
 import { intArray, textArray } from '../db/sql.ts';
 import type { TokenLevel } from '../domain/access.ts';
+import type { ApiVariant } from '../domain/variant.ts';
 
 /** The queries of users and their API tokens (tables `users`, `api_tokens`). */
 
@@ -28,12 +29,14 @@ export type TokenRow = {
   expiresAt: Date | string | null;
   createdAt: Date | string;
   lastUsedAt: Date | string | null;
+  /** The API variant the token's requests are answered in; null: the server's default. */
+  apiVariant: ApiVariant | null;
 };
 
 /** A token with its user, as authentication reads it. */
 export type GrantRow = Pick<
   TokenRow,
-  'id' | 'scopes' | 'level' | 'targetOrgId' | 'targetRepoId' | 'expiresAt'
+  'id' | 'scopes' | 'level' | 'targetOrgId' | 'targetRepoId' | 'expiresAt' | 'apiVariant'
 > & {
   userId: number;
   username: string;
@@ -44,7 +47,7 @@ export type GrantRow = Pick<
 const USER_REF = 'id, username, display_name as "displayName", avatar_url as "avatarUrl"';
 const USER = `${USER_REF}, email, is_admin as "isAdmin", created_at as "createdAt"`;
 const TOKEN_GRANT = `id, scopes, level, target_org_id as "targetOrgId", target_repo_id as "targetRepoId",
-  expires_at as "expiresAt"`;
+  expires_at as "expiresAt", api_variant as "apiVariant"`;
 const TOKEN = `${TOKEN_GRANT}, user_id as "userId", name, created_at as "createdAt",
   last_used_at as "lastUsedAt"`;
 
@@ -146,14 +149,15 @@ export type NewToken = {
   targetRepoId: number | null;
   expiresAt: Date | null;
   pipelineId?: number;
+  apiVariant?: ApiVariant | null;
 };
 
 export function insertToken(db: Db, t: NewToken): Promise<TokenRow> {
   return one<TokenRow>(
     db,
     `insert into api_tokens (user_id, name, token_hash, scopes, level, target_org_id, target_repo_id,
-                             expires_at, pipeline_id)
-     values (?, ?, ?, ?::text[], ?, ?, ?, ?, ?) returning ${TOKEN}`,
+                             expires_at, pipeline_id, api_variant)
+     values (?, ?, ?, ?::text[], ?, ?, ?, ?, ?, ?) returning ${TOKEN}`,
     [
       t.userId,
       t.name,
@@ -164,6 +168,7 @@ export function insertToken(db: Db, t: NewToken): Promise<TokenRow> {
       t.targetRepoId,
       t.expiresAt,
       t.pipelineId ?? null,
+      t.apiVariant ?? null,
     ],
   );
 }
@@ -208,7 +213,7 @@ export async function deleteToken(db: Db, userId: number, id: number): Promise<b
 const GRANT = new Prepared<GrantRow>(
   'token_grant',
   `select t.id, t.scopes, t.level, t.target_org_id as "targetOrgId", t.target_repo_id as "targetRepoId",
-          t.expires_at as "expiresAt", t.pipeline_id is not null as pipeline,
+          t.expires_at as "expiresAt", t.pipeline_id is not null as pipeline, t.api_variant as "apiVariant",
           u.id as "userId", u.username, u.is_admin as "isAdmin"
      from api_tokens t join users u on u.id = t.user_id
     where t.token_hash = ?`,

@@ -9,6 +9,7 @@ import type { UsersService } from './service.ts';
 import {
   createTokenBody,
   createUserBody,
+  earlierCreateTokenBody,
   newTokenSchema,
   profileJson,
   profileSchema,
@@ -18,11 +19,15 @@ import {
   userSchema,
 } from './schemas.ts';
 
-const CI_CREDENTIAL = 'a CI clone credential cannot manage tokens';
+const CI_CREDENTIAL =
+  'a CI clone credential cannot manage tokens; in the earlier variant, a token without the read scope';
 
-/** Token management with any valid token — except a CI clone credential. */
+/**
+ * Token management with any valid token (the earlier variant: a token holding `read`) — except a
+ * CI clone credential.
+ */
 function tokenOwner(access: Access): AuthUser {
-  const user = access.user();
+  const user = access.user(undefined, 'read');
   if (access.principal.kind === 'user' && access.principal.grant.pipeline === true) {
     throw ApiError.forbidden('a CI clone credential cannot manage tokens');
   }
@@ -40,7 +45,8 @@ export function userRoutes(api: Api, users: UsersService): void {
     operationId: 'getCurrentUser',
     summary: 'The authenticated user',
     returns: respond.data(userSchema, 'the user the token belongs to'),
-    handler: async ({ access }) => reply.ok(userJson(await users.get(access.user().id))),
+    errors: { 403: 'the earlier variant: the token lacks the read scope' },
+    handler: async ({ access }) => reply.ok(userJson(await users.get(access.user(undefined, 'read').id))),
   });
   api.route({
     method: 'get',
@@ -74,6 +80,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     operationId: 'createToken',
     summary: 'Create a token; the plaintext `token` is returned only here',
     body: createTokenBody,
+    earlier: { body: earlierCreateTokenBody },
     returns: respond.created(newTokenSchema, 'the new token with its plaintext', (t) =>
       apiPath('user', 'tokens', t.id),
     ),
@@ -129,6 +136,7 @@ export function userRoutes(api: Api, users: UsersService): void {
     operationId: 'createUserToken',
     summary: 'Create a token for a user (site admin); same body and response as POST /api/v1/user/tokens',
     body: createTokenBody,
+    earlier: { body: earlierCreateTokenBody },
     returns: respond.created(newTokenSchema, 'the new token with its plaintext'),
     errors: {
       404: 'no such user, or the target organization or repository does not exist',

@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { isoTime } from '../db/sql.ts';
 import { ALL_SCOPES } from '../domain/access.ts';
+import { API_VARIANTS, EARLIER_SCOPE_NAMES } from '../domain/variant.ts';
 import { handleSchema, nonBlank, timestampInput } from '../http/input.ts';
 import { timestamp } from '../http/responses.ts';
 import type { TokenRow, UserRefRow, UserRow } from './repository.ts';
 
 // ----- requests ----------------------------------------------------------------------------------
+
+const apiVariantField = z.enum(API_VARIANTS);
 
 export const usernameSchema = handleSchema;
 
@@ -44,8 +47,19 @@ export const createTokenBody = z.object({
   expires_at: timestampInput.nullish(),
   level: z.enum(['personal', 'org', 'repo']).default('personal'),
   target: z.string().min(1).max(200).optional(),
+  api_variant: apiVariantField.nullish().meta({
+    description: "pins the API variant of the token's requests; null or absent: the server's default",
+  }),
 });
 export type CreateTokenBody = z.infer<typeof createTokenBody>;
+
+/** The earlier variant's token create: the same body with the earlier scope names only. */
+export const earlierCreateTokenBody = createTokenBody.extend({
+  scopes: z
+    .array(z.enum(EARLIER_SCOPE_NAMES))
+    .min(1)
+    .refine((s) => new Set(s).size === s.length, 'scopes must not repeat'),
+});
 
 // ----- responses ---------------------------------------------------------------------------------
 
@@ -93,6 +107,10 @@ export const tokenSchema = z
     expires_at: timestamp.nullable(),
     created_at: timestamp,
     last_used_at: timestamp.nullable(),
+    api_variant: z
+      .enum(API_VARIANTS)
+      .nullable()
+      .meta({ description: "the API variant the token pins; null: the server's default" }),
   })
   .meta({ id: 'Token' });
 export type TokenJson = z.infer<typeof tokenSchema>;
@@ -140,5 +158,6 @@ export function tokenJson(t: TokenRow, target: string | null): TokenJson {
     expires_at: isoOrNull(t.expiresAt),
     created_at: isoTime(t.createdAt),
     last_used_at: isoOrNull(t.lastUsedAt),
+    api_variant: t.apiVariant,
   };
 }

@@ -199,6 +199,7 @@ export class UsersService {
         targetOrgId: target.orgId,
         targetRepoId: target.repoId,
         expiresAt,
+        apiVariant: body.api_variant ?? null,
       });
     });
     const [name = null] = await this.targets.names([target]);
@@ -235,6 +236,7 @@ export class UsersService {
         targetRepoId: r.targetRepoId,
         pipeline: r.pipeline,
         expiresAt,
+        apiVariant: r.apiVariant,
       },
       expiresAt,
     };

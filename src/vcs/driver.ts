@@ -191,6 +191,14 @@ export interface VcsDriver {
   ): AsyncIterable<Buffer>;
 
   /**
+   * Only kinds whose VCS numbers no commits itself (Git; `RepoReader.revs` is absent there): the
+   * commits reachable from the refs now and from none of `known`, parents before children. A
+   * read (no lock); under the push lock, with the heads of the snapshot before a change, the
+   * commits the change brought. Every commit of the history when `known` is empty.
+   */
+  arrivals?(dir: string, known: readonly string[]): Promise<string[]>;
+
+  /**
    * The merge, dry-run merge, tag and ref operations (ops.ts documents which mutate and so need
    * the push lock). Made once per server; their persistent processes are in the server's pool.
    */

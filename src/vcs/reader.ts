@@ -128,6 +128,14 @@ export interface RepoReader {
    * paging through a long range reads it once.
    */
   compare(base: string, head: string, opts: CompareOptions): Promise<Comparison>;
+  /**
+   * The VCS's own integer numbers of these commits (full ids), the earlier API variant's `rev`:
+   * Mercurial's revision numbers, Fossil's rids (unique and stable within the repository; a
+   * Mercurial revision number is as stable as its repository, which Triad never strips). Ids
+   * naming no commit are left out. Absent where the VCS numbers no commits (Git: the numbers are
+   * recorded as commits arrive, src/repos/commit-revs.ts).
+   */
+  revs?(ids: readonly string[]): Promise<Map<string, number>>;
   /** True while a request is queued or running (the pool closes no busy reader as idle). */
   busy(): boolean;
   /** Ends the persistent processes once queued work is done. */

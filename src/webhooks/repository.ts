@@ -1,6 +1,7 @@
 import { Assignments, count, first, one, type Db } from '../db/query.ts';
 import { textArray } from '../db/sql.ts';
 import { DISABLED_ENTRY } from './schemas.ts';
+import type { ApiVariant } from '../domain/variant.ts';
 
 /**
  * The queries of the webhooks feature on `webhooks`, `webhook_jobs` and `webhook_deliveries`
@@ -14,6 +15,8 @@ export type WebhookRow = {
   url: string;
   secret: string | null;
   events: string[];
+  /** The API variant of the request that created it: the event names it receives. */
+  api_variant: ApiVariant;
   is_active: boolean;
   disabled_reason: string | null;
   consecutive_failures: number;
@@ -63,7 +66,8 @@ export type NewJob = {
   attempt: number;
 };
 
-const HOOK_COLUMNS = `w.id, w.org_id, w.repo_id, w.url, w.secret, w.events, w.is_active, w.disabled_reason,
+const HOOK_COLUMNS = `w.id, w.org_id, w.repo_id, w.url, w.secret, w.events, w.api_variant, w.is_active,
+  w.disabled_reason,
   w.consecutive_failures, w.created_at, w.updated_at,
   l.id as last_id, l.success as last_success, l.response_code as last_response_code,
   l.delivered_at as last_delivered_at`;
@@ -104,13 +108,20 @@ export function get(db: Db, owner: Owner, id: number): Promise<WebhookRow | unde
 export async function insert(
   db: Db,
   owner: Owner,
-  h: { url: string; secret: string | null; events: string[]; isActive: boolean; createdBy: number },
+  h: {
+    url: string;
+    secret: string | null;
+    events: string[];
+    isActive: boolean;
+    createdBy: number;
+    apiVariant: ApiVariant;
+  },
 ): Promise<number> {
   const row = await one<{ id: number }>(
     db,
-    `insert into webhooks (org_id, repo_id, url, secret, events, is_active, created_by)
-     values (?, ?, ?, ?, ?::text[], ?, ?) returning id`,
-    [owner.orgId, owner.repoId, h.url, h.secret, textArray(h.events), h.isActive, h.createdBy],
+    `insert into webhooks (org_id, repo_id, url, secret, events, is_active, created_by, api_variant)
+     values (?, ?, ?, ?, ?::text[], ?, ?, ?) returning id`,
+    [owner.orgId, owner.repoId, h.url, h.secret, textArray(h.events), h.isActive, h.createdBy, h.apiVariant],
   );
   return row.id;
 }

@@ -8,6 +8,7 @@ import {
   bulkRedeliverBody,
   createWebhookBody,
   deliveryDetailSchema,
+  earlierCreateWebhookBody,
   deliverySchema,
   queuedSchema,
   updateWebhookBody,
@@ -44,8 +45,8 @@ type Group = {
   ) => void;
 };
 
-/** Webhooks are managed by organization owners with the admin scope. */
-const MANAGE = { scope: 'admin', role: 'owner' } as const;
+/** Webhooks are managed by organization owners with the admin scope (the earlier variant: write). */
+const MANAGE = { scope: 'admin', role: 'owner', earlier: 'write' } as const;
 
 function groups(api: Api): Group[] {
   return [
@@ -68,7 +69,8 @@ function groups(api: Api): Group[] {
   ];
 }
 
-const FORBIDDEN = 'the token lacks the admin scope or does not reach here, or the caller is not an org owner';
+const FORBIDDEN =
+  'the token lacks the admin scope (the earlier variant: write) or does not reach here, or the caller is not an org owner';
 const BAD_BODY =
   'invalid body (`validation_failed`): unknown event type, malformed URL, or a target address the server refuses (the message names the reason)';
 const BASE = '/webhooks';
@@ -102,6 +104,10 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       summary: `Create a webhook of a ${g.what}: {url, secret?, events[], is_active?}; the secret is write-only`,
       body: createWebhookBody,
       returns: respond.created(webhookSchema, 'the webhook', (w, p) => g.one(p, w.id)),
+      earlier: {
+        summary: `Create a webhook of a ${g.what} (write scope): {url, secret?, events[] of push, issue, pull_request, is_active?}; it delivers under the earlier event names`,
+        body: earlierCreateWebhookBody,
+      },
       errors: {
         ...errors,
         400: BAD_BODY,
@@ -110,8 +116,8 @@ export function webhookRoutes(api: Api, hooks: WebhooksService): void {
       links: Object.fromEntries(
         [`get${g.op}Webhook`, `update${g.op}Webhook`, `ping${g.op}Webhook`].map((op) => [op, toHook]),
       ),
-      handler: async ({ access, owner, body }) =>
-        reply.created(await hooks.create(owner, access.actor(), body)),
+      handler: async ({ access, owner, body, variant }) =>
+        reply.created(await hooks.create(owner, access.actor(), body, variant)),
     });
     g.route({
       method: 'get',

@@ -1,4 +1,7 @@
 import { EVENT_TYPES, type EventType } from '../events/catalog.ts';
+import { API_VARIANTS, type ApiVariant } from '../domain/variant.ts';
+import { ApiError } from '../http/errors.ts';
+import { EARLIER_EVENT_TYPES } from './earlier.ts';
 import { z } from 'zod';
 import { isoTime } from '../db/sql.ts';
 import { timestamp } from '../http/responses.ts';
@@ -7,7 +10,16 @@ import type { DeliveryDetailRow, DeliveryRow, WebhookRow } from './repository.ts
 /** The event types a webhook may subscribe to: every type of the event catalog. */
 export const WEBHOOK_EVENT_TYPES = EVENT_TYPES as readonly [EventType, ...EventType[]];
 export type WebhookEventType = EventType;
-const KNOWN = new Set<string>(WEBHOOK_EVENT_TYPES);
+/** The names a webhook's `events` may hold: those of either variant (`api_variant` says which). */
+export const ANY_EVENT_NAMES = [...new Set<string>([...WEBHOOK_EVENT_TYPES, ...EARLIER_EVENT_TYPES])] as [
+  string,
+  ...string[],
+];
+/** The event names a webhook of each variant subscribes to. */
+export const EVENT_NAMES: Record<ApiVariant, readonly string[]> = {
+  current: WEBHOOK_EVENT_TYPES,
+  earlier: EARLIER_EVENT_TYPES,
+};
 
 /** The event of a ping and the history entry written when the service disables a webhook. */
 export const PING_EVENT = 'ping';
@@ -46,23 +58,42 @@ const urlSchema = z
   })
   .meta({ description: 'http(s) URL the deliveries are POSTed to; must be an allowed target' });
 
-const eventsSchema = z
-  .array(z.string().max(64))
-  .min(1, 'subscribe to at least one event')
-  .max(WEBHOOK_EVENT_TYPES.length * 2)
-  .superRefine((events, ctx) => {
-    events.forEach((e, i) => {
-      if (!KNOWN.has(e)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [i],
-          message: `unknown event type "${e}" (known: ${WEBHOOK_EVENT_TYPES.join(', ')})`,
-        });
-      }
-    });
-  })
-  .transform((events) => [...new Set(events)] as WebhookEventType[])
-  .meta({ description: `subscribed event types: ${WEBHOOK_EVENT_TYPES.join(', ')}` });
+/** A list of event names, each one of `names` (a webhook's own variant's). */
+function eventsSchema(names: readonly string[], description: string) {
+  const known = new Set(names);
+  return z
+    .array(z.string().max(64))
+    .min(1, 'subscribe to at least one event')
+    .max(ANY_EVENT_NAMES.length * 2)
+    .superRefine((events, ctx) => {
+      events.forEach((e, i) => {
+        if (!known.has(e)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [i],
+            message: `unknown event type "${e}" (known: ${names.join(', ')})`,
+          });
+        }
+      });
+    })
+    .transform((events) => [...new Set(events)])
+    .meta({ description });
+}
+const currentEvents = eventsSchema(
+  WEBHOOK_EVENT_TYPES,
+  `subscribed event types: ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+);
+
+/** The event names of a webhook of `variant` (400 `validation_failed` naming a name it does not know). */
+export function checkEventNames(events: readonly string[], variant: ApiVariant): void {
+  const known = EVENT_NAMES[variant];
+  const bad = events.findIndex((e) => !known.includes(e));
+  if (bad >= 0) {
+    throw ApiError.validation(
+      `body.events.${bad}: unknown event type "${events[bad]}" for a webhook of the ${variant} API variant (known: ${known.join(', ')})`,
+    );
+  }
+}
 
 /** A secret: "" or null means none. */
 const secretSchema = z
@@ -76,17 +107,29 @@ export const createWebhookBody = z
   .object({
     url: urlSchema,
     secret: secretSchema.optional(),
-    events: eventsSchema,
+    events: currentEvents,
     is_active: z.boolean().optional(),
   })
   .strict();
 export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
 
+/** Create in the earlier variant: its event names (`push`, `issue`, `pull_request`). */
+export const earlierCreateWebhookBody = createWebhookBody.extend({
+  events: eventsSchema(
+    EARLIER_EVENT_TYPES,
+    `subscribed event types: ${EARLIER_EVENT_TYPES.join(', ')} (\`push\` includes tags, \`issue\` every issue event, \`pull_request\` every pull request event)`,
+  ),
+});
+
+/** A change's `events` are names of the webhook's own variant (checked by the service). */
 export const updateWebhookBody = z
   .object({
     url: urlSchema.optional(),
     secret: secretSchema.optional(),
-    events: eventsSchema.optional(),
+    events: eventsSchema(
+      ANY_EVENT_NAMES,
+      "subscribed event types, of the webhook's own API variant (`api_variant`)",
+    ).optional(),
     is_active: z.boolean().optional().meta({ description: '`true` re-enables a disabled webhook' }),
   })
   .strict();
@@ -108,7 +151,15 @@ export const webhookSchema = z
   .object({
     id: z.int(),
     url: z.string(),
-    events: z.array(z.enum(WEBHOOK_EVENT_TYPES).meta({ id: 'WebhookEventType' })),
+    events: z.array(
+      z.enum(ANY_EVENT_NAMES).meta({
+        id: 'WebhookEventType',
+        description: "an event type of the webhook's API variant (`api_variant`)",
+      }),
+    ),
+    api_variant: z
+      .enum(API_VARIANTS)
+      .meta({ description: 'the API variant of the request that created it: the event names it receives' }),
     is_active: z.boolean(),
     has_secret: z.boolean().meta({ description: 'whether a secret is set (the secret is never returned)' }),
     disabled_reason: z
@@ -189,8 +240,8 @@ export function webhookJson(w: WebhookRow): WebhookJson {
   return {
     id: w.id,
     url: w.url,
-    // Only known types are ever stored (the request schema refuses others).
-    events: w.events as WebhookEventType[],
+    events: w.events,
+    api_variant: w.api_variant,
     is_active: w.is_active,
     has_secret: w.secret !== null,
     disabled_reason: w.disabled_reason,

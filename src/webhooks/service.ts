@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Actor } from '../domain/access.ts';
+import type { ApiVariant } from '../domain/variant.ts';
 import type { OrgRef, RepoTarget } from '../domain/repo.ts';
 import { ApiError } from '../http/errors.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
@@ -11,6 +12,7 @@ import type { Owner } from './repository.ts';
 import {
   DISABLED_ENTRY,
   PING_EVENT,
+  checkEventNames,
   deliveryDetailJson,
   deliveryJson,
   queuedJson,
@@ -84,7 +86,13 @@ export class WebhooksService {
     return row;
   }
 
-  async create(owner: HookOwner, actor: Actor, body: CreateWebhookBody): Promise<WebhookJson> {
+  /** Creates a webhook of the request's API variant (`variant`: the event names it receives). */
+  async create(
+    owner: HookOwner,
+    actor: Actor,
+    body: CreateWebhookBody,
+    variant: ApiVariant = 'current',
+  ): Promise<WebhookJson> {
     await this.checkTarget(body.url);
     if ((await db.countOwned(this.em(), ownerOf(owner))) >= MAX_WEBHOOKS_PER_OWNER) {
       throw ApiError.limitExceeded(
@@ -97,6 +105,7 @@ export class WebhooksService {
       events: body.events,
       isActive: body.is_active ?? true,
       createdBy: actor.id,
+      apiVariant: variant,
     });
     return this.get(owner, id);
   }
@@ -107,7 +116,11 @@ export class WebhooksService {
     const change: db.WebhookChange = {};
     if (body.url !== undefined) change.url = body.url;
     if (body.secret !== undefined) change.secret = body.secret;
-    if (body.events !== undefined) change.events = body.events;
+    if (body.events !== undefined) {
+      // a webhook keeps its variant: its events are named as that variant names them
+      checkEventNames(body.events, before.api_variant);
+      change.events = body.events;
+    }
     // Only a change of state acts: `is_active: true` on an active webhook keeps its counters.
     if (body.is_active !== undefined && body.is_active !== before.is_active) change.isActive = body.is_active;
     await this.em().transactional((tx) => db.update(tx, id, change));

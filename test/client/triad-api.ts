@@ -138,6 +138,8 @@ export interface components {
     headers: {
         /** @description the request id (echoed from the request when given, else generated) */
         "X-Request-Id": string;
+        /** @description the API variant the request was answered in */
+        "X-Svc-Api-Variant": "current" | "earlier";
     };
     pathItems: never;
 }
@@ -162,6 +164,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description RFC 8288 links to the first, prev, next and last pages */
                     Link: string;
                     /** @description number of items in the whole list */
@@ -175,10 +178,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid query parameter (`validation_failed`) */
+            /** @description invalid query parameter (`validation_failed`); or an unknown `X-Svc-Api-Variant` (`bad_request`) */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -189,6 +193,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `Bearer realm="triad"` challenge (RFC 6750) */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -201,6 +206,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -211,6 +217,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -221,6 +228,7 @@ export interface operations {
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -259,6 +267,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description URL of the created resource */
                     Location: string;
                     [name: string]: unknown;
@@ -269,10 +278,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description malformed JSON (`bad_request`) or a body that fails validation (`validation_failed`) */
+            /** @description malformed JSON (`bad_request`) or a body that fails validation (`validation_failed`); or an unknown `X-Svc-Api-Variant` (`bad_request`) */
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -283,6 +293,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `Bearer realm="triad"` challenge (RFC 6750) */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -295,6 +306,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -305,6 +317,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -315,6 +328,7 @@ export interface operations {
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -325,6 +339,7 @@ export interface operations {
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -335,6 +350,7 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -345,6 +361,7 @@ export interface operations {
             422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -355,6 +372,7 @@ export interface operations {
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -367,6 +385,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -392,6 +411,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -400,10 +420,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description an unknown `X-Svc-Api-Variant` (`bad_request`) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the token sent is malformed, unknown or expired (a public route needs none) (`unauthorized`) */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `Bearer realm="triad"` challenge (RFC 6750) */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -416,6 +448,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -426,6 +459,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -436,6 +470,7 @@ export interface operations {
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -477,6 +512,7 @@ export interface operations {
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description URL of the created resource */
                     Location: string;
                     [name: string]: unknown;
@@ -491,6 +527,7 @@ export interface operations {
             400: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -501,6 +538,7 @@ export interface operations {
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `Bearer realm="triad"` challenge (RFC 6750) */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -513,6 +551,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -523,6 +562,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -533,6 +573,7 @@ export interface operations {
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -543,6 +584,7 @@ export interface operations {
             413: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -553,6 +595,7 @@ export interface operations {
             415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -563,6 +606,7 @@ export interface operations {
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -575,6 +619,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -601,6 +646,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -611,6 +657,7 @@ export interface operations {
             206: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `bytes start-end/size` */
                     "Content-Range": string;
                     [name: string]: unknown;
@@ -623,16 +670,29 @@ export interface operations {
             302: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description where the bytes are */
                     Location: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description an unknown `X-Svc-Api-Variant` (`bad_request`) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the token sent is malformed, unknown or expired (a public route needs none) (`unauthorized`) */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `Bearer realm="triad"` challenge (RFC 6750) */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -645,6 +705,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -655,6 +716,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -665,6 +727,7 @@ export interface operations {
             416: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `bytes *\/size`: the size of the whole */
                     "Content-Range": string;
                     [name: string]: unknown;
@@ -677,6 +740,7 @@ export interface operations {
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -689,6 +753,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -714,6 +779,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description a strong validator: the commit `rev` resolves to, the format and the folder name inside the archive */
                     ETag: string;
                     [name: string]: unknown;
@@ -726,16 +792,29 @@ export interface operations {
             304: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description a strong validator: the commit `rev` resolves to, the format and the folder name inside the archive */
                     ETag: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
+            /** @description an unknown `X-Svc-Api-Variant` (`bad_request`) */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the token sent is malformed, unknown or expired (a public route needs none) (`unauthorized`) */
             401: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description `Bearer realm="triad"` challenge (RFC 6750) */
                     "WWW-Authenticate": string;
                     [name: string]: unknown;
@@ -748,6 +827,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -758,6 +838,7 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -768,6 +849,7 @@ export interface operations {
             429: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
                     "Retry-After": number;
                     [name: string]: unknown;
@@ -780,6 +862,7 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -143,10 +143,12 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
         is_admin: opts.admin ?? false,
       });
       if (u.status !== 201) throw new Error(`newUser: ${u.status} ${u.text}`);
-      const t = await admin.post(`/api/v1/admin/users/${username}/tokens`, {
-        name: 'test',
-        scopes: opts.scopes ?? [...CURRENT_SCOPES],
-      });
+      // (in the current variant's names, whatever the server's default variant)
+      const t = await admin.post(
+        `/api/v1/admin/users/${username}/tokens`,
+        { name: 'test', scopes: opts.scopes ?? [...CURRENT_SCOPES] },
+        { 'X-Svc-Api-Variant': 'current' },
+      );
       if (t.status !== 201) throw new Error(`newUser token: ${t.status} ${t.text}`);
       return { id: u.body.data.id, username, token: t.body.data.token, client: anon.as(t.body.data.token) };
     },

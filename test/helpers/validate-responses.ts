@@ -3,8 +3,9 @@ import { ResponseChecker, type OpenApiDoc } from './openapi-check.ts';
 
 /**
  * Every response a test receives from a Triad server through `fetch` (the test `Client`, the
- * agent under test, direct calls) is checked against the server's own OpenAPI document
- * (`/api/v1/openapi.json`): declared status, content type, required headers and the JSON body
+ * agent under test, direct calls) is checked against the server's own OpenAPI document of the API
+ * variant the response was answered in (`/api/v1/openapi.json?variant=` its `X-Svc-Api-Variant`,
+ * current without one): declared status, content type, required headers and the JSON body
  * against the operation's schema. A mismatch fails the running test (in `afterEach`), so the whole
  * integration suite keeps the document honest. Servers that are not Triad (a fake Kubernetes API)
  * are recognised by their document and left alone.
@@ -14,6 +15,8 @@ type State = {
   checkers: Map<string, Promise<ResponseChecker | undefined>>;
   problems: string[];
   checked: number;
+  /** Of them, answered in the earlier API variant (checked against its document). */
+  earlier: number;
 };
 const KEY = Symbol.for('triad.openapi-check');
 const installed = (globalThis as Record<symbol, State | undefined>)[KEY];
@@ -22,24 +25,26 @@ const state: State = installed ?? {
   checkers: new Map(),
   problems: [],
   checked: 0,
+  earlier: 0,
 };
 (globalThis as Record<symbol, State | undefined>)[KEY] = state;
 const { realFetch, checkers, problems } = state;
 const PATHS = /^\/(api\/|healthz|readyz|metrics)/i;
 
-function checkerFor(origin: string): Promise<ResponseChecker | undefined> {
-  let c = checkers.get(origin);
+function checkerFor(origin: string, variant: string): Promise<ResponseChecker | undefined> {
+  const key = `${origin} ${variant}`;
+  let c = checkers.get(key);
   if (c === undefined) {
     c = (async () => {
       try {
-        const r = await realFetch(`${origin}/api/v1/openapi.json`);
+        const r = await realFetch(`${origin}/api/v1/openapi.json?variant=${variant}`);
         const doc = (await r.json()) as OpenApiDoc & { info?: { title?: string } };
         return r.ok && doc.info?.title === 'Triad API' ? new ResponseChecker(doc) : undefined;
       } catch {
         return undefined;
       }
     })();
-    checkers.set(origin, c);
+    checkers.set(key, c);
   }
   return c;
 }
@@ -55,12 +60,19 @@ export function checkedResponses(): number {
   return state.checked;
 }
 
+/** How many of them were answered in the earlier API variant. */
+export function checkedEarlierResponses(): number {
+  return state.earlier;
+}
+
 const checkedFetch: typeof fetch = async (input, init) => {
   const res = await realFetch(input, init);
   const { url, method } = requestOf(input, init);
   const local = url.hostname === '127.0.0.1' || url.hostname === 'localhost' || url.hostname === '[::1]';
   if (!local || !PATHS.test(url.pathname)) return res;
-  const checker = await checkerFor(url.origin);
+  const variant = res.headers.get('x-svc-api-variant') === 'earlier' ? 'earlier' : 'current';
+  const checker = await checkerFor(url.origin, variant);
+  if (variant === 'earlier') state.earlier += 1;
   if (checker === undefined) return res;
   const json = (res.headers.get('content-type') ?? '').includes('json');
   const text =

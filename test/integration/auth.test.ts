@@ -129,6 +129,7 @@ describe('token create and list', () => {
       expires_at: null,
       created_at: expect.any(String),
       last_used_at: null,
+      api_variant: null,
       token: expect.stringMatching(/^\S{20,}$/),
     });
     expect(r.body.data.token).not.toBe(u.token);
@@ -145,7 +146,17 @@ describe('token create and list', () => {
     expect(r.body.data).toHaveLength(2);
     for (const t of r.body.data) {
       expect(Object.keys(t).sort()).toEqual(
-        ['created_at', 'expires_at', 'id', 'last_used_at', 'level', 'name', 'scopes', 'target'].sort(),
+        [
+          'api_variant',
+          'created_at',
+          'expires_at',
+          'id',
+          'last_used_at',
+          'level',
+          'name',
+          'scopes',
+          'target',
+        ].sort(),
       );
       expect(t).not.toHaveProperty('token');
       expect(JSON.stringify(t)).not.toContain(created.body.data.token);
@@ -160,6 +171,7 @@ describe('token create and list', () => {
       expires_at: null,
       created_at: created.body.data.created_at,
       last_used_at: null,
+      api_variant: null,
     });
   });
 

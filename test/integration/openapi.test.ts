@@ -188,7 +188,12 @@ describe('the OpenAPI document', () => {
 
 describe('the response check of the test suite', () => {
   const headers = (h: Record<string, string> = {}) =>
-    new Headers({ 'content-type': 'application/json', 'x-request-id': 'r', ...h });
+    new Headers({
+      'content-type': 'application/json',
+      'x-request-id': 'r',
+      'x-svc-api-variant': 'current',
+      ...h,
+    });
   const user = {
     id: 1,
     username: 'u',

@@ -62,6 +62,24 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s compare', (kind) => {
     expect(back.body.data.files.map((f: any) => f.path)).toEqual(['main.txt']);
     const same = await compare(`${d.head}...${d.head}`);
     expect(same.body.data).toMatchObject({ total_commits: 0, commits: [], files: [], merge_base: d.head });
+
+    // the earlier variant names the commits by node, short_node and rev (the log's numbers)
+    const earlier = { 'x-svc-api-variant': 'earlier' };
+    const range = `${encodeURIComponent(main)}...${encodeURIComponent(topic)}`;
+    const old = await owner.client.request('GET', `${repo.api}/compare/${range}`, undefined, earlier);
+    expect(old.status).toBe(200);
+    expect(old.headers.get('x-svc-api-variant')).toBe('earlier');
+    const log = await owner.client.request(
+      'GET',
+      `${repo.api}/log?rev=${encodeURIComponent(topic)}`,
+      undefined,
+      earlier,
+    );
+    const revOf = new Map(log.body.data.map((c: any) => [c.node, c.rev]));
+    expect(old.body.data.commits.map((c: any) => [c.node, c.short_node, c.rev, 'id' in c])).toEqual(
+      d.commits.map((c: any) => [c.id, c.short_id, revOf.get(c.id), false]),
+    );
+    expect(old.body.data.files).toEqual(d.files);
   });
 
   test('when a range is malformed or names nothing, then 400 or 404 with the error envelope', async () => {
@@ -84,6 +102,15 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s compare', (kind) => {
     expect(commits.status).toBe(200);
     expect(subjects(commits.body.data)).toEqual(['drop b']);
     expect(commits.body.pagination).toEqual({ page: 2, per_page: 2, total: 3 });
+    const earlier = await s.anon.request('GET', `${repo.api}/pulls/${n}/commits`, undefined, {
+      'x-svc-api-variant': 'earlier',
+    });
+    expect(earlier.status).toBe(200);
+    expect(earlier.body.data.map((c: any) => [c.subject, typeof c.rev, typeof c.node, 'id' in c])).toEqual([
+      ['add a', 'number', 'string', false],
+      ['change readme', 'number', 'string', false],
+      ['drop b', 'number', 'string', false],
+    ]);
     const files = await s.anon.get(`${repo.api}/pulls/${n}/files?per_page=1`);
     expect(files.body.data.map((f: any) => f.path)).toEqual(['README']);
     expect(files.body.pagination.total).toBe(2);

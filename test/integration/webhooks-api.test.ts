@@ -37,6 +37,7 @@ describe('webhook records', () => {
       id: expect.any(Number),
       url: URL_OK,
       events: ['push', 'issue.opened'],
+      api_variant: 'current',
       is_active: true,
       has_secret: true,
       disabled_reason: null,

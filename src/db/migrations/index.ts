@@ -14,6 +14,7 @@ import { Migration0014Web } from './0014-web.ts';
 import { Migration0015IssuePins } from './0015-issue-pins.ts';
 import { Migration0017NumberFloors } from './0017-number-floors.ts';
 import { Migration0018PipelineNotify } from './0018-pipeline-notify.ts';
+import { Migration0019ApiVariant } from './0019-api-variant.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -33,4 +34,5 @@ export const migrations = [
   { name: '0015-issue-pins', class: Migration0015IssuePins },
   { name: '0017-number-floors', class: Migration0017NumberFloors },
   { name: '0018-pipeline-notify', class: Migration0018PipelineNotify },
+  { name: '0019-api-variant', class: Migration0019ApiVariant },
 ];

@@ -144,6 +144,17 @@ export class FossilReader implements RepoReader {
     return `(SELECT rid, uuid FROM blob WHERE rid = symbolic_name_to_rid(${sqlText(rev)}, 'ci'))`;
   }
 
+  /** Check-ins' rids (the earlier API variant's `rev`), by their full ids. */
+  async revs(ids: readonly string[]): Promise<Map<string, number>> {
+    const wanted = ids.filter((id) => /^[0-9a-f]{40,64}$/.test(id));
+    if (wanted.length === 0) return new Map();
+    const rows = await this.sqlRows<[string, number]>(
+      `SELECT json_array(b.uuid, b.rid) FROM blob b JOIN event e ON e.objid = b.rid AND e.type = 'ci'
+        WHERE b.uuid IN (${wanted.map(sqlText).join(', ')})`,
+    );
+    return new Map(rows);
+  }
+
   async resolve(rev: string): Promise<string | undefined> {
     const r = await this.query<{ uuid: string | null }>(
       `SELECT json_object('uuid', (SELECT uuid FROM ${this.ci(rev)}))`,

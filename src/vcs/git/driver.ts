@@ -7,7 +7,7 @@ import { branchHeads, output } from '../refs.ts';
 import { GitOps } from './ops.ts';
 import { GitReader } from './reader.ts';
 import { recover } from './recover.ts';
-import { filesAt, moves, snapshot } from './refs.ts';
+import { arrivals, filesAt, moves, snapshot } from './refs.ts';
 import { transport } from './transport.ts';
 
 /** Git: bare repositories, `git cat-file` reads, `git http-backend`, plumbing operations. */
@@ -30,6 +30,7 @@ export const gitDriver: VcsDriver = {
   moves,
   filesAt,
   refHeads: branchHeads,
+  arrivals,
   // The reader knows the size from the object's header (`cat-file --batch-command` info).
   catFile: async (dir, commit, file, { size, head, nice, socket }) => {
     if (size === undefined) throw new Error('git: a raw read needs the size the reader answered');

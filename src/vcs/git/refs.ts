@@ -4,7 +4,7 @@ import path from 'node:path';
 import { GIT } from '../constants.ts';
 import type { CappedFile, CommitInfo, Snapshot, VcsDriver } from '../driver.ts';
 import { branchMoves, commitRecords, FIELD, output, RECORD, tagMoves } from '../refs.ts';
-import { runCommand } from '../process/run.ts';
+import { execute, runCommand, VcsCommandFailed } from '../process/run.ts';
 
 const git = (dir: string, ...args: string[]) => output(GIT.bin, ['-C', dir, ...args], GIT.env);
 
@@ -109,3 +109,19 @@ export async function filesAt(
   for (const rev of unique) if (!out.has(rev)) out.set(rev, undefined);
   return out;
 }
+
+/**
+ * Commits reachable from every ref and from none of `known`, oldest first (parents before
+ * children): `git rev-list --topo-order --reverse --all`, the `known` ids given as `^id` lines on
+ * standard input (any number of them).
+ */
+export const arrivals: NonNullable<VcsDriver['arrivals']> = async (dir, known) => {
+  const args = ['-C', dir, 'rev-list', '--topo-order', '--reverse', '--all', '--stdin'];
+  const input = known.map((id) => `^${id}\n`).join('');
+  const r = await execute(GIT.bin, args, { env: GIT.env, input, maxBytes: 1024 * 1024 * 1024 });
+  if (r.code !== 0) throw new VcsCommandFailed(`git rev-list failed: ${r.stderr.trim()}`, r.code, r.stderr);
+  return r.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '');
+};

@@ -38,6 +38,8 @@ type Answer = {
   entries?: Entry[];
   /** `refs`: name and head, by name */
   refs?: [string, Entry][];
+  /** `revs`: full id and revision number of the commits asked for that exist */
+  revs?: [string, number][];
   diff?: string;
   /** `compare`: the common ancestor (null when none) */
   mergeBase?: string | null;
@@ -160,6 +162,12 @@ export class HgReader implements RepoReader {
       commit: refCommit(this.entry(e)),
     }));
     return { entries, total: answer.total ?? 0 };
+  }
+
+  async revs(ids: readonly string[]): Promise<Map<string, number>> {
+    if (ids.length === 0) return new Map();
+    const { answer } = await this.read('revs', '', ...ids);
+    return new Map(answer.revs ?? []);
   }
 
   async changeset(rev: string, limits = DEFAULT_LIMITS): Promise<Changeset> {

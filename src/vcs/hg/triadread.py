@@ -145,6 +145,16 @@ def _answer(ui, repo, op, rev, *args):
         pairs = _refs(repo, args[0])
         offset, limit = int(args[1]), int(args[2])
         return _out(ui, {'total': len(pairs), 'refs': [[_s(n), _entry(repo, node)] for n, node in pairs[offset:offset + limit]]})
+    if op == b'revs':
+        # full ids -> revision numbers (the earlier API variant's `rev`); unknown ids left out
+        cl = repo.changelog
+        found = []
+        for h in args:
+            try:
+                found.append([_s(h), cl.rev(nodemod.bin(h))])
+            except (error.LookupError, error.FilteredIndexError, TypeError, ValueError, KeyError):
+                pass
+        return _out(ui, {'revs': found})
     ctx, err = _ctx(repo, rev)
     if ctx is None:
         return _out(ui, {'error': err})

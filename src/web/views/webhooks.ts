@@ -6,7 +6,7 @@
 import type { HookOwner } from '../../webhooks/service.ts';
 import {
   DISABLED_ENTRY,
-  WEBHOOK_EVENT_TYPES,
+  EVENT_NAMES,
   type DeliveryDetailJson,
   type DeliveryJson,
   type WebhookJson,
@@ -30,14 +30,18 @@ export type HookPlace = {
 
 /** The event types by area, as the form groups them. */
 const AREAS = [
-  { label: 'Code', test: (e: string) => !e.includes('.') },
-  { label: 'Issues', test: (e: string) => e.startsWith('issue.') },
-  { label: 'Pull requests', test: (e: string) => e.startsWith('pull_request.') },
+  { label: 'Code', test: (e: string) => !/^(issue|pull_request)(\.|$)/.test(e) },
+  { label: 'Issues', test: (e: string) => /^issue(\.|$)/.test(e) },
+  { label: 'Pull requests', test: (e: string) => /^pull_request(\.|$)/.test(e) },
 ];
 
-function eventGroups(chosen: readonly string[]): Html {
+/**
+ * The event boxes of a form: the current variant's names, or for a webhook created in the earlier
+ * API variant its own (`push`, `issue`, `pull_request`), which it keeps.
+ */
+function eventGroups(chosen: readonly string[], names: readonly string[]): Html {
   const groups = AREAS.map((a, i) => {
-    const boxes = WEBHOOK_EVENT_TYPES.filter(a.test).map((e) =>
+    const boxes = names.filter(a.test).map((e) =>
       checkbox({
         name: 'events',
         value: e,
@@ -78,7 +82,7 @@ export function hookForm(action: string, formToken: string, state: FormState, ho
 ${csrf(formToken)}
 <input type="hidden" name="form" value="hook">
 ${input({ name: 'url', label: 'Payload URL', type: 'url', required: true, maxlength: 2048, value: url, placeholder: 'https://example.com/hooks/triad', hint: 'Deliveries are POSTed here as JSON.' })}
-${eventGroups(events)}
+${eventGroups(events, EVENT_NAMES[hook?.api_variant ?? 'current'])}
 ${input({ name: 'secret', label: 'Secret', type: 'password', maxlength: 256, autocomplete: 'new-password', hint: secretHint })}
 ${remove}
 ${checkbox({ name: 'is_active', label: 'Active: deliver events', checked: active })}

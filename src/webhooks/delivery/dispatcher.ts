@@ -18,6 +18,7 @@ import {
 import { Sender } from './sender.ts';
 import type { WebhookSettings } from '../settings.ts';
 import { deliveryHeaders } from '../signing.ts';
+import { deliveredAs, payloadFor } from '../earlier.ts';
 import { Recorder, attemptRecord } from './recorder.ts';
 
 export type DispatcherDeps = {
@@ -266,7 +267,7 @@ export class Dispatcher {
         .filter(
           (h) =>
             (h.repo_id === r.id || (h.repo_id === null && h.org_id === r.orgId)) &&
-            h.events.includes(e.event_type) &&
+            h.events.includes(deliveredAs(e.event_type, h.api_variant)) &&
             new Date(h.created_at).getTime() <= created,
         )
         .map((h) => ({ e, r, h }));
@@ -277,20 +278,22 @@ export class Dispatcher {
       senderIds.length === 0 ? new Map<number, SenderInfo>() : await this.d.lookups.senders(senderIds);
     return matches.map(({ e, r, h }) => {
       const deliveryId = randomUUID();
+      // the event as the webhook's variant names and shapes it
+      const eventType = deliveredAs(e.event_type, h.api_variant);
       const body = envelope({
-        event: e.event_type,
+        event: eventType,
         deliveryId,
         repository: repositoryInfo(r),
         sender: (e.sender_id === null ? undefined : senders.get(e.sender_id)) ?? null,
         timestamp: new Date(e.created_at),
-        payload: e.payload,
+        payload: payloadFor(e.event_type, e.payload, h.api_variant),
       });
       return {
         job: {
           webhookId: h.id,
           deliveryId,
           eventId: e.id,
-          eventType: e.event_type,
+          eventType,
           body,
           kind: 'event',
           attempt: 0,

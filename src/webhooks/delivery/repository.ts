@@ -1,5 +1,6 @@
 import { count, first, type Db } from '../../db/query.ts';
 import { intArray } from '../../db/sql.ts';
+import type { ApiVariant } from '../../domain/variant.ts';
 import { DISABLED_ENTRY } from '../schemas.ts';
 import { pauseJobs, type JobKind, type RequestRecord, type ResponseRecord } from '../repository.ts';
 
@@ -14,6 +15,8 @@ export type ActiveHookRow = {
   org_id: number;
   repo_id: number | null;
   events: string[];
+  /** The variant it was created in: the event names it subscribes to and receives. */
+  api_variant: ApiVariant;
   url: string;
   secret: string | null;
   created_at: Date | string;
@@ -54,7 +57,7 @@ export type AttemptRecord = {
 /** Active webhooks of these repositories and organizations (to fan events out to). */
 export function activeFor(db: Db, repoIds: number[], orgIds: number[]): Promise<ActiveHookRow[]> {
   return db.execute<ActiveHookRow[]>(
-    `select id, org_id, repo_id, events, url, secret, created_at from webhooks
+    `select id, org_id, repo_id, events, api_variant, url, secret, created_at from webhooks
      where is_active and (repo_id = any(?::int[]) or (repo_id is null and org_id = any(?::int[])))`,
     [intArray(repoIds), intArray(orgIds)],
   );
