@@ -29,6 +29,8 @@ export type Style = { fg: number; bg: number; flags: number };
 export class StyleTable {
   private readonly ids = new Map<string, number>([['-1,-1,0', 0]]);
   readonly styles: Style[] = [{ fg: DEFAULT, bg: DEFAULT, flags: 0 }];
+  /** SGR parameters applied to a style before: `<style>|<params>` -> style. */
+  readonly applied = new Map<string, number>();
 
   id(fg: number, bg: number, flags: number): number {
     const key = `${fg},${bg},${flags}`;
@@ -55,6 +57,16 @@ export const CONTROL = /[\x00-\x08\x0b-\x1f\x7f]/;
 
 /** The SGR parameters `params` (between `ESC [` and `m`) applied to the style `id`. */
 export function applySgr(table: StyleTable, id: number, params: string): number {
+  const key = `${id}|${params}`;
+  let next = table.applied.get(key);
+  if (next === undefined) {
+    next = sgr(table, id, params);
+    if (table.applied.size < 10_000) table.applied.set(key, next);
+  }
+  return next;
+}
+
+function sgr(table: StyleTable, id: number, params: string): number {
   const s = table.get(id);
   let { fg, bg, flags } = s;
   const parts = params === '' ? ['0'] : params.split(';');

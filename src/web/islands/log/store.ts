@@ -15,16 +15,17 @@
  *
  * Text comes in blocks of any size. A narrow block free of control characters and markers,
  * arriving in the default style, is stored as it is, the lines only found by `indexOf('\n')`;
- * other blocks go line by line. Chunks are never changed but for the last, which may only grow,
- * so a search may go on where it stopped.
+ * other blocks go line by line. Pieces wait (readable) until they make `CHUNK` characters, then
+ * are joined into one chunk: chunks of that size live in V8's large-object space, which its
+ * garbage collector never copies, and a chunk is never changed once made.
  *
  * No DOM here (unit-tested under Node).
  */
 import { CONTROL, parseLine, type Plain, type StyleTable } from './ansi.ts';
 import { detectMarker, mayHoldMarker, type Marker } from './sections.ts';
 
-/** Text waiting to be sealed into a chunk is merged into the last chunk while that stays below this. */
-const SMALL_CHUNK = 64 * 1024;
+/** Characters of a chunk (at least: pieces are whole lines). */
+const CHUNK = 256 * 1024;
 const WIDE = /[\u0100-\uffff]/;
 const WIDE_ALL = /[\u0100-\uffff]/g;
 const WIDE_EACH = /[\u0100-\uffff]/g;
@@ -32,6 +33,18 @@ const WIDE_EACH = /[\u0100-\uffff]/g;
 /** `s` in V8's one-byte representation (its characters must all be below U+0100). */
 export function narrow(s: string): string {
   return JSON.parse(JSON.stringify(s)) as string;
+}
+
+/** The last index of the ascending `at` whose value is at most `pos`. */
+function before(at: readonly number[], pos: number): number {
+  let lo = 0;
+  let hi = at.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (at[mid]! <= pos) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
 }
 
 function grow<T extends Float64Array | Int32Array | Uint32Array>(a: T, need: number): T {
@@ -47,7 +60,9 @@ export class LineStore {
   /** Sealed text and the position of each chunk's first character in the whole text. */
   private readonly chunks: string[] = [];
   private readonly bases: number[] = [];
+  /** Pieces not in a chunk yet (whole lines, or a line's text and its newline), and where each starts. */
   private pending: string[] = [];
+  private pendingAt: number[] = [];
   private sealedLength = 0;
   /** Characters stored (sealed and pending). */
   private length = 0;
@@ -120,10 +135,10 @@ export class LineStore {
     if (w >= 0) return this.wideTexts[w]!;
     const start = this.starts[i]!;
     const end = (i + 1 < this.count ? this.starts[i + 1]! : this.length) - 1;
-    if (end > this.sealedLength) this.seal();
-    const k = this.chunkAt(start);
-    const base = this.bases[k]!;
-    return this.chunks[k]!.slice(start - base, end - base);
+    const [texts, at] =
+      start >= this.sealedLength ? [this.pending, this.pendingAt] : [this.chunks, this.bases];
+    const k = before(at, start);
+    return texts[k]!.slice(start - at[k]!, end - at[k]!);
   }
 
   /** The style runs of line `i` (`[col, style, …]`), or null. */
@@ -151,17 +166,14 @@ export class LineStore {
     return this.starts[i]!;
   }
 
-  /** Makes the pending text searchable (a chunk). */
+  /** Makes the pending text a chunk (searchable). */
   seal(): void {
     if (this.pending.length === 0) return;
     const text = this.pending.join('');
     this.pending = [];
-    const k = this.chunks.length - 1;
-    if (k >= 0 && this.chunks[k]!.length + text.length < SMALL_CHUNK) this.chunks[k] += text;
-    else {
-      this.chunks.push(text);
-      this.bases.push(this.sealedLength);
-    }
+    this.pendingAt = [];
+    this.chunks.push(text);
+    this.bases.push(this.sealedLength);
     this.sealedLength += text.length;
   }
 
@@ -202,17 +214,6 @@ export class LineStore {
       else hi = mid;
     }
     return w[lo] === i ? lo : -1;
-  }
-
-  private chunkAt(pos: number): number {
-    let lo = 0;
-    let hi = this.bases.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (this.bases[mid]! <= pos) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo - 1;
   }
 
   private openLine(): Plain {
@@ -265,8 +266,7 @@ export class LineStore {
       this.styleAt[this.count++] = -1;
       from = nl + 1;
     }
-    this.pending.push(block);
-    this.length = pos + block.length;
+    this.add(block);
   }
 
   private commitLine(raw: string, wide: boolean): void {
@@ -288,12 +288,20 @@ export class LineStore {
     let text = p.text;
     if (wide && WIDE.test(text)) {
       this.wideLines.push(this.count);
-      this.wideTexts.push(text);
+      // (a copy: the text may be a slice keeping a whole stream chunk alive)
+      this.wideTexts.push(JSON.parse(JSON.stringify(text)) as string);
       text = narrow(text.replace(WIDE_EACH, '\0'));
     } else if (wide) text = narrow(text);
     this.count++;
-    this.pending.push(text, '\n');
-    this.length += text.length + 1;
+    this.add(text);
+    this.add('\n');
+  }
+
+  private add(piece: string): void {
+    this.pending.push(piece);
+    this.pendingAt.push(this.length);
+    this.length += piece.length;
+    if (this.length - this.sealedLength >= CHUNK) this.seal();
   }
 
   private reserve(): void {

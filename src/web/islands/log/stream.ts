@@ -15,19 +15,23 @@ export type Done = { status: string; exit_code: number | null; size: number };
 
 export type LiveHandlers = {
   begin(offset: number, size: number): void;
-  chunk(text: string, from: number, to: number): void;
+  /** A chunk of bytes [from, to): `json` is its text as a JSON string (parsed later, in slices). */
+  chunk(json: string, from: number, to: number): void;
   done(d: Done): void;
 };
+
+/** Runs `fn` in a task of its own, soon (a message to itself: no timer clamping). */
+export function soon(fn: () => void): void {
+  const c = new MessageChannel();
+  c.port1.onmessage = () => fn();
+  c.port2.postMessage(null);
+}
 
 /** Lets the browser paint and handle input (between slices of background work). */
 export function yieldToBrowser(): Promise<void> {
   const s = (globalThis as { scheduler?: { yield?: () => Promise<void> } }).scheduler;
   if (s?.yield !== undefined) return s.yield();
-  return new Promise((resolve) => {
-    const c = new MessageChannel();
-    c.port1.onmessage = () => resolve();
-    c.port2.postMessage(null);
-  });
+  return new Promise((resolve) => soon(resolve));
 }
 
 /** Bytes [from, to) of the raw log. */
@@ -83,7 +87,7 @@ export class LiveStream {
     es.addEventListener('log', (e) => {
       const m = e as MessageEvent<string>;
       const to = Number(m.lastEventId);
-      this.h.chunk(JSON.parse(m.data) as string, this.last, to);
+      this.h.chunk(m.data, this.last, to);
       this.last = to;
     });
     es.addEventListener('done', (e) => {
@@ -106,12 +110,21 @@ export class LiveStream {
   }
 }
 
-type Item = { text: string; from: number; to: number } | { done: Done };
+type Item = { json: string; from: number; to: number } | { done: Done };
 
-/** Live chunks into the model, in order; a gap before a chunk is read from the raw log first. */
+/** Milliseconds of stream chunks taken in at a time. */
+const SLICE_MS = 8;
+
+/**
+ * Live chunks into the model, in order, in slices of `SLICE_MS` (the browser may hand over many
+ * events in one task: they are only queued there); a gap before a chunk is read from the raw log
+ * first.
+ */
 export class Feed {
   private readonly queue: Item[] = [];
+  private head = 0;
   private busy = false;
+  private planned = false;
   private readonly model: LogModel;
   private readonly raw: string;
   private readonly changed: () => void;
@@ -126,38 +139,52 @@ export class Feed {
 
   push(item: Item): void {
     this.queue.push(item);
-    if (!this.busy) this.drain();
+    this.plan();
+  }
+
+  private plan(): void {
+    if (this.planned || this.busy) return;
+    this.planned = true;
+    soon(() => {
+      this.planned = false;
+      this.drain();
+    });
   }
 
   private drain(): void {
+    const t0 = performance.now();
     let added = false;
-    while (this.queue.length > 0) {
-      const item = this.queue[0]!;
+    while (this.head < this.queue.length && performance.now() - t0 < SLICE_MS) {
+      const item = this.queue[this.head]!;
       if ('done' in item) {
-        this.queue.shift();
         this.model.finish();
         this.finished(item.done);
-        added = true;
-        continue;
+      } else if (!this.model.addLive(JSON.parse(item.json) as string, item.from, item.to)) {
+        this.fill(item.from);
+        break;
       }
-      if (this.model.addLive(item.text, item.from, item.to)) {
-        this.queue.shift();
-        added = true;
-        continue;
-      }
-      // bytes are missing before this chunk: read them, then go on
-      this.busy = true;
-      const from = this.model.end;
-      readRange(this.raw, from, item.from)
-        .then((bytes) => this.model.addLive(new TextDecoder().decode(bytes), from, item.from))
-        .catch(() => undefined)
-        .finally(() => {
-          this.busy = false;
-          this.drain();
-        });
-      break;
+      this.queue[this.head++] = undefined as never;
+      added = true;
+    }
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
     }
     if (added) this.changed();
+    if (this.head < this.queue.length) this.plan();
+  }
+
+  /** Reads the bytes missing before `to`, then goes on. */
+  private fill(to: number): void {
+    this.busy = true;
+    const from = this.model.end;
+    readRange(this.raw, from, to)
+      .then((bytes) => this.model.addLive(new TextDecoder().decode(bytes), from, to))
+      .catch(() => undefined)
+      .finally(() => {
+        this.busy = false;
+        this.plan();
+      });
   }
 }
 

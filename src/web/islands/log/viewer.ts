@@ -86,7 +86,7 @@ class Viewer {
       TAIL,
       {
         begin: (offset) => this.begin(offset, raw),
-        chunk: (text, from, to) => this.feed.push({ text, from, to }),
+        chunk: (json, from, to) => this.feed.push({ json, from, to }),
         done: (done) => this.feed.push({ done }),
       },
       () => this.model.end,
