@@ -72,7 +72,8 @@ const esc = (s: string) =>
 function page(source: LogSource, naive: boolean): string {
   const a = assets();
   const script = naive ? '/naive.js' : a.url('log-viewer.js');
-  const last = source.text().split('\n').slice(-50).join('\n');
+  const end = source.bytes(Math.max(0, source.size - 8192)).toString('utf8');
+  const last = end.split('\n').slice(-50).join('\n');
   // eslint-disable-next-line no-control-regex
   const fallback = last.replace(/\x1b\[[0-9;:]*[A-Za-z]|\r/g, '');
   return `<!doctype html>

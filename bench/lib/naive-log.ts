@@ -1,7 +1,8 @@
 /**
  * The naive step log page the benchmark compares the viewer with: one `<div>` per line, appended
  * as the stream brings it (SGR escapes dropped, the text set with `textContent`), the window kept
- * at the bottom. It reads the same live stream from its first byte.
+ * at the bottom. It reads the same live stream from its first byte, and tells its lines in its
+ * title (`lines N`, `done`), which the benchmark reads from the browser process.
  */
 function naive(): void {
   const g = globalThis as any;
@@ -10,6 +11,7 @@ function naive(): void {
   box.className = 'naive-log';
   root.replaceChildren(box);
   let open = '';
+  let lines = 0;
   const es = new g.EventSource(`${root.dataset.live}?offset=0`);
   es.addEventListener('log', (e: any) => {
     const parts = (open + JSON.parse(e.data)).split('\n');
@@ -22,11 +24,14 @@ function naive(): void {
       frag.append(div);
     }
     box.append(frag);
+    lines += parts.length;
+    g.document.title = `lines ${lines}`;
     g.document.scrollingElement.scrollTop = g.document.scrollingElement.scrollHeight;
   });
   es.addEventListener('done', () => {
     es.close();
     root.dataset.status = 'done';
+    g.document.title = 'done';
   });
 }
 

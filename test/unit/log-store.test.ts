@@ -2,6 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { StyleTable } from '../../src/web/islands/log/ansi.ts';
 import { LogModel } from '../../src/web/islands/log/model.ts';
 import { LineStore } from '../../src/web/islands/log/store.ts';
+import { asciiRuns, nextHigh } from '../../src/web/islands/log/bytes.ts';
 
 function lines(s: LineStore): string[] {
   return Array.from({ length: s.lines }, (_, i) => s.line(i));
@@ -165,5 +166,30 @@ describe('log model: tail first, head behind, bytes exactly once', () => {
       [0, true],
       [2, false],
     ]);
+  });
+});
+
+describe('raw bytes cut for decoding', () => {
+  test('ASCII runs and each line with a high byte alone, at any alignment', () => {
+    const text = 'plain one\nplain two\nwide ✓ line\nmore plain\né\n\nlast ∑ no newline';
+    const all = Buffer.from(`xyz${text}`);
+    for (let shift = 0; shift < 4; shift++) {
+      const bytes = new Uint8Array(all.buffer, all.byteOffset + shift, all.length - shift);
+      const runs = asciiRuns(bytes);
+      const pieces = runs.map(([s, e, ascii]) => [Buffer.from(bytes.subarray(s, e)).toString(), ascii]);
+      expect(pieces.map(([p]) => p).join('')).toBe(`xyz${text}`.slice(shift));
+      expect(pieces.slice(1)).toEqual([
+        ['wide ✓ line\n', false],
+        ['more plain\n', true],
+        ['é\n', false],
+        ['\n', true],
+        ['last ∑ no newline', false],
+      ]);
+    }
+    expect(asciiRuns(Buffer.from('only ascii\n'))).toEqual([[0, 11, true]]);
+    expect(asciiRuns(new Uint8Array(0))).toEqual([]);
+    const long = Buffer.from(`${'a'.repeat(1001)}é`);
+    expect(nextHigh(long, 0)).toBe(1001);
+    expect(nextHigh(long, 1003)).toBe(-1);
   });
 });

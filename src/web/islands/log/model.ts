@@ -64,9 +64,9 @@ export class LogModel {
     return true;
   }
 
-  /** Head bytes up to `to` (exclusive) as text. */
-  addHead(text: string, to: number): void {
-    this.head.append(text);
+  /** Head bytes up to `to` (exclusive) as text (`copy`: see LineStore.append). */
+  addHead(text: string, to: number, copy = false): void {
+    this.head.append(text, copy);
     this.headBytes = to;
     this.version++;
   }

@@ -43,11 +43,6 @@ export function detectMarker(raw: string, text: string): Omit<Marker, 'key' | 'l
   return { start: m[1] === 'start', kind: 'section', name: m[2]!, collapsed };
 }
 
-/** A hint that a block of raw text may hold a marker (so the lines are looked at one by one). */
-export function mayHoldMarker(block: string): boolean {
-  return block.includes('::group::') || block.includes('::endgroup::') || block.includes('section_');
-}
-
 export type Section = {
   key: string;
   kind: 'group' | 'section';

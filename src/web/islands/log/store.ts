@@ -22,7 +22,7 @@
  * No DOM here (unit-tested under Node).
  */
 import { CONTROL, parseLine, type Plain, type StyleTable } from './ansi.ts';
-import { detectMarker, mayHoldMarker, type Marker } from './sections.ts';
+import { detectMarker, type Marker } from './sections.ts';
 
 /** Characters of a chunk (at least: pieces are whole lines). */
 const CHUNK = 256 * 1024;
@@ -45,6 +45,36 @@ function before(at: readonly number[], pos: number): number {
     else hi = mid;
   }
   return lo - 1;
+}
+
+const CONTROL_ALL = new RegExp(CONTROL.source, 'g');
+const MARKS = ['::group::', '::endgroup::', 'section_'];
+
+/** Where the next character or marker needing a line's slow path is, from a position on (scans once). */
+class Special {
+  private readonly text: string;
+  private readonly next = [-1, -1, -1, -1];
+
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  from(at: number): number {
+    let min = Infinity;
+    for (let k = 0; k < 4; k++) {
+      if (this.next[k]! < at && this.next[k] !== Infinity) {
+        if (k === 0) {
+          CONTROL_ALL.lastIndex = at;
+          this.next[0] = CONTROL_ALL.exec(this.text)?.index ?? Infinity;
+        } else {
+          const i = this.text.indexOf(MARKS[k - 1]!, at);
+          this.next[k] = i < 0 ? Infinity : i;
+        }
+      }
+      min = Math.min(min, this.next[k]!);
+    }
+    return min;
+  }
 }
 
 function grow<T extends Float64Array | Int32Array | Uint32Array>(a: T, need: number): T {
@@ -94,12 +124,15 @@ export class LineStore {
     this.name = name;
   }
 
-  /** Adds raw text; answers how many lines it completed. */
-  append(text: string): number {
+  /**
+   * Adds raw text; answers how many lines it completed. `copy`: the text may be held in two
+   * bytes per character though all of them are narrow (copy it narrow).
+   */
+  append(text: string, copy = false): number {
     const before = this.count;
     WIDE_ALL.lastIndex = 0;
     let m = WIDE_ALL.exec(text);
-    if (m === null) this.feed(text, false);
+    if (m === null) this.feed(copy ? narrow(text) : text, false);
     else {
       // narrow runs of lines as narrow copies; each line with wide characters on its own
       let from = 0;
@@ -242,19 +275,40 @@ export class LineStore {
     }
     const last = text.lastIndexOf('\n');
     if (last >= from) {
-      const block = last + 1 === text.length && from === 0 ? text : text.slice(from, last + 1);
-      if (wide || this.style !== 0 || CONTROL.test(block) || mayHoldMarker(block)) {
+      if (!wide) this.commitLines(text, from, last + 1);
+      else
         for (
           let at = from, nl = text.indexOf('\n', from);
           nl >= 0 && nl <= last;
           nl = text.indexOf('\n', at)
         ) {
-          this.commitLine(text.slice(at, nl), wide);
+          this.commitLine(text.slice(at, nl), true);
           at = nl + 1;
         }
-      } else this.commitBlock(block);
     }
     this.setOpen(text.slice(last + 1), wide);
+  }
+
+  /**
+   * The complete narrow lines text[from, end): runs of plain lines (no control character, no
+   * marker, in the default style) as blocks, the others one by one.
+   */
+  private commitLines(text: string, from: number, end: number): void {
+    const special = new Special(text);
+    for (let at = from; at < end;) {
+      if (this.style === 0) {
+        const sp = Math.min(special.from(at), end);
+        const start = sp >= end ? end : text.lastIndexOf('\n', sp - 1) + 1;
+        if (start > at) {
+          this.commitBlock(at === 0 && start === text.length ? text : text.slice(at, start));
+          at = start;
+          if (at >= end) break;
+        }
+      }
+      const nl = text.indexOf('\n', at);
+      this.commitLine(text.slice(at, nl), false);
+      at = nl + 1;
+    }
   }
 
   /** Complete narrow lines in the default style, without control characters (`block` ends with `\n`). */

@@ -1,24 +1,27 @@
 /**
  * Getting the log's bytes: the live stream (server-sent events on `data-live`) and Range reads of
- * the raw log (`data-raw`).
+ * the raw log (`data-raw`). This runs in the viewer's worker (source.ts), or in the page when a
+ * worker cannot be had.
  *
  * The stream is opened with `?tail=BYTES`: `begin` names the byte it starts at, each `log` event
  * carries a chunk of text (a JSON string) and, as its id, the byte after it; `done` ends it (the
  * stream is closed then, never reopened). A dropped stream is reopened by the browser with
  * `Last-Event-ID` (the server resumes at that byte); should the browser give up (an error answer),
- * the viewer reopens it itself with `?offset=` its last byte. `Feed` puts the chunks into the
- * model in order, reading a gap with a Range request first if one ever shows.
+ * it is reopened here with `?offset=` the last byte received.
  */
-import type { LogModel } from './model.ts';
+import { asciiRuns } from './bytes.ts';
 
 export type Done = { status: string; exit_code: number | null; size: number };
 
 export type LiveHandlers = {
   begin(offset: number, size: number): void;
-  /** A chunk of bytes [from, to): `json` is its text as a JSON string (parsed later, in slices). */
-  chunk(json: string, from: number, to: number): void;
+  /** A chunk of bytes [from, to) as text. */
+  chunk(text: string, from: number, to: number): void;
   done(d: Done): void;
 };
+
+/** Pieces of the head, in order: text and whether it may be held wide though narrow (copy it). */
+export type Pieces = Array<[string, boolean]>;
 
 /** Runs `fn` in a task of its own, soon (a message to itself: no timer clamping). */
 export function soon(fn: () => void): void {
@@ -64,18 +67,16 @@ export class LiveStream {
   private readonly url: string;
   private readonly tail: number;
   private readonly h: LiveHandlers;
-  private readonly resumeAt: () => number;
 
-  constructor(url: string, tail: number, h: LiveHandlers, resumeAt: () => number) {
+  constructor(url: string, tail: number, h: LiveHandlers) {
     this.url = url;
     this.tail = tail;
     this.h = h;
-    this.resumeAt = resumeAt;
   }
 
   open(resume = false): void {
     const u = new URL(this.url, location.href);
-    if (resume) u.searchParams.set('offset', String(this.resumeAt()));
+    if (resume) u.searchParams.set('offset', String(this.last));
     else u.searchParams.set('tail', String(this.tail));
     const es = new EventSource(u);
     this.source = es;
@@ -87,7 +88,7 @@ export class LiveStream {
     es.addEventListener('log', (e) => {
       const m = e as MessageEvent<string>;
       const to = Number(m.lastEventId);
-      this.h.chunk(m.data, this.last, to);
+      this.h.chunk(JSON.parse(m.data) as string, this.last, to);
       this.last = to;
     });
     es.addEventListener('done', (e) => {
@@ -110,112 +111,54 @@ export class LiveStream {
   }
 }
 
-type Item = { json: string; from: number; to: number } | { done: Done };
-
-/** Milliseconds of stream chunks taken in at a time. */
-const SLICE_MS = 8;
-
 /**
- * Live chunks into the model, in order, in slices of `SLICE_MS` (the browser may hand over many
- * events in one task: they are only queued there); a gap before a chunk is read from the raw log
- * first.
+ * Reads the head of the log (bytes 0 to `end`, a line start) in Range reads of `chunk` bytes, the
+ * next one fetched while the last is cut (bytes.ts) and decoded: ASCII runs in slices, each line
+ * with other bytes on its own. Hands them on in batches of about `BATCH` characters, waiting for
+ * `emit` (which may yield, or wait for the page to take them).
  */
-export class Feed {
-  private readonly queue: Item[] = [];
-  private head = 0;
-  private busy = false;
-  private planned = false;
-  private readonly model: LogModel;
-  private readonly raw: string;
-  private readonly changed: () => void;
-  private readonly finished: (d: Done) => void;
-
-  constructor(model: LogModel, raw: string, changed: () => void, finished: (d: Done) => void) {
-    this.model = model;
-    this.raw = raw;
-    this.changed = changed;
-    this.finished = finished;
-  }
-
-  push(item: Item): void {
-    this.queue.push(item);
-    this.plan();
-  }
-
-  private plan(): void {
-    if (this.planned || this.busy) return;
-    this.planned = true;
-    soon(() => {
-      this.planned = false;
-      this.drain();
-    });
-  }
-
-  private drain(): void {
-    const t0 = performance.now();
-    let added = false;
-    while (this.head < this.queue.length && performance.now() - t0 < SLICE_MS) {
-      const item = this.queue[this.head]!;
-      if ('done' in item) {
-        this.model.finish();
-        this.finished(item.done);
-      } else if (!this.model.addLive(JSON.parse(item.json) as string, item.from, item.to)) {
-        this.fill(item.from);
-        break;
-      }
-      this.queue[this.head++] = undefined as never;
-      added = true;
-    }
-    if (this.head === this.queue.length) {
-      this.queue.length = 0;
-      this.head = 0;
-    }
-    if (added) this.changed();
-    if (this.head < this.queue.length) this.plan();
-  }
-
-  /** Reads the bytes missing before `to`, then goes on. */
-  private fill(to: number): void {
-    this.busy = true;
-    const from = this.model.end;
-    readRange(this.raw, from, to)
-      .then((bytes) => this.model.addLive(new TextDecoder().decode(bytes), from, to))
-      .catch(() => undefined)
-      .finally(() => {
-        this.busy = false;
-        this.plan();
-      });
-  }
-}
-
-/**
- * Reads the head (bytes 0 to the stream's start) in chunks of `chunk` bytes, the next one
- * fetched while the last is added, in slices with a yield between them.
- */
-export async function loadHead(
-  model: LogModel,
+export async function readHead(
   raw: string,
+  end: number,
   chunk: number,
-  changed: () => void,
+  emit: (pieces: Pieces, to: number) => Promise<void>,
 ): Promise<void> {
-  const end = model.start;
+  const BATCH = 256 * 1024;
   const decoder = new TextDecoder();
-  const SLICE = 256 * 1024;
+  let carry: Uint8Array | undefined;
+  let batch: Pieces = [];
+  let size = 0;
+  const push = async (text: string, copy: boolean, to: number) => {
+    batch.push([text, copy]);
+    size += text.length;
+    if (size < BATCH) return;
+    const full = batch;
+    batch = [];
+    size = 0;
+    await emit(full, to);
+  };
   let next = end > 0 ? readRange(raw, 0, Math.min(end, chunk)) : undefined;
   for (let a = 0; a < end;) {
     const b = Math.min(end, a + chunk);
-    const bytes = await next!;
+    let bytes = await next!;
     next = b < end ? readRange(raw, b, Math.min(end, b + chunk)) : undefined;
-    const text = decoder.decode(bytes, { stream: true });
-    for (let i = 0; i < text.length; i += SLICE) {
-      const last = i + SLICE >= text.length;
-      model.addHead(text.slice(i, i + SLICE), last ? b : model.headBytes);
-      changed();
-      await yieldToBrowser();
+    if (carry !== undefined) {
+      const joined = new Uint8Array(carry.length + bytes.length);
+      joined.set(carry);
+      joined.set(bytes, carry.length);
+      bytes = joined;
+    }
+    // whole lines only (no character is cut); the rest goes with the next chunk
+    const cut = b === end ? bytes.length : bytes.lastIndexOf(10) + 1;
+    carry = cut < bytes.length ? bytes.slice(cut) : undefined;
+    const body = bytes.subarray(0, cut);
+    for (const [s, e, ascii] of asciiRuns(body)) {
+      if (!ascii) await push(decoder.decode(body.subarray(s, e)), true, b);
+      else
+        for (let x = s; x < e; x += BATCH)
+          await push(decoder.decode(body.subarray(x, Math.min(e, x + BATCH))), false, b);
     }
     a = b;
   }
-  model.addHead(decoder.decode(), end);
-  model.finishHead();
-  changed();
+  await emit(batch, end);
 }

@@ -14,7 +14,9 @@ import { MAX_ROWS, RowPool, type RowData } from './render.ts';
 import * as S from './scroll.ts';
 import { Folds, RowMap, buildSections, hiddenRanges, sectionsHiding, type Section } from './sections.ts';
 import { Geometry } from './sheet.ts';
-import { Feed, LiveStream, loadHead, type Done } from './stream.ts';
+import { Feed } from './feed.ts';
+import { connect, type Source } from './source.ts';
+import type { Done } from './stream.ts';
 import { Teller } from './status.ts';
 import { buildUi, type Ui } from './ui.ts';
 
@@ -43,7 +45,7 @@ class Viewer {
   private readonly geometry: Geometry;
   private readonly finder: Finder;
   private readonly feed: Feed;
-  private readonly stream: LiveStream;
+  private readonly source: Source;
   private readonly folds = new Folds();
   private sections: Section[] = [];
   private headers = new Map<number, Section>();
@@ -55,12 +57,14 @@ class Viewer {
   private following = true;
   private anchor: Ref & { offset: number } = { tail: false, local: 0, offset: 0 };
   private top = 0;
-  private lastSet = -1;
+  private lastSet = 0;
   private scheduled = false;
   private marked: Ref | undefined;
   private pendingLine = 0;
   private debounce: ReturnType<typeof setTimeout> | undefined;
   private readonly teller: Teller;
+  /** Whether the head is to be read (once the first lines of the tail are drawn). */
+  private headWanted = false;
 
   constructor(root: HTMLElement, live: string, raw: string) {
     this.root = root;
@@ -81,16 +85,20 @@ class Viewer {
       () => this.schedule(),
       (d) => this.finished(d),
     );
-    this.stream = new LiveStream(
-      live,
-      TAIL,
-      {
-        begin: (offset) => this.begin(offset, raw),
-        chunk: (json, from, to) => this.feed.push({ json, from, to }),
-        done: (done) => this.feed.push({ done }),
+    this.source = connect(live, raw, TAIL, CHUNK, {
+      begin: (offset) => this.begin(offset),
+      chunk: (text, from, to) => this.feed.push({ text, from, to }),
+      done: (done) => this.feed.push({ done }),
+      head: (pieces, to) => {
+        for (const [text, copy] of pieces) this.model.addHead(text, to, copy);
+        this.schedule();
       },
-      () => this.model.end,
-    );
+      headDone: () => {
+        this.model.finishHead();
+        this.schedule();
+      },
+      headFailed: () => this.teller.say('The earlier lines could not be loaded; the raw log has them all.'),
+    });
     this.pendingLine = this.hashLine();
     if (this.pendingLine > 0) this.following = false;
     this.listen();
@@ -100,16 +108,20 @@ class Viewer {
       this.schedule();
     }).observe(this.ui.scroller);
     this.viewport = this.ui.scroller.clientHeight;
-    this.stream.open();
     this.schedule();
   }
 
-  private begin(offset: number, raw: string): void {
+  private begin(offset: number): void {
     if (this.model.start >= 0) return;
     this.model.begin(offset);
-    loadHead(this.model, raw, CHUNK, () => this.schedule()).catch(() => {
-      this.teller.say('The earlier lines could not be loaded; the raw log has them all.');
-    });
+    this.headWanted = offset > 0;
+  }
+
+  /** Starts reading the head once the tail the stream began with is on screen (it comes first). */
+  private startHead(): void {
+    if (!this.headWanted || this.model.lines === 0) return;
+    this.headWanted = false;
+    this.source.readHead(this.model.start);
   }
 
   private finished(d: Done): void {
@@ -128,15 +140,26 @@ class Viewer {
     return { rows: this.map.rows, rowHeight: this.rowHeight, viewport: this.viewport };
   }
 
+  /** A scroll the viewer did not make (also looked for at each frame: its event may come after). */
+  private scrolled(): void {
+    const st = this.ui.scroller.scrollTop;
+    if (Math.abs(st - this.lastSet) < 1) return;
+    const g = this.geom();
+    this.lastSet = st;
+    this.userMove(S.scaled(g) ? S.fromScroll(g, st) : st);
+  }
+
   private frame(): void {
     this.scheduled = false;
     this.updateMap();
+    this.scrolled();
     if (this.pendingLine > 0) this.tryHash();
     const searching = this.finder.step(8);
     this.updateMap();
     const g = this.geom();
+    // (the anchor stays as it was set even when clamped: a line centred before the lines after it
+    // are in becomes centred as they come)
     this.top = S.clampTop(g, this.following ? S.maxTop(g) : this.anchorTop());
-    if (!this.following) this.setAnchor(this.top);
     this.draw(g);
     const scroller = this.ui.scroller;
     // (set only when it differs: setting it would end a smooth scroll under way)
@@ -148,6 +171,7 @@ class Viewer {
     this.ui.follow.setAttribute('aria-pressed', String(this.following));
     this.ui.scroller.setAttribute('aria-busy', String(!this.model.headDone));
     this.teller.tell();
+    this.startHead();
     if (searching) this.schedule();
   }
 
@@ -278,12 +302,7 @@ class Viewer {
 
   private listen(): void {
     const { scroller, rows, search } = this.ui;
-    scroller.addEventListener('scroll', () => {
-      if (Math.abs(scroller.scrollTop - this.lastSet) < 1) return;
-      const g = this.geom();
-      this.lastSet = scroller.scrollTop;
-      this.userMove(S.scaled(g) ? S.fromScroll(g, scroller.scrollTop) : scroller.scrollTop);
-    });
+    scroller.addEventListener('scroll', () => this.scrolled());
     scroller.addEventListener(
       'wheel',
       (e) => {

@@ -1,0 +1,58 @@
+/**
+ * The viewer's worker: the same script as the page's island, started as a module worker (so the
+ * page's `script-src 'self'` allows it). It keeps the browser's parsing of the event stream, the
+ * JSON of each chunk, the Range reads and their decoding off the page's main thread, and posts
+ * their text to the page (source.ts has the messages).
+ */
+import { LiveStream, readHead, type Pieces } from './stream.ts';
+
+/** What the page asks. */
+export type ToWorker =
+  | { t: 'open'; live: string; tail: number }
+  | { t: 'head'; raw: string; end: number; chunk: number }
+  | { t: 'ack' };
+
+/** What the worker tells. */
+export type FromWorker =
+  | { t: 'begin'; offset: number; size: number }
+  | { t: 'chunk'; text: string; from: number; to: number }
+  | { t: 'done'; status: string; exit_code: number | null; size: number }
+  | { t: 'head'; pieces: Pieces; to: number }
+  | { t: 'headDone' }
+  | { t: 'headFailed' };
+
+type Scope = {
+  postMessage(m: FromWorker): void;
+  addEventListener(type: 'message', fn: (e: MessageEvent<ToWorker>) => void): void;
+};
+
+/** Head batches posted and not yet taken in by the page, at most. */
+const AHEAD = 8;
+
+export function runWorker(scope: Scope): void {
+  let unacked = 0;
+  let wake: (() => void) | undefined;
+  scope.addEventListener('message', (e) => {
+    const m = e.data;
+    if (m.t === 'open') {
+      new LiveStream(m.live, m.tail, {
+        begin: (offset, size) => scope.postMessage({ t: 'begin', offset, size }),
+        chunk: (text, from, to) => scope.postMessage({ t: 'chunk', text, from, to }),
+        done: (d) => scope.postMessage({ t: 'done', ...d }),
+      }).open();
+    } else if (m.t === 'head') {
+      readHead(m.raw, m.end, m.chunk, async (pieces, to) => {
+        while (unacked >= AHEAD) await new Promise<void>((r) => (wake = r));
+        unacked++;
+        scope.postMessage({ t: 'head', pieces, to });
+      }).then(
+        () => scope.postMessage({ t: 'headDone' }),
+        () => scope.postMessage({ t: 'headFailed' }),
+      );
+    } else {
+      unacked--;
+      wake?.();
+      wake = undefined;
+    }
+  });
+}
