@@ -20,7 +20,7 @@ function pieces(raw: string, start = 0, table = new StyleTable()) {
   const out: Array<[string, { fg: number; bg: number; flags: number }]> = [];
   for (let i = 0; i < runs.length; i += 2) {
     const end = i + 2 < runs.length ? runs[i + 2]! : p.text.length;
-    out.push([p.text.slice(runs[i]!, end), table.get(runs[i + 1]!)]);
+    out.push([p.text.slice(runs[i], end), table.get(runs[i + 1]!)]);
   }
   return { text: p.text, out, end: table.get(p.end) };
 }

@@ -12,6 +12,7 @@ import {
 function markers(lines: string[]): Marker[] {
   const out: Marker[] = [];
   lines.forEach((raw, line) => {
+    // eslint-disable-next-line no-control-regex
     const m = detectMarker(raw, raw.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/^.*\r/, ''));
     if (m !== undefined) out.push({ ...m, key: `k${line}`, line });
   });
