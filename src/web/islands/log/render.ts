@@ -13,7 +13,8 @@ export const MAX_ROWS = 200;
 export const MAX_CHARS = 20_000;
 
 export type RowData = {
-  line: number;
+  /** The line's name, kept while lines are added before it: `h<n>` (the head's line n) or `t<n>`. */
+  id: string;
   /** The line's 1-based number, or 0 while unknown. */
   number: number;
   text: string;
@@ -80,10 +81,10 @@ export class RowPool {
   private fill(row: Row, d: RowData): void {
     row.el.hidden = false;
     const s = d.section;
-    const key = `${d.line}|${d.number}|${d.version}|${d.hits.join(',')}|${d.current}|${s === undefined ? '' : s.collapsed}|${d.marked}`;
+    const key = `${d.id}|${d.number}|${d.version}|${d.hits.join(',')}|${d.current}|${s === undefined ? '' : s.collapsed}|${d.marked}`;
     if (key === row.key) return;
     row.key = key;
-    row.el.dataset.line = String(d.line);
+    row.el.dataset.line = d.id;
     row.el.classList.toggle('lv-marked', d.marked);
     if (d.number > 0) {
       row.ln.href = `#L${d.number}`;

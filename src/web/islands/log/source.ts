@@ -2,13 +2,14 @@
  * Where the viewer's bytes come from: its worker (worker.ts), started from this same script as a
  * module worker, or, when no worker can be had (none, or it fails to start), the same code run in
  * the page. Either way the page gets the stream's begin, its chunks and its end, and the head's
- * text in batches once asked for.
+ * bytes in chunks once asked for. The worker is ended once the log is done and its head read.
  */
-import { LiveStream, readHead, yieldToBrowser, type LiveHandlers, type Pieces } from './stream.ts';
+import { LiveStream, readHead, type HeadChunk, type LiveHandlers } from './stream.ts';
 import type { FromWorker, ToWorker } from './worker.ts';
 
 export type SourceHandlers = LiveHandlers & {
-  head(pieces: Pieces, to: number): void;
+  /** A chunk of the head; answers when it is taken in. */
+  head(c: HeadChunk): Promise<void>;
   headDone(): void;
   headFailed(): void;
 };
@@ -16,6 +17,8 @@ export type SourceHandlers = LiveHandlers & {
 export type Source = {
   /** Reads bytes 0 to `end` (the stream's start) in the background. */
   readHead(end: number): void;
+  /** Nothing more is wanted (the log is done and its head read): ends the worker. */
+  close(): void;
 };
 
 export function connect(live: string, raw: string, tail: number, chunk: number, h: SourceHandlers): Source {
@@ -27,14 +30,12 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
     new LiveStream(liveUrl, tail, h).open();
     const source: Source = {
       readHead: (end) => {
-        readHead(rawUrl, end, chunk, async (pieces, to) => {
-          h.head(pieces, to);
-          await yieldToBrowser();
-        }).then(
+        readHead(rawUrl, end, chunk, (c) => h.head(c)).then(
           () => h.headDone(),
           () => h.headFailed(),
         );
       },
+      close: () => undefined,
     };
     if (head !== undefined) source.readHead(head);
     return source;
@@ -58,8 +59,9 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
       case 'done':
         return h.done({ status: m.status, exit_code: m.exit_code, size: m.size });
       case 'head':
-        h.head(m.pieces, m.to);
-        return post({ t: 'ack' });
+        return void h
+          .head({ bytes: new Uint8Array(m.buffer, 0, m.length), runs: m.runs, to: m.to })
+          .then(() => post({ t: 'ack' }));
       case 'headDone':
         return h.headDone();
       case 'headFailed':
@@ -78,5 +80,6 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
       if (local !== undefined) local.readHead(end);
       else post({ t: 'head', raw: rawUrl, end, chunk });
     },
+    close: () => worker.terminate(),
   };
 }

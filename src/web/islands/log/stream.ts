@@ -20,8 +20,8 @@ export type LiveHandlers = {
   done(d: Done): void;
 };
 
-/** Pieces of the head, in order: text and whether it may be held wide though narrow (copy it). */
-export type Pieces = Array<[string, boolean]>;
+/** A chunk of the head: whole lines of bytes, cut (bytes.ts) into runs [start, end, ascii, …]. */
+export type HeadChunk = { bytes: Uint8Array; runs: number[]; to: number };
 
 /** Runs `fn` in a task of its own, soon (a message to itself: no timer clamping). */
 export function soon(fn: () => void): void {
@@ -113,30 +113,17 @@ export class LiveStream {
 
 /**
  * Reads the head of the log (bytes 0 to `end`, a line start) in Range reads of `chunk` bytes, the
- * next one fetched while the last is cut (bytes.ts) and decoded: ASCII runs in slices, each line
- * with other bytes on its own. Hands them on in batches of about `BATCH` characters, waiting for
- * `emit` (which may yield, or wait for the page to take them).
+ * next one fetched while the last is handed on: whole lines (the rest goes with the next chunk,
+ * so no character is cut), with their ASCII runs found (bytes.ts). `emit` may wait (the page
+ * taking them in).
  */
 export async function readHead(
   raw: string,
   end: number,
   chunk: number,
-  emit: (pieces: Pieces, to: number) => Promise<void>,
+  emit: (c: HeadChunk) => Promise<void>,
 ): Promise<void> {
-  const BATCH = 256 * 1024;
-  const decoder = new TextDecoder();
   let carry: Uint8Array | undefined;
-  let batch: Pieces = [];
-  let size = 0;
-  const push = async (text: string, copy: boolean, to: number) => {
-    batch.push([text, copy]);
-    size += text.length;
-    if (size < BATCH) return;
-    const full = batch;
-    batch = [];
-    size = 0;
-    await emit(full, to);
-  };
   let next = end > 0 ? readRange(raw, 0, Math.min(end, chunk)) : undefined;
   for (let a = 0; a < end;) {
     const b = Math.min(end, a + chunk);
@@ -148,17 +135,14 @@ export async function readHead(
       joined.set(bytes, carry.length);
       bytes = joined;
     }
-    // whole lines only (no character is cut); the rest goes with the next chunk
     const cut = b === end ? bytes.length : bytes.lastIndexOf(10) + 1;
     carry = cut < bytes.length ? bytes.slice(cut) : undefined;
     const body = bytes.subarray(0, cut);
-    for (const [s, e, ascii] of asciiRuns(body)) {
-      if (!ascii) await push(decoder.decode(body.subarray(s, e)), true, b);
-      else
-        for (let x = s; x < e; x += BATCH)
-          await push(decoder.decode(body.subarray(x, Math.min(e, x + BATCH))), false, b);
-    }
+    await emit({
+      bytes: body,
+      runs: asciiRuns(body).flatMap(([s, e, ascii]) => [s, e, ascii ? 1 : 0]),
+      to: b,
+    });
     a = b;
   }
-  await emit(batch, end);
 }

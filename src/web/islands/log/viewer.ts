@@ -14,7 +14,7 @@ import { MAX_ROWS, RowPool, type RowData } from './render.ts';
 import * as S from './scroll.ts';
 import { Folds, RowMap, buildSections, hiddenRanges, sectionsHiding, type Section } from './sections.ts';
 import { Geometry } from './sheet.ts';
-import { Feed } from './feed.ts';
+import { Feed, HeadFeed } from './feed.ts';
 import { connect, type Source } from './source.ts';
 import type { Done } from './stream.ts';
 import { Teller } from './status.ts';
@@ -45,6 +45,7 @@ class Viewer {
   private readonly geometry: Geometry;
   private readonly finder: Finder;
   private readonly feed: Feed;
+  private readonly headFeed: HeadFeed;
   private readonly source: Source;
   private readonly folds = new Folds();
   private sections: Section[] = [];
@@ -65,6 +66,7 @@ class Viewer {
   private readonly teller: Teller;
   /** Whether the head is to be read (once the first lines of the tail are drawn). */
   private headWanted = false;
+  private closed = false;
 
   constructor(root: HTMLElement, live: string, raw: string) {
     this.root = root;
@@ -85,18 +87,13 @@ class Viewer {
       () => this.schedule(),
       (d) => this.finished(d),
     );
+    this.headFeed = new HeadFeed(this.model, () => this.schedule());
     this.source = connect(live, raw, TAIL, CHUNK, {
       begin: (offset) => this.begin(offset),
       chunk: (text, from, to) => this.feed.push({ text, from, to }),
       done: (done) => this.feed.push({ done }),
-      head: (pieces, to) => {
-        for (const [text, copy] of pieces) this.model.addHead(text, to, copy);
-        this.schedule();
-      },
-      headDone: () => {
-        this.model.finishHead();
-        this.schedule();
-      },
+      head: (c) => this.headFeed.push(c),
+      headDone: () => this.headFeed.end(),
       headFailed: () => this.teller.say('The earlier lines could not be loaded; the raw log has them all.'),
     });
     this.pendingLine = this.hashLine();
@@ -172,6 +169,10 @@ class Viewer {
     this.ui.scroller.setAttribute('aria-busy', String(!this.model.headDone));
     this.teller.tell();
     this.startHead();
+    if (!this.closed && this.model.done && this.model.headDone) {
+      this.closed = true;
+      this.source.close();
+    }
     if (searching) this.schedule();
   }
 
@@ -187,7 +188,7 @@ class Viewer {
       const section = this.headers.get(line);
       const mk = this.marked;
       data.push({
-        line,
+        id: `${store === m.tail ? 't' : 'h'}${local}`,
         number: m.number(line),
         text,
         runs: store.lineRuns(local),
@@ -320,7 +321,8 @@ class Viewer {
       const target = e.target as Element;
       const row = target.closest<HTMLElement>('.lv-row');
       if (row === null) return;
-      const line = Number(row.dataset.line);
+      const id = row.dataset.line ?? 'h0';
+      const line = this.lineOf({ tail: id.startsWith('t'), local: Number(id.slice(1)) });
       if (target.closest('.lv-fold') !== null) {
         const s = this.headers.get(line);
         if (s === undefined) return;

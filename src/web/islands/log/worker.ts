@@ -1,10 +1,10 @@
 /**
  * The viewer's worker: the same script as the page's island, started as a module worker (so the
  * page's `script-src 'self'` allows it). It keeps the browser's parsing of the event stream, the
- * JSON of each chunk, the Range reads and their decoding off the page's main thread, and posts
- * their text to the page (source.ts has the messages).
+ * JSON of each chunk and the Range reads off the page's main thread, and posts the stream's text
+ * and the head's bytes (handed over, not copied) to the page (source.ts has the messages).
  */
-import { LiveStream, readHead, type Pieces } from './stream.ts';
+import { LiveStream, readHead } from './stream.ts';
 
 /** What the page asks. */
 export type ToWorker =
@@ -17,17 +17,17 @@ export type FromWorker =
   | { t: 'begin'; offset: number; size: number }
   | { t: 'chunk'; text: string; from: number; to: number }
   | { t: 'done'; status: string; exit_code: number | null; size: number }
-  | { t: 'head'; pieces: Pieces; to: number }
+  | { t: 'head'; buffer: ArrayBuffer; length: number; runs: number[]; to: number }
   | { t: 'headDone' }
   | { t: 'headFailed' };
 
 type Scope = {
-  postMessage(m: FromWorker): void;
+  postMessage(m: FromWorker, transfer?: Transferable[]): void;
   addEventListener(type: 'message', fn: (e: MessageEvent<ToWorker>) => void): void;
 };
 
-/** Head batches posted and not yet taken in by the page, at most. */
-const AHEAD = 8;
+/** Head chunks posted and not yet taken in by the page, at most. */
+const AHEAD = 2;
 
 export function runWorker(scope: Scope): void {
   let unacked = 0;
@@ -41,10 +41,12 @@ export function runWorker(scope: Scope): void {
         done: (d) => scope.postMessage({ t: 'done', ...d }),
       }).open();
     } else if (m.t === 'head') {
-      readHead(m.raw, m.end, m.chunk, async (pieces, to) => {
+      readHead(m.raw, m.end, m.chunk, async ({ bytes, runs, to }) => {
         while (unacked >= AHEAD) await new Promise<void>((r) => (wake = r));
         unacked++;
-        scope.postMessage({ t: 'head', pieces, to });
+        // (the bytes' buffer is handed over, not copied: they start it, and nothing else uses it)
+        const buffer = bytes.byteOffset === 0 ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
+        scope.postMessage({ t: 'head', buffer, length: bytes.length, runs, to }, [buffer]);
       }).then(
         () => scope.postMessage({ t: 'headDone' }),
         () => scope.postMessage({ t: 'headFailed' }),
