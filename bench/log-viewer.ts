@@ -30,6 +30,8 @@ import {
   pageNow,
   rendererMiB,
   searchTo,
+  traceCpu,
+  type CpuStats,
   type FrameStats,
   type Watch,
 } from './lib/log-browser.ts';
@@ -39,10 +41,12 @@ const { values } = parseArgs({
     lines: { type: 'string', default: '1000000' },
     rate: { type: 'string', default: '40000' },
     'no-naive': { type: 'boolean', default: false },
+    'no-trace': { type: 'boolean', default: false },
     'no-record': { type: 'boolean', default: false },
   },
 });
 const LINES = Number(values.lines);
+const LOAD0 = os.loadavg()[0]!;
 const RATE = Number(values.rate);
 /** The line number opened with `#L` and searched for (its text says `(line <number - 1>)`). */
 const TARGET = LINES >= 800_000 ? 777_751 : Math.floor(LINES * 0.78);
@@ -217,6 +221,27 @@ try {
   console.log('#L', centred);
   await w3.context.close();
   await srv.close();
+
+  // 1b. live again, traced: the main thread's work in CPU time
+  if (!values['no-trace']) {
+    const tsource = new LogSource();
+    const tsrv = await startLogServer(tsource);
+    const wt = await openPage(browser);
+    await wt.page.goto(`${tsrv.url}/log`);
+    await wt.page.waitForTimeout(500);
+    results.cpu = await traceCpu(wt, async () => {
+      await feed(tsource, { to: LINES, perSecond: RATE }).done;
+      tsource.finish('success', 0);
+      await wt.page.waitForFunction(
+        () => (globalThis as any).document.querySelector('.log-viewer')?.dataset.status !== 'running',
+        undefined,
+        { timeout: 600_000 },
+      );
+    });
+    console.log('cpu', results.cpu);
+    await wt.context.close();
+    await tsrv.close();
+  }
   Object.assign(results, { lv, liveSearch, opened, loadTasks, finishedSearch, gc2, centred });
 
   // 3. naive
@@ -238,6 +263,11 @@ try {
 
 if (!values['no-record']) await record(results as never);
 
+function cpuLine(c: CpuStats | undefined): string {
+  if (c === undefined) return '';
+  return `- The live run again, traced (thread time, which other processes do not stretch): the page's main thread used ${c.mainMsPerS.toFixed(0)} ms of CPU a second, the viewer's worker ${c.workerMsPerS.toFixed(0)} ms; of its ${c.tasks} tasks the longest took ${c.longestTaskMs.toFixed(1)} ms of CPU, p99 ${c.p99TaskMs.toFixed(1)} ms, ${c.over50} over 50 ms.`;
+}
+
 async function record(r: {
   lv: Live;
   liveSearch: { ms: number; line: number; onScreen: boolean };
@@ -246,6 +276,7 @@ async function record(r: {
   finishedSearch: { ms: number; line: number; onScreen: boolean };
   gc2: { heapMiB: number; rendererMiB: number };
   centred: { ms: number; offset: number };
+  cpu?: CpuStats;
   naive?: Live | { error: string };
 }): Promise<void> {
   const f1 = (n: number) => (Number.isNaN(n) ? '–' : n.toFixed(1));
@@ -298,16 +329,18 @@ on a third, wide characters on one in 29, \`\\r\` progress lines, a GitLab secti
 lines, a GitHub group every 1,000) and drives Chromium (playwright-core, headless, 1280×900):
 frame times are requestAnimationFrame deltas, long tasks come from a \`longtask\` observer, the JS
 heap from CDP \`Runtime.getHeapUsage\`, the renderer's memory is its resident set (/proc), sampled
-each second and again after a full GC (\`HeapProfiler.collectGarbage\`). The naive page reads the
-same stream and appends one \`<div>\` per line.
+each second and again after a full GC (\`HeapProfiler.collectGarbage\`, with a critical memory
+pressure notification so that the allocators give back their free pages). The naive page reads
+the same stream and appends one \`<div>\` per line.
 
-Recorded ${new Date().toISOString().slice(0, 10)} on ${cpu} (${os.cpus().length} CPUs), Chromium ${version}, Node ${process.version}, ${LINES.toLocaleString('en')} lines at ${RATE.toLocaleString('en')} lines/s.
+Recorded ${new Date().toISOString().slice(0, 10)} on ${cpu} (${os.cpus().length} CPUs), Chromium ${version}, Node ${process.version}, ${LINES.toLocaleString('en')} lines at ${RATE.toLocaleString('en')} lines/s; load average ${LOAD0.toFixed(1)} at the start, ${os.loadavg()[0]!.toFixed(1)} at the end (a shared machine: wall-clock frame and task times stretch with it, CPU times below do not).
 
 ${table}
 
 - Search for \`(line ${TARGET - 1})\` once the live log was done: Enter to the hit marked on screen ${f0(s.ms)} ms (line ${s.line}, on screen: ${s.onScreen}).
 - The finished log opened anew: its tail on screen ${f0(r.opened.tail)} ms after the navigation started (goal <= 500 ms), every line read ${f0(r.opened.all)} ms (goal: searchable within 3 s), ${r.loadTasks.longTasks} tasks over 50 ms meanwhile (longest ${f0(r.loadTasks.longestTaskMs)} ms); then the same search ${f0(r.finishedSearch.ms)} ms (line ${r.finishedSearch.line}); JS heap after GC ${mb(r.gc2.heapMiB)}, renderer ${mb(r.gc2.rendererMiB)}.
 - Opened at \`#L${TARGET}\`: centred and marked ${f0(r.centred.ms)} ms after the navigation started (its middle ${f1(r.centred.offset)} px from the viewport's).
+${cpuLine(r.cpu)}
 
 <!-- bench:log-viewer:end -->`;
   const file = path.join(import.meta.dirname, 'README.md');

@@ -3,7 +3,7 @@
  * times (requestAnimationFrame deltas), main-thread long tasks (a `longtask` observer), row
  * elements, the JS heap (CDP `Runtime.getHeapUsage`) and the renderer process's memory (its pid
  * from CDP `SystemInfo.getProcessInfo`, its resident set from /proc), after a full GC
- * (`HeapProfiler.collectGarbage`).
+ * (`HeapProfiler.collectGarbage`) and a memory pressure notification.
  */
 import fs from 'node:fs/promises';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
@@ -110,10 +110,15 @@ export async function rendererMiB(w: Watch): Promise<number> {
   }
 }
 
-/** A full garbage collection in the page, then its JS heap and its renderer's memory. */
+/**
+ * A full garbage collection in the page and a (simulated) critical memory pressure notification
+ * (the renderer then gives back the memory its allocators keep free), then the page's JS heap and
+ * its renderer's memory.
+ */
 export async function afterGc(w: Watch): Promise<{ heapMiB: number; rendererMiB: number }> {
   await w.cdp.send('HeapProfiler.collectGarbage');
-  await w.page.waitForTimeout(500);
+  await w.cdp.send('Memory.simulatePressureNotification', { level: 'critical' });
+  await w.page.waitForTimeout(1000);
   await w.cdp.send('HeapProfiler.collectGarbage');
   return { heapMiB: await jsHeapMiB(w), rendererMiB: await rendererMiB(w) };
 }
@@ -149,4 +154,44 @@ export async function searchTo(
       if (g.performance.now() - t0 > 10_000) return { ms: NaN, line: 0, onScreen: false };
     }
   });
+}
+
+/** Main-thread work in CPU time (a trace's thread time), which other processes on the machine do not stretch. */
+export type CpuStats = {
+  /** The page's main thread, and its worker, in ms of CPU per second of the run. */
+  mainMsPerS: number;
+  workerMsPerS: number;
+  tasks: number;
+  longestTaskMs: number;
+  p99TaskMs: number;
+  /** Tasks over 50 ms of CPU. */
+  over50: number;
+};
+
+/** Runs `run` while tracing the page; answers its main thread's tasks in CPU time. */
+export async function traceCpu(w: Watch, run: () => Promise<void>): Promise<CpuStats> {
+  await w.browser.startTracing(w.page, { categories: ['devtools.timeline', 'toplevel'] });
+  const t0 = performance.now();
+  await run();
+  const seconds = (performance.now() - t0) / 1000;
+  const events = JSON.parse((await w.browser.stopTracing()).toString()).traceEvents as any[];
+  const threads = (name: string) =>
+    events.filter((e) => e.name === 'thread_name' && e.args?.name === name).map((e) => `${e.pid}:${e.tid}`);
+  const tasksOf = (key: string) =>
+    events.filter(
+      (e) => `${e.pid}:${e.tid}` === key && e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask',
+    );
+  const busiest = (keys: string[]) => keys.map(tasksOf).sort((a, b) => b.length - a.length)[0] ?? [];
+  const cpu = (list: any[]) => list.map((e) => (e.tdur ?? e.dur) / 1000).sort((a, b) => a - b);
+  const main = cpu(busiest(threads('CrRendererMain')));
+  const worker = cpu(busiest(threads('DedicatedWorker thread')));
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  return {
+    mainMsPerS: sum(main) / seconds,
+    workerMsPerS: sum(worker) / seconds,
+    tasks: main.length,
+    longestTaskMs: main.at(-1) ?? 0,
+    p99TaskMs: main[Math.floor(0.99 * (main.length - 1))] ?? 0,
+    over50: main.filter((x) => x > 50).length,
+  };
 }

@@ -20,6 +20,7 @@ export class Finder {
   private current: Position | undefined;
   private jumpFrom: Position | undefined;
   private shown = '';
+  private debounce: ReturnType<typeof setTimeout> | undefined;
   private readonly model: LogModel;
   private readonly count: HTMLElement;
   private readonly go: (line: number) => void;
@@ -32,6 +33,48 @@ export class Finder {
 
   get query(): string {
     return this.search?.query ?? '';
+  }
+
+  /**
+   * Wires the search box: typing searches (after a pause of 150 ms), Enter goes to the next hit
+   * (Shift+Enter: the one before), Escape clears; the buttons go to the next and previous hits.
+   * `from`: the position a new search starts from (the view's top).
+   */
+  attach(
+    box: HTMLInputElement,
+    prev: HTMLButtonElement,
+    next: HTMLButtonElement,
+    from: () => Position,
+    changed: () => void,
+  ): void {
+    const search = () => {
+      clearTimeout(this.debounce);
+      this.start(box.value, from());
+      changed();
+    };
+    box.addEventListener('input', () => {
+      clearTimeout(this.debounce);
+      this.debounce = setTimeout(search, 150);
+    });
+    box.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && box.value !== '') {
+        box.value = '';
+        search();
+      }
+      if (e.key !== 'Enter') return;
+      e.preventDefault();
+      if (box.value !== this.query) search();
+      else this.move(e.shiftKey ? -1 : 1);
+      changed();
+    });
+    next.addEventListener('click', () => {
+      this.move(1);
+      changed();
+    });
+    prev.addEventListener('click', () => {
+      this.move(-1);
+      changed();
+    });
   }
 
   /** A new query, searched from position `from` (the view's top). */

@@ -62,7 +62,6 @@ class Viewer {
   private scheduled = false;
   private marked: Ref | undefined;
   private pendingLine = 0;
-  private debounce: ReturnType<typeof setTimeout> | undefined;
   private readonly teller: Teller;
   /** Whether the head is to be read (once the first lines of the tail are drawn). */
   private headWanted = false;
@@ -353,29 +352,17 @@ class Viewer {
         this.schedule();
       });
     }
-    search.addEventListener('input', () => {
-      clearTimeout(this.debounce);
-      this.debounce = setTimeout(() => this.newSearch(), 150);
-    });
-    search.addEventListener('keydown', (e) => {
-      if (e.key !== 'Enter') return;
-      e.preventDefault();
-      if (search.value !== this.finder.query) this.newSearch();
-      else this.finder.move(e.shiftKey ? -1 : 1);
-      this.schedule();
-    });
-    this.ui.next.addEventListener('click', () => this.finder.move(1));
-    this.ui.prev.addEventListener('click', () => this.finder.move(-1));
+    this.finder.attach(
+      search,
+      this.ui.prev,
+      this.ui.next,
+      () => this.topPosition(),
+      () => this.schedule(),
+    );
     window.addEventListener('hashchange', () => {
       this.pendingLine = this.hashLine();
       this.schedule();
     });
-  }
-
-  private newSearch(): void {
-    clearTimeout(this.debounce);
-    this.finder.start(this.ui.search.value, this.topPosition());
-    this.schedule();
   }
 
   private key(e: KeyboardEvent): void {
