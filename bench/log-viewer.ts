@@ -112,14 +112,17 @@ async function live(w: Watch, url: string, source: LogSource, naive: boolean): P
   let maxHeapMiB = 0;
   let maxRendererMiB = 0;
   let fed = false;
-  void feeding.done.then(() => (fed = true));
+  let seconds = NaN;
+  void feeding.done.then(() => {
+    fed = true;
+    seconds = (performance.now() - t0) / 1000;
+  });
   while (!fed) {
     await new Promise((r) => setTimeout(r, 1000));
     maxRows = Math.max(maxRows, (await rows()) || 0);
     maxHeapMiB = Math.max(maxHeapMiB, await within(jsHeapMiB(w), 2000, 0));
     maxRendererMiB = Math.max(maxRendererMiB, await rendererMiB(w));
   }
-  const seconds = (performance.now() - t0) / 1000;
   const linesAtEnd = await lines();
   const finished = performance.now();
   source.finish('success', 0);
@@ -218,7 +221,18 @@ try {
       if (g.performance.now() > 60_000) return { ms: NaN, offset: NaN };
     }
   }, TARGET);
-  console.log('#L', centred);
+  // a wheel move there: exact pixels of content, though the scrollbar is scaled
+  const firstRow = () =>
+    w3.page.evaluate(() =>
+      Number((globalThis as any).document.querySelector('.lv-row:not([hidden]) .lv-ln').textContent),
+    );
+  const before = await firstRow();
+  const box = (await w3.page.locator('.lv-scroll').boundingBox())!;
+  await w3.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await w3.page.mouse.wheel(0, 100);
+  await w3.page.waitForTimeout(300);
+  const wheel = { before, after: await firstRow() };
+  console.log('#L', centred, 'wheel', wheel);
   await w3.context.close();
   await srv.close();
 
@@ -242,7 +256,7 @@ try {
     await wt.context.close();
     await tsrv.close();
   }
-  Object.assign(results, { lv, liveSearch, opened, loadTasks, finishedSearch, gc2, centred });
+  Object.assign(results, { lv, liveSearch, opened, loadTasks, finishedSearch, gc2, centred, wheel });
 
   // 3. naive
   if (!values['no-naive']) {
@@ -276,6 +290,7 @@ async function record(r: {
   finishedSearch: { ms: number; line: number; onScreen: boolean };
   gc2: { heapMiB: number; rendererMiB: number };
   centred: { ms: number; offset: number };
+  wheel: { before: number; after: number };
   cpu?: CpuStats;
   naive?: Live | { error: string };
 }): Promise<void> {
@@ -339,7 +354,7 @@ ${table}
 
 - Search for \`(line ${TARGET - 1})\` once the live log was done: Enter to the hit marked on screen ${f0(s.ms)} ms (line ${s.line}, on screen: ${s.onScreen}).
 - The finished log opened anew: its tail on screen ${f0(r.opened.tail)} ms after the navigation started (goal <= 500 ms), every line read ${f0(r.opened.all)} ms (goal: searchable within 3 s), ${r.loadTasks.longTasks} tasks over 50 ms meanwhile (longest ${f0(r.loadTasks.longestTaskMs)} ms); then the same search ${f0(r.finishedSearch.ms)} ms (line ${r.finishedSearch.line}); JS heap after GC ${mb(r.gc2.heapMiB)}, renderer ${mb(r.gc2.rendererMiB)}.
-- Opened at \`#L${TARGET}\`: centred and marked ${f0(r.centred.ms)} ms after the navigation started (its middle ${f1(r.centred.offset)} px from the viewport's).
+- Opened at \`#L${TARGET}\`: centred and marked ${f0(r.centred.ms)} ms after the navigation started (its middle ${f1(r.centred.offset)} px from the viewport's); there, with the scrollbar scaled (${LINES.toLocaleString('en')} rows of 20 px in an 8,000,000 px spacer), a wheel move of 100 px moved the view from line ${r.wheel.before} to line ${r.wheel.after} (5 lines).
 ${cpuLine(r.cpu)}
 
 <!-- bench:log-viewer:end -->`;

@@ -45,6 +45,7 @@ describe('log line store', () => {
       '\x1b[0Ksection_start:1:tests[collapsed=true]\r\x1b[0KTests',
       'emoji 😀 and é',
       '\x1b[0Ksection_end:1:tests\r\x1b[0K',
+      'a bell\x07 and a backspace\x08',
       'last',
     ].join('\n');
     const want = [
@@ -59,6 +60,7 @@ describe('log line store', () => {
       'Tests',
       'emoji 😀 and é',
       '',
+      'a bell and a backspace',
       'last',
     ];
     const reference = new LineStore(new StyleTable(), 't');

@@ -1,7 +1,8 @@
 /**
  * What the viewer says about the log: a status line under it ("12,345 lines · loading earlier
  * lines 40% · running", at most four times a second) and, for screen readers, a polite status
- * that tells "N new lines" at most every `ANNOUNCE_MS` (never line by line), and the step's end.
+ * that tells "N new lines" at most every `ANNOUNCE_MS` (never line by line), and the step's end;
+ * and User Timing marks (`log-viewer:start`, `:begin`, `:first-lines`, `:all-lines`).
  */
 import type { LogModel } from './model.ts';
 
@@ -17,6 +18,7 @@ export class Teller {
   private announced = { lines: -1, at: 0 };
   private later = false;
   private stateAt = 0;
+  private marks = 0;
   status: string;
   exitCode: number | null = null;
 
@@ -26,6 +28,11 @@ export class Teller {
     this.announce = announce;
     this.status = status;
     this.wake = wake;
+  }
+
+  private mark(name: string): void {
+    performance.mark(`log-viewer:${name}`, { detail: this.model.lines });
+    this.marks++;
   }
 
   /** Says something now (and holds the next news for a while). */
@@ -41,10 +48,12 @@ export class Teller {
     this.say(`Step finished: ${status}${code}.`);
   }
 
-  /** Called at each frame. */
+  /** Called at each frame (also sets User Timing marks for measures: first lines, all lines). */
   tell(): void {
     const now = performance.now();
     const m = this.model;
+    if (this.marks === 0 && m.lines > 0) this.mark('first-lines');
+    else if (this.marks === 1 && m.headDone) this.mark('all-lines');
     if (now - this.stateAt > 250 || m.done) {
       this.stateAt = now;
       const parts = [`${fmt(m.lines)} lines`];

@@ -65,10 +65,12 @@ class Viewer {
   private readonly teller: Teller;
   /** Whether the head is to be read (once the first lines of the tail are drawn). */
   private headWanted = false;
+  private beganAt = 0;
   private closed = false;
 
   constructor(root: HTMLElement, live: string, raw: string) {
     this.root = root;
+    performance.mark('log-viewer:start');
     this.ui = buildUi(root, raw, ++viewers);
     this.teller = new Teller(
       this.model,
@@ -109,13 +111,22 @@ class Viewer {
 
   private begin(offset: number): void {
     if (this.model.start >= 0) return;
+    performance.mark('log-viewer:begin');
     this.model.begin(offset);
     this.headWanted = offset > 0;
+    this.beganAt = performance.now();
   }
 
-  /** Starts reading the head once the tail the stream began with is on screen (it comes first). */
+  /**
+   * Starts reading the head once the tail the stream began with is on screen (it comes first),
+   * or the tail stays empty for a while (its last line has no end yet).
+   */
   private startHead(): void {
-    if (!this.headWanted || this.model.lines === 0) return;
+    if (!this.headWanted) return;
+    if (this.model.lines === 0 && !this.model.done && performance.now() - this.beganAt < 300) {
+      setTimeout(() => this.schedule(), 100);
+      return;
+    }
     this.headWanted = false;
     this.source.readHead(this.model.start);
   }
