@@ -245,9 +245,7 @@ describe('step log viewer', () => {
       expect(await after()).toBe(1507);
       await fold.focus();
       await page.keyboard.press('Enter');
-      await page.waitForFunction(() =>
-        (globalThis as any).document.querySelector('.lv-fold[aria-expanded="true"]'),
-      );
+      while ((await fold.getAttribute('aria-expanded')) !== 'true') await page.waitForTimeout(20);
       expect(await after()).toBe(1502);
 
       // keys in the log: End follows, Page Up leaves the end, Home goes to the top

@@ -21,7 +21,7 @@ export type FromWorker =
   | { t: 'headDone' }
   | { t: 'headFailed' };
 
-type Scope = {
+export type WorkerScope = {
   postMessage(m: FromWorker, transfer?: Transferable[]): void;
   addEventListener(type: 'message', fn: (e: MessageEvent<ToWorker>) => void): void;
 };
@@ -29,7 +29,7 @@ type Scope = {
 /** Head chunks posted and not yet taken in by the page, at most. */
 const AHEAD = 2;
 
-export function runWorker(scope: Scope): void {
+export function runWorker(scope: WorkerScope): void {
   let unacked = 0;
   let wake: (() => void) | undefined;
   scope.addEventListener('message', (e) => {
