@@ -5,9 +5,10 @@
  * first), and the head's chunks of bytes.
  */
 import type { LogModel } from './model.ts';
+import type { Split } from './store.ts';
 import { readRange, soon, type Done, type HeadChunk } from './stream.ts';
 
-type Item = { text: string; from: number; to: number } | { done: Done };
+type Item = { split: Split; from: number; to: number } | { done: Done };
 
 /** Milliseconds of stream chunks taken in at a time. */
 const SLICE_MS = 8;
@@ -52,7 +53,7 @@ export class Feed {
       if ('done' in item) {
         this.model.finish();
         this.finished(item.done);
-      } else if (!this.model.addLive(item.text, item.from, item.to)) {
+      } else if (!this.model.addLive(item.split, item.from, item.to)) {
         this.fill(item.from);
         break;
       }

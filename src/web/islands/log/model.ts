@@ -12,7 +12,7 @@
  */
 import { StyleTable } from './ansi.ts';
 import type { Marker } from './sections.ts';
-import { LineStore } from './store.ts';
+import { LineStore, type Split } from './store.ts';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -51,14 +51,17 @@ export class LogModel {
   }
 
   /**
-   * Live bytes [from, to) as text: keeps what is new. Answers false, keeping nothing, when
+   * Live bytes [from, to) as text (or cut by `splitWide`): keeps what is new. Answers false, keeping nothing, when
    * bytes before `from` are missing (read `end`..`from` first).
    */
-  addLive(text: string, from: number, to: number): boolean {
+  addLive(text: string | Split, from: number, to: number): boolean {
     if (to <= this.end) return true;
     if (from > this.end) return false;
-    const keep = from < this.end ? decoder.decode(encoder.encode(text).subarray(this.end - from)) : text;
-    this.tail.append(keep);
+    if (from < this.end) {
+      const whole = typeof text === 'string' ? text : text.pieces.join('');
+      this.tail.append(decoder.decode(encoder.encode(whole).subarray(this.end - from)));
+    } else if (typeof text === 'string') this.tail.append(text);
+    else this.tail.appendSplit(text);
     this.end = to;
     this.version++;
     return true;

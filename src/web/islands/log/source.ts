@@ -4,10 +4,15 @@
  * the page. Either way the page gets the stream's begin, its chunks and its end, and the head's
  * bytes in chunks once asked for. The worker is ended once the log is done and its head read.
  */
-import { LiveStream, readHead, type HeadChunk, type LiveHandlers } from './stream.ts';
+import { splitWide, type Split } from './store.ts';
+import { LiveStream, readHead, type Done, type HeadChunk } from './stream.ts';
 import type { FromWorker, ToWorker } from './worker.ts';
 
-export type SourceHandlers = LiveHandlers & {
+export type SourceHandlers = {
+  begin(offset: number, size: number): void;
+  /** A chunk of bytes [from, to), its text cut by `splitWide`. */
+  chunk(split: Split, from: number, to: number): void;
+  done(d: Done): void;
   /** A chunk of the head; answers when it is taken in. */
   head(c: HeadChunk): Promise<void>;
   headDone(): void;
@@ -27,7 +32,10 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
   let head: number | undefined;
   let local: Source | undefined;
   const inPage = (): Source => {
-    new LiveStream(liveUrl, tail, h).open();
+    new LiveStream(liveUrl, tail, {
+      ...h,
+      chunk: (text, from, to) => h.chunk(splitWide(text), from, to),
+    }).open();
     const source: Source = {
       readHead: (end) => {
         readHead(rawUrl, end, chunk, (c) => h.head(c)).then(
@@ -55,7 +63,7 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
       case 'begin':
         return h.begin(m.offset, m.size);
       case 'chunk':
-        return h.chunk(m.text, m.from, m.to);
+        return h.chunk(m.split, m.from, m.to);
       case 'done':
         return h.done({ status: m.status, exit_code: m.exit_code, size: m.size });
       case 'head':

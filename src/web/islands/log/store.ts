@@ -79,6 +79,32 @@ class Special {
   }
 }
 
+/** Raw text cut into narrow runs of lines (in one-byte form) and, alone, each line with wide characters. */
+export type Split = { pieces: string[]; wide: boolean[] };
+
+export function splitWide(text: string): Split {
+  WIDE_ALL.lastIndex = 0;
+  let m = WIDE_ALL.exec(text);
+  if (m === null) return { pieces: [text], wide: [false] };
+  const out: Split = { pieces: [], wide: [] };
+  const put = (piece: string, wide: boolean) => {
+    out.pieces.push(piece);
+    out.wide.push(wide);
+  };
+  let from = 0;
+  while (m !== null) {
+    const start = text.lastIndexOf('\n', m.index) + 1;
+    const nl = text.indexOf('\n', m.index);
+    const end = nl < 0 ? text.length : nl + 1;
+    if (start > from) put(narrow(text.slice(from, start)), false);
+    put(text.slice(start, end), true);
+    from = WIDE_ALL.lastIndex = end;
+    m = WIDE_ALL.exec(text);
+  }
+  if (from < text.length) put(narrow(text.slice(from)), false);
+  return out;
+}
+
 function grow<T extends Float64Array | Int32Array | Uint32Array>(a: T, need: number): T {
   if (need <= a.length) return a;
   let n = a.length * 2;
@@ -131,24 +157,14 @@ export class LineStore {
    * bytes per character though all of them are narrow (copy it narrow).
    */
   append(text: string, copy = false): number {
+    if (!copy || WIDE.test(text)) return this.appendSplit(splitWide(text));
+    return this.appendSplit({ pieces: [narrow(text)], wide: [false] });
+  }
+
+  /** Adds raw text already cut by `splitWide` (in a worker, say). */
+  appendSplit(split: Split): number {
     const before = this.count;
-    WIDE_ALL.lastIndex = 0;
-    let m = WIDE_ALL.exec(text);
-    if (m === null) this.feed(copy ? narrow(text) : text, false);
-    else {
-      // narrow runs of lines as narrow copies; each line with wide characters on its own
-      let from = 0;
-      while (m !== null) {
-        const start = text.lastIndexOf('\n', m.index) + 1;
-        const nl = text.indexOf('\n', m.index);
-        const end = nl < 0 ? text.length : nl + 1;
-        if (start > from) this.feed(narrow(text.slice(from, start)), false);
-        this.feed(text.slice(start, end), true);
-        from = WIDE_ALL.lastIndex = end;
-        m = WIDE_ALL.exec(text);
-      }
-      if (from < text.length) this.feed(narrow(text.slice(from)), false);
-    }
+    split.pieces.forEach((piece, i) => this.feed(piece, split.wide[i] === true));
     return this.count - before;
   }
 

@@ -91,7 +91,7 @@ class Viewer {
     this.headFeed = new HeadFeed(this.model, () => this.schedule());
     this.source = connect(live, raw, TAIL, CHUNK, {
       begin: (offset) => this.begin(offset),
-      chunk: (text, from, to) => this.feed.push({ text, from, to }),
+      chunk: (split, from, to) => this.feed.push({ split, from, to }),
       done: (done) => this.feed.push({ done }),
       head: (c) => this.headFeed.push(c),
       headDone: () => this.headFeed.end(),

@@ -4,6 +4,7 @@
  * JSON of each chunk and the Range reads off the page's main thread, and posts the stream's text
  * and the head's bytes (handed over, not copied) to the page (source.ts has the messages).
  */
+import { splitWide, type Split } from './store.ts';
 import { LiveStream, readHead } from './stream.ts';
 
 /** What the page asks. */
@@ -15,7 +16,7 @@ export type ToWorker =
 /** What the worker tells. */
 export type FromWorker =
   | { t: 'begin'; offset: number; size: number }
-  | { t: 'chunk'; text: string; from: number; to: number }
+  | { t: 'chunk'; split: Split; from: number; to: number }
   | { t: 'done'; status: string; exit_code: number | null; size: number }
   | { t: 'head'; buffer: ArrayBuffer; length: number; runs: number[]; to: number }
   | { t: 'headDone' }
@@ -37,7 +38,8 @@ export function runWorker(scope: WorkerScope): void {
     if (m.t === 'open') {
       new LiveStream(m.live, m.tail, {
         begin: (offset, size) => scope.postMessage({ t: 'begin', offset, size }),
-        chunk: (text, from, to) => scope.postMessage({ t: 'chunk', text, from, to }),
+        // (cut here: narrow copies made off the page's thread stay narrow through postMessage)
+        chunk: (text, from, to) => scope.postMessage({ t: 'chunk', split: splitWide(text), from, to }),
         done: (d) => scope.postMessage({ t: 'done', ...d }),
       }).open();
     } else if (m.t === 'head') {
