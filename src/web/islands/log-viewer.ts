@@ -5,7 +5,7 @@
  * as the viewer's worker (log/worker.ts), where there is no document.
  */
 import { mountViewer } from './log/viewer.ts';
-import { runWorker, type WorkerScope } from './log/worker.ts';
+import { runWorker } from './log/worker.ts';
 
-if (typeof document === 'undefined') runWorker(globalThis as unknown as WorkerScope);
+if (typeof document === 'undefined') runWorker(globalThis);
 else for (const section of document.querySelectorAll<HTMLElement>('section.log-viewer')) mountViewer(section);

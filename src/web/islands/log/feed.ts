@@ -6,7 +6,7 @@
  */
 import type { LogModel } from './model.ts';
 import type { Split } from './store.ts';
-import { readRange, soon, type Done, type HeadChunk } from './stream.ts';
+import { readRange, soon, type Done } from './stream.ts';
 
 type Item = { split: Split; from: number; to: number } | { done: Done };
 
@@ -82,19 +82,12 @@ export class Feed {
   }
 }
 
-/** Bytes of an ASCII run decoded at a time. */
-const ASCII_SLICE = 256 * 1024;
+type HeadItem = { split: Split; next: number; to: number; taken: () => void } | { end: true };
 
-type HeadItem = { c: HeadChunk; run: number; at: number; taken: () => void } | { end: true };
-
-/**
- * The head's chunks into the model, in slices of `SLICE_MS`: ASCII runs decoded in slices (the
- * browser's decoder makes one-byte strings of them, fast), each other line on its own.
- */
+/** The head's pieces (see `decodeHead`) into the model, in slices of `SLICE_MS`. */
 export class HeadFeed {
   private readonly queue: HeadItem[] = [];
   private planned = false;
-  private readonly decoder = new TextDecoder();
   private readonly model: LogModel;
   private readonly changed: () => void;
 
@@ -103,15 +96,15 @@ export class HeadFeed {
     this.changed = changed;
   }
 
-  /** Queues a chunk; answers when it is taken in. */
-  push(c: HeadChunk): Promise<void> {
+  /** Queues the pieces of the head up to byte `to`; answers when they are taken in. */
+  push(split: Split, to: number): Promise<void> {
     return new Promise((taken) => {
-      this.queue.push({ c, run: 0, at: c.runs[0] ?? 0, taken });
+      this.queue.push({ split, next: 0, to, taken });
       this.plan();
     });
   }
 
-  /** The head is complete after the chunks queued. */
+  /** The head is complete after the pieces queued. */
   end(): void {
     this.queue.push({ end: true });
     this.plan();
@@ -133,23 +126,14 @@ export class HeadFeed {
       if ('end' in item) {
         this.queue.shift();
         this.model.finishHead();
-        continue;
-      }
-      const { bytes, runs, to } = item.c;
-      if (item.run >= runs.length) {
-        this.model.addHead('', to);
+      } else if (item.next >= item.split.pieces.length) {
+        this.model.addHead({ pieces: [], wide: [] }, item.to);
         this.queue.shift();
         item.taken();
-        continue;
-      }
-      const [s, e, ascii] = [runs[item.run]!, runs[item.run + 1]!, runs[item.run + 2] === 1];
-      const from = Math.max(s, item.at);
-      const till = ascii ? Math.min(e, from + ASCII_SLICE) : e;
-      this.model.addHead(this.decoder.decode(bytes.subarray(from, till)), this.model.headBytes, !ascii);
-      item.at = till;
-      if (till >= e) {
-        item.run += 3;
-        item.at = runs[item.run] ?? 0;
+      } else {
+        const k = item.next++;
+        const piece = { pieces: [item.split.pieces[k]!], wide: [item.split.wide[k]!] };
+        this.model.addHead(piece, this.model.headBytes);
       }
     }
     this.changed();

@@ -67,9 +67,10 @@ export class LogModel {
     return true;
   }
 
-  /** Head bytes up to `to` (exclusive) as text (`copy`: see LineStore.append). */
-  addHead(text: string, to: number, copy = false): void {
-    this.head.append(text, copy);
+  /** Head bytes up to `to` (exclusive), as text or cut by `splitWide` (or `decodeHead`). */
+  addHead(text: string | Split, to: number): void {
+    if (typeof text === 'string') this.head.append(text);
+    else this.head.appendSplit(text);
     this.headBytes = to;
     this.version++;
   }

@@ -5,7 +5,7 @@
  * bytes in chunks once asked for. The worker is ended once the log is done and its head read.
  */
 import { splitWide, type Split } from './store.ts';
-import { LiveStream, readHead, type Done, type HeadChunk } from './stream.ts';
+import { LiveStream, decodeHead, readHead, type Done } from './stream.ts';
 import type { FromWorker, ToWorker } from './worker.ts';
 
 export type SourceHandlers = {
@@ -13,8 +13,8 @@ export type SourceHandlers = {
   /** A chunk of bytes [from, to), its text cut by `splitWide`. */
   chunk(split: Split, from: number, to: number): void;
   done(d: Done): void;
-  /** A chunk of the head; answers when it is taken in. */
-  head(c: HeadChunk): Promise<void>;
+  /** The head's text up to byte `to`, cut by `decodeHead`; answers when it is taken in. */
+  head(split: Split, to: number): Promise<void>;
   headDone(): void;
   headFailed(): void;
 };
@@ -38,7 +38,8 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
     }).open();
     const source: Source = {
       readHead: (end) => {
-        readHead(rawUrl, end, chunk, (c) => h.head(c)).then(
+        const decoder = new TextDecoder();
+        readHead(rawUrl, end, chunk, (c) => h.head(decodeHead(c, decoder), c.to)).then(
           () => h.headDone(),
           () => h.headFailed(),
         );
@@ -67,9 +68,7 @@ export function connect(live: string, raw: string, tail: number, chunk: number, 
       case 'done':
         return h.done({ status: m.status, exit_code: m.exit_code, size: m.size });
       case 'head':
-        return void h
-          .head({ bytes: new Uint8Array(m.buffer, 0, m.length), runs: m.runs, to: m.to })
-          .then(() => post({ t: 'ack' }));
+        return void h.head(m.split, m.to).then(() => post({ t: 'ack' }));
       case 'headDone':
         return h.headDone();
       case 'headFailed':

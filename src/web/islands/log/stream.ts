@@ -10,6 +10,7 @@
  * it is reopened here with `?offset=` the last byte received.
  */
 import { asciiRuns } from './bytes.ts';
+import type { Split } from './store.ts';
 
 export type Done = { status: string; exit_code: number | null; size: number };
 
@@ -145,4 +146,24 @@ export async function readHead(
     });
     a = b;
   }
+}
+
+/** Characters of an ASCII run in one piece (the page takes in a piece at a time). */
+const PIECE = 256 * 1024;
+
+/**
+ * A head chunk's text: ASCII runs decoded in pieces (the browser's decoder makes one-byte strings
+ * of them, very fast), each line with other bytes decoded on its own and marked wide (it is filed
+ * apart, or copied narrow when all its characters are below U+0100).
+ */
+export function decodeHead(c: HeadChunk, decoder = new TextDecoder()): Split {
+  const out: Split = { pieces: [], wide: [] };
+  for (let r = 0; r < c.runs.length; r += 3) {
+    const [s, e, ascii] = [c.runs[r]!, c.runs[r + 1]!, c.runs[r + 2] === 1];
+    for (let x = s; x < e; x = ascii ? x + PIECE : e) {
+      out.pieces.push(decoder.decode(c.bytes.subarray(x, ascii ? Math.min(e, x + PIECE) : e)));
+      out.wide.push(!ascii);
+    }
+  }
+  return out;
 }

@@ -93,7 +93,7 @@ class Viewer {
       begin: (offset) => this.begin(offset),
       chunk: (split, from, to) => this.feed.push({ split, from, to }),
       done: (done) => this.feed.push({ done }),
-      head: (c) => this.headFeed.push(c),
+      head: (split, to) => this.headFeed.push(split, to),
       headDone: () => this.headFeed.end(),
       headFailed: () => this.teller.say('The earlier lines could not be loaded; the raw log has them all.'),
     });

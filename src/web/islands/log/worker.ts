@@ -1,11 +1,11 @@
 /**
  * The viewer's worker: the same script as the page's island, started as a module worker (so the
  * page's `script-src 'self'` allows it). It keeps the browser's parsing of the event stream, the
- * JSON of each chunk and the Range reads off the page's main thread, and posts the stream's text
- * and the head's bytes (handed over, not copied) to the page (source.ts has the messages).
+ * JSON of each chunk, the Range reads and their decoding off the page's main thread, and posts
+ * their text to the page, already cut into narrow and wide pieces (source.ts has the messages).
  */
 import { splitWide, type Split } from './store.ts';
-import { LiveStream, readHead } from './stream.ts';
+import { LiveStream, decodeHead, readHead } from './stream.ts';
 
 /** What the page asks. */
 export type ToWorker =
@@ -18,12 +18,12 @@ export type FromWorker =
   | { t: 'begin'; offset: number; size: number }
   | { t: 'chunk'; split: Split; from: number; to: number }
   | { t: 'done'; status: string; exit_code: number | null; size: number }
-  | { t: 'head'; buffer: ArrayBuffer; length: number; runs: number[]; to: number }
+  | { t: 'head'; split: Split; to: number }
   | { t: 'headDone' }
   | { t: 'headFailed' };
 
 export type WorkerScope = {
-  postMessage(m: FromWorker, transfer?: Transferable[]): void;
+  postMessage(m: FromWorker): void;
   addEventListener(type: 'message', fn: (e: MessageEvent<ToWorker>) => void): void;
 };
 
@@ -43,12 +43,11 @@ export function runWorker(scope: WorkerScope): void {
         done: (d) => scope.postMessage({ t: 'done', ...d }),
       }).open();
     } else if (m.t === 'head') {
-      readHead(m.raw, m.end, m.chunk, async ({ bytes, runs, to }) => {
+      const decoder = new TextDecoder();
+      readHead(m.raw, m.end, m.chunk, async (c) => {
         while (unacked >= AHEAD) await new Promise<void>((r) => (wake = r));
         unacked++;
-        // (the bytes' buffer is handed over, not copied: they start it, and nothing else uses it)
-        const buffer = bytes.byteOffset === 0 ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
-        scope.postMessage({ t: 'head', buffer, length: bytes.length, runs, to }, [buffer]);
+        scope.postMessage({ t: 'head', split: decodeHead(c, decoder), to: c.to });
       }).then(
         () => scope.postMessage({ t: 'headDone' }),
         () => scope.postMessage({ t: 'headFailed' }),
