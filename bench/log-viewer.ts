@@ -353,7 +353,7 @@ Recorded ${new Date().toISOString().slice(0, 10)} on ${cpu} (${os.cpus().length}
 ${table}
 
 - Search for \`(line ${TARGET - 1})\` once the live log was done: Enter to the hit marked on screen ${f0(s.ms)} ms (line ${s.line}, on screen: ${s.onScreen}).
-- The finished log opened anew: its tail on screen ${f0(r.opened.tail)} ms after the navigation started (goal <= 500 ms), every line read ${f0(r.opened.all)} ms (goal: searchable within 3 s), ${r.loadTasks.longTasks} tasks over 50 ms meanwhile (longest ${f0(r.loadTasks.longestTaskMs)} ms); then the same search ${f0(r.finishedSearch.ms)} ms (line ${r.finishedSearch.line}); JS heap after GC ${mb(r.gc2.heapMiB)}, renderer ${mb(r.gc2.rendererMiB)}.
+- The finished log opened anew: its tail on screen ${f0(r.opened.tail)} ms after the navigation started (goal <= 500 ms), every line read ${f0(r.opened.all)} ms (goal: searchable within 3 s), ${r.loadTasks.longTasks} task${r.loadTasks.longTasks === 1 ? '' : 's'} over 50 ms meanwhile (longest ${f0(r.loadTasks.longestTaskMs)} ms); then the same search ${f0(r.finishedSearch.ms)} ms (line ${r.finishedSearch.line}); JS heap after GC ${mb(r.gc2.heapMiB)}, renderer ${mb(r.gc2.rendererMiB)}.
 - Opened at \`#L${TARGET}\`: centred and marked ${f0(r.centred.ms)} ms after the navigation started (its middle ${f1(r.centred.offset)} px from the viewport's); there, with the scrollbar scaled (${LINES.toLocaleString('en')} rows of 20 px in an 8,000,000 px spacer), a wheel move of 100 px moved the view from line ${r.wheel.before} to line ${r.wheel.after} (5 lines).
 ${cpuLine(r.cpu)}
 
