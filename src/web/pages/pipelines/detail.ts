@@ -111,7 +111,7 @@ async function stepPage(ctx: PageCtx, d: PipelineDeps): Promise<WebReply> {
       html`<div class="columns pipeline-step"><div class="side" data-refresh="${summary}/summary?step=${String(s.number)}">${pipelineSummary(p.repo, pipe, s.number)}</div>
 <div class="grow">${await logSection(ctx, d, p, pipe, s)}</div></div>`,
     ),
-    { scripts: ['pipelines'], wide: true },
+    { scripts: ['pipelines', 'log-viewer'], wide: true },
   );
 }
 
