@@ -14,12 +14,17 @@ export function confirmDeletion(o: {
   formToken: string;
   button: string;
   cancel: string;
+  /** Fields the form sends again (what was selected), a list for a repeated field. */
+  hidden?: Record<string, string | readonly string[]>;
 }): Html {
+  const hidden = Object.entries(o.hidden ?? {}).flatMap(([k, v]) =>
+    (typeof v === 'string' ? [v] : v).map((x) => html`<input type="hidden" name="${k}" value="${x}">`),
+  );
   return html`<section class="confirm card" aria-labelledby="confirm-h">
 <h1 id="confirm-h" class="break">${o.question}</h1>
 <p>${o.detail}</p>
 <div class="actions">
-<form method="post" action="${o.action}" class="inline">${csrf(o.formToken)}<button type="submit" class="danger">${o.button}</button></form>
+<form method="post" action="${o.action}" class="inline">${csrf(o.formToken)}${hidden}<button type="submit" class="danger">${o.button}</button></form>
 <a class="button" href="${o.cancel}">Cancel</a>
 </div>
 </section>`;

@@ -11,7 +11,8 @@ import { idParam } from '../../context.ts';
 import { loginUrl } from '../../layout.ts';
 import { loadRepo, type RepoPage } from '../../repo-page.ts';
 import { urls } from '../../urls.ts';
-import { actionButton, csrf, formError } from '../../views/forms.ts';
+import { confirmDeletion } from '../../views/confirm.ts';
+import { actionButton, formError } from '../../views/forms.ts';
 import { ACTIVE, pipelineSummary } from '../../views/pipelines.ts';
 import { repoHeader } from '../../views/repo.ts';
 import type { WebRouter } from '../../web.ts';
@@ -149,9 +150,15 @@ export function pipelinePages(w: WebRouter, d: PipelineDeps): void {
     const one = urls.pipeline(p.repo.org, p.repo.name, pipe.number);
     return web.page(
       `Delete pipeline #${pipe.number} · ${p.repo.org}/${p.repo.name}`,
-      html`${repoHeader(p, 'pipelines')}<h1>Delete pipeline #${String(pipe.number)}?</h1>${formError(state)}
-<p>The pipeline goes with its steps and logs. Its number is not used again.</p>
-<form method="post" action="${one}/delete" class="actions">${csrf(ctx.formToken)}<button type="submit" class="danger">Delete pipeline #${String(pipe.number)}</button> <a href="${one}">Cancel</a></form>`,
+      html`${repoHeader(p, 'pipelines')}${formError(state)}
+${confirmDeletion({
+  question: `Delete pipeline #${pipe.number}?`,
+  detail: 'The pipeline goes with its steps and logs. Its number is not used again.',
+  action: `${one}/delete`,
+  formToken: ctx.formToken,
+  button: `Delete pipeline #${pipe.number}`,
+  cancel: one,
+})}`,
     );
   };
   w.form('/:org/:repo/-/pipelines/:number/delete', deletePage, async (ctx) => {

@@ -20,6 +20,7 @@ import { html, type Html } from '../../html.ts';
 import { loadRepo, type RepoPage } from '../../repo-page.ts';
 import { urls } from '../../urls.ts';
 import { pager, pageParam } from '../../views/common.ts';
+import { confirmDeletion } from '../../views/confirm.ts';
 import { csrf, formError } from '../../views/forms.ts';
 import { pipelineRows, pipelineTable } from '../../views/pipelines.ts';
 import { repoHeader } from '../../views/repo.ts';
@@ -96,17 +97,19 @@ ${pager(`${base}${query({ ...l, page: 1 })}`, l.page, PER_PAGE, l.total)}`,
 /** The confirmation of a bulk deletion: the numbers selected, sent again with `confirm`. */
 function confirmPage(p: RepoPage, ctx: UserCtx, numbers: number[], state: FormState): WebReply {
   const base = urls.pipelines(p.repo.org, p.repo.name);
-  const list = numbers.map((n) => `#${n}`).join(', ');
+  const what = `${numbers.length} pipeline${numbers.length === 1 ? '' : 's'}`;
   return web.page(
     `Delete pipelines · ${p.repo.org}/${p.repo.name}`,
-    html`${repoHeader(p, 'pipelines')}
-<h1>Delete ${String(numbers.length)} pipeline${numbers.length === 1 ? '' : 's'}?</h1>
-${formError(state)}
-<p>Pipelines ${list} go with their steps and logs. Their numbers are not used again.</p>
-<form method="post" action="${base}/delete" class="actions">${csrf(ctx.formToken)}<input type="hidden" name="confirm" value="1">
-${numbers.map((n) => html`<input type="hidden" name="number" value="${String(n)}">`)}
-<button type="submit" class="danger">Delete ${String(numbers.length)} pipeline${numbers.length === 1 ? '' : 's'}</button> <a href="${base}">Cancel</a>
-</form>`,
+    html`${repoHeader(p, 'pipelines')}${formError(state)}
+${confirmDeletion({
+  question: `Delete ${what}?`,
+  detail: `Pipelines ${numbers.map((n) => `#${n}`).join(', ')} go with their steps and logs. Their numbers are not used again.`,
+  action: `${base}/delete`,
+  formToken: ctx.formToken,
+  button: `Delete ${what}`,
+  cancel: base,
+  hidden: { confirm: '1', number: numbers.map(String) },
+})}`,
   );
 }
 
@@ -147,16 +150,22 @@ export function pipelineListPages(w: WebRouter, d: PipelineDeps): void {
     const p = await loadRepo(ctx, d.repos, WRITE);
     const base = urls.pipelines(p.repo.org, p.repo.name);
     const { failed, newest } = await d.pipelines.deletion.failedSummary(p.target.repo.id);
+    const what = `${failed} failed pipeline${failed === 1 ? '' : 's'}`;
     const body =
       failed === 0
-        ? html`<p class="empty">No failed pipelines.</p><p><a href="${base}">Back to the pipelines</a></p>`
-        : html`<p>Every pipeline that ended as failed or error goes, with its steps and logs: ${String(failed)} pipeline${failed === 1 ? '' : 's'} now. Pipelines that fail after this page was opened stay.</p>
-<form method="post" action="${base}/delete-failed" class="actions">${csrf(ctx.formToken)}<input type="hidden" name="up_to" value="${String(newest)}">
-<button type="submit" class="danger">Delete ${String(failed)} failed pipeline${failed === 1 ? '' : 's'}</button> <a href="${base}">Cancel</a>
-</form>`;
+        ? html`<h1>Delete all failed pipelines?</h1><p class="empty">No failed pipelines.</p><p><a href="${base}">Back to the pipelines</a></p>`
+        : confirmDeletion({
+            question: 'Delete all failed pipelines?',
+            detail: `Every pipeline that ended as failed or error goes, with its steps and logs: ${failed} pipeline${failed === 1 ? '' : 's'} now. Pipelines that fail after this page was opened stay.`,
+            action: `${base}/delete-failed`,
+            formToken: ctx.formToken,
+            button: `Delete ${what}`,
+            cancel: base,
+            hidden: { up_to: String(newest) },
+          });
     return web.page(
       `Delete failed pipelines · ${p.repo.org}/${p.repo.name}`,
-      html`${repoHeader(p, 'pipelines')}<h1>Delete all failed pipelines?</h1>${formError(state)}${body}`,
+      html`${repoHeader(p, 'pipelines')}${formError(state)}${body}`,
     );
   };
   w.form('/:org/:repo/-/pipelines/delete-failed', failedPage, async (ctx, values) => {
