@@ -28,10 +28,12 @@ export type ReaperDeps = {
 
 /**
  * How long after its time limit a pipeline still running is ended by the server: a minute, or
- * a tenth of the limit when that is shorter (at least a second).
+ * a tenth of the limit when that is shorter, but at least 5 seconds: the agent counts the limit
+ * from its own start of the pipeline (after the claim reached it) and then stops the step and
+ * reports, which on a loaded machine takes seconds, not the one second this floor once was.
  */
 export function overtimeGraceMs(limitSeconds: number): number {
-  return Math.min(60_000, Math.max(1000, limitSeconds * 100));
+  return Math.min(60_000, Math.max(5000, limitSeconds * 100));
 }
 
 /**

@@ -122,13 +122,15 @@ describe('a running pipeline', () => {
         void agent.post('/api/v1/ci/heartbeat', { running: [job.pipeline_id] });
         return finished(x);
       },
-      20_000,
+      30_000,
     );
     expect([p.status, p.error_message]).toEqual([
       'error',
       'the pipeline ran past its time limit of 8s and its agent did not stop it',
     ]);
-  }, 30_000);
+    // not before the limit and its grace (5 s at least)
+    expect(Date.parse(p.finished_at) - Date.parse(p.started_at)).toBeGreaterThanOrEqual(13_000);
+  }, 45_000);
 
   test.each([
     ['a file', ['head -c 3000000 /dev/zero > big', 'echo written', 'sleep 20']],
