@@ -19,6 +19,8 @@ commands:
   serve                                   start the server (default)
   agent                                   run a CI agent (configured by TRIAD_AGENT_* variables)
   operator                                run the AgentPool operator (TRIAD_OPERATOR_* variables)
+  storage                                 run a storage node (TRIAD_STORAGE_* variables)
+  storage restore [--repo ID] [--force]   rebuild this node's missing repositories from backups
   migrate                                 apply pending database migrations and exit
   admin user create --username U --email E [--admin] [--display-name N]
                     [--access-token] [--scopes a,b] [--token-name N]
@@ -30,6 +32,9 @@ commands:
   admin token create --username U [--scopes a,b] [--token-name N]
                                           print a new personal token of user U
   admin agent create --name N             register a CI agent and print its token
+  admin storage list                      the storage nodes, their state and repositories
+  admin storage drain|undrain --node N    stop (or resume) placing new repositories on N
+  admin repo move ORG/REPO --to NODE      move a repository to another storage node
 
 With the embedded database these commands use the running server's PostgreSQL when a server
 owns TRIAD_DATA_DIR, and start their own otherwise.
@@ -148,6 +153,10 @@ export async function main(argv: string[]): Promise<number> {
     const { runOperator } = await import('./operator/main.ts');
     runOperator();
     return -1;
+  }
+  if (cmd === 'storage' || (cmd === 'admin' && (rest[0] === 'storage' || rest[0] === 'repo'))) {
+    const { storageCommand } = await import('./storage-node/cli.ts');
+    return storageCommand(cmd, rest, withServices);
   }
   if (cmd === 'admin' && rest[0] === 'agent' && rest[1] === 'create') {
     const values = flags('admin agent create', rest.slice(2), { name: { type: 'string' } }, ['name']);

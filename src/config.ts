@@ -10,6 +10,7 @@ import type { PipelineLimits } from './pipelines/model.ts';
 import type { S3Settings } from './storage/index.ts';
 import { LOG_FORMATS, type LogFormat } from './telemetry/logger.ts';
 import { API_VARIANTS, type ApiVariant } from './domain/variant.ts';
+import { storageEnvShape, storageSettings, type StorageSettings } from './storage-node/settings.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -119,6 +120,7 @@ const envSchema = z.object({
   TRIAD_TRUST_PROXY: trustProxy.default(false),
   TRIAD_CORS_ORIGINS: corsOrigins.default([]),
   TRIAD_API_VARIANT: z.enum(API_VARIANTS).default('current'),
+  ...storageEnvShape,
   ...webhookEnv,
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
@@ -216,6 +218,8 @@ export type Config = {
   corsOrigins: string[];
   /** The API variant of requests that neither a header nor their token pins (docs/api-variants.md). */
   apiVariant: ApiVariant;
+  /** Storage nodes (docs/storage.md). */
+  storage: StorageSettings;
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
   /**
@@ -335,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: e.TRIAD_TRUST_PROXY,
     corsOrigins: e.TRIAD_CORS_ORIGINS,
     apiVariant: e.TRIAD_API_VARIANT,
+    storage: storageSettings(e),
     webhooks: webhookSettings(e),
     transport: {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,

@@ -32,6 +32,9 @@ import { ReleasesService } from './releases/service.ts';
 import { SearchService } from './search/service.ts';
 import { SessionsService } from './web/sessions.ts';
 import path from 'node:path';
+import { StorageNodes } from './storage-node/service.ts';
+import { StorageClient } from './vcs/remote/client.ts';
+import { createRemoteVcs } from './vcs/remote/vcs.ts';
 
 export type Services = {
   users: UsersService;
@@ -64,6 +67,8 @@ export type Services = {
   refs: RefsService;
   /** Three-dot compares (commits and files between two refs or commits). */
   compare: CompareService;
+  /** With `TRIAD_STORAGE=nodes`: the node registry and the client of the nodes' internal port. */
+  storage: { nodes: StorageNodes; client: StorageClient } | undefined;
 };
 
 export type AppDeps = {
@@ -84,7 +89,21 @@ export function blobStore(config: Config): BlobStore {
 export function createServices(deps: AppDeps): Services {
   const em = () => deps.orm.em;
   const pool = new ProcessPool();
-  const vcs = createVcs({ pool, tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  const localVcs = createVcs({ pool, tmpDir: path.join(deps.config.dataDir, 'tmp') });
+  // With storage nodes, every call naming a repository goes to its node (vcs/remote/).
+  const storage: Services['storage'] =
+    deps.config.storage.mode === 'nodes'
+      ? ((): NonNullable<Services['storage']> => {
+          const nodes = new StorageNodes({ em });
+          const client: StorageClient = new StorageClient({
+            secret: deps.config.storage.secret ?? '',
+            locator: nodes.locator((id: number): Promise<string | undefined> => repos.storageNodeOf(id)),
+          });
+          return { nodes, client };
+        })()
+      : undefined;
+  const vcs: Vcs =
+    storage === undefined ? localVcs : createRemoteVcs({ client: storage.client, local: localVcs });
   const sessions = new SessionsService({ em, ...deps.config.sessions });
   const users: UsersService = new UsersService({
     em,
@@ -99,13 +118,14 @@ export function createServices(deps: AppDeps): Services {
   });
   const orgs = new OrgsService({ em, users, maxOrgsPerUser: deps.config.maxOrgsPerUser });
   const rawCache = deps.config.rawCache.maxBytes > 0 ? new RawCache(deps.config.rawCache) : undefined;
-  const repos = new ReposService({
+  const repos: ReposService = new ReposService({
     em,
     orgs,
     repoDir: deps.config.repoDir,
     baseUrl: deps.baseUrl,
     vcs,
     ...(rawCache === undefined ? {} : { forget: (dir: string) => rawCache.forget(dir) }),
+    ...(storage === undefined ? {} : { placement: storage.nodes }),
   });
   const tokenTargets = new TokenTargets({ orgs, repos });
   const agents = new AgentsService({ em });
@@ -169,7 +189,11 @@ export function createServices(deps: AppDeps): Services {
     em,
     log: deps.log,
     baseUrl: deps.baseUrl,
-    markerDir: path.join(deps.config.repoDir, '.triad-pushes'),
+    // with storage nodes a server has no repository volume: its markers stay in its data directory
+    markerDir:
+      storage === undefined
+        ? path.join(deps.config.repoDir, '.triad-pushes')
+        : path.join(deps.config.dataDir, 'push-markers'),
     repos,
   });
   const releases = new ReleasesService({
@@ -228,5 +252,6 @@ export function createServices(deps: AppDeps): Services {
     contents,
     refs: new RefsService(repos, vcs, revs),
     compare,
+    storage,
   };
 }

@@ -1,7 +1,10 @@
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { StorageUnavailable } from '../storage/blob.ts';
+import { RepositoryUnavailable, StorageUnavailable } from '../storage/blob.ts';
+
+/** `Retry-After` of a 503 for a repository whose storage node cannot be reached. */
+const REPOSITORY_RETRY_SECONDS = 5;
 import { redactSecrets } from '../telemetry/logger.ts';
 
 /** Every `error.code` the API answers (the OpenAPI document lists them as an enum). */
@@ -88,6 +91,12 @@ export class ApiError extends Error {
   static storageUnavailable(message = 'the blob store is unavailable; try again later'): ApiError {
     return new ApiError(503, 'storage_unavailable', message);
   }
+  static repositoryUnavailable(): ApiError {
+    const message = "the repository's storage node is unavailable; try again later";
+    return new ApiError(503, 'storage_unavailable', message, {
+      'Retry-After': String(REPOSITORY_RETRY_SECONDS),
+    });
+  }
   static tooLarge(message: string): ApiError {
     return new ApiError(413, 'payload_too_large', message);
   }
@@ -153,6 +162,12 @@ export function errorMiddleware(log: Logger): ErrorRequestHandler {
     }
     if (err instanceof ApiError) {
       sendError(res, err);
+      return;
+    }
+    if (err instanceof RepositoryUnavailable) {
+      // the repository's storage node is down or moving it: retryable, other repositories work
+      log.warn({ err, method: req.method, url: redactSecrets(req.originalUrl) }, 'storage node unavailable');
+      sendError(res, ApiError.repositoryUnavailable());
       return;
     }
     if (err instanceof StorageUnavailable) {

@@ -14,6 +14,8 @@ export type RepoRow = {
   isPrivate: boolean;
   vcs: VcsKind;
   defaultBranch: string;
+  /** The storage node that holds it (null: the server's own repository directory). */
+  storageNode: string | null;
   createdAt: Date | string;
   updatedAt: Date | string;
 };
@@ -23,7 +25,7 @@ const REPO_REF = 'id, org_id as "orgId", name, is_private as "isPrivate"';
 function repoColumns(t = ''): string {
   const c = t === '' ? '' : `${t}.`;
   return `${c}id, ${c}org_id as "orgId", ${c}name, ${c}is_private as "isPrivate", ${c}description, ${c}vcs,
-    ${c}default_branch as "defaultBranch", ${c}created_at as "createdAt", ${c}updated_at as "updatedAt"`;
+    ${c}default_branch as "defaultBranch", ${c}storage_node as "storageNode", ${c}created_at as "createdAt", ${c}updated_at as "updatedAt"`;
 }
 const REPO = repoColumns();
 
@@ -223,14 +225,32 @@ export function recentPage(
 
 export function insertRepo(
   db: Db,
-  r: Pick<RepoRow, 'orgId' | 'name' | 'description' | 'isPrivate' | 'vcs' | 'defaultBranch'>,
+  r: Pick<RepoRow, 'orgId' | 'name' | 'description' | 'isPrivate' | 'vcs' | 'defaultBranch' | 'storageNode'>,
 ): Promise<RepoRow> {
   return one<RepoRow>(
     db,
-    `insert into repos (org_id, name, description, is_private, vcs, default_branch)
-     values (?, ?, ?, ?, ?, ?) returning ${REPO}`,
-    [r.orgId, r.name, r.description, r.isPrivate, r.vcs, r.defaultBranch],
+    `insert into repos (org_id, name, description, is_private, vcs, default_branch, storage_node)
+     values (?, ?, ?, ?, ?, ?, ?) returning ${REPO}`,
+    [r.orgId, r.name, r.description, r.isPrivate, r.vcs, r.defaultBranch, r.storageNode],
   );
+}
+
+/** The storage node a repository's row names now (undefined: none, or no such repository). */
+export async function storageNodeOf(db: Db, id: number): Promise<string | undefined> {
+  const r = await first<{ node: string | null }>(db, 'select storage_node as node from repos where id = ?', [
+    id,
+  ]);
+  return r?.node ?? undefined;
+}
+
+/** Names another node for a repository (a move, once its copy there was verified). */
+export async function setStorageNode(db: Db, id: number, node: string): Promise<void> {
+  await db.execute('update repos set storage_node = ? where id = ?', [node, id]);
+}
+
+/** The repositories a node holds, by the rows (a restore's list). */
+export function reposOnNode(db: Db, node: string): Promise<{ id: number; vcs: VcsKind }[]> {
+  return db.execute('select id, vcs from repos where storage_node = ? order by id', [node]);
 }
 
 /** Sets what is given (undefined keeps the value) and `updated_at`. */

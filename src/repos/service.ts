@@ -4,13 +4,16 @@ import type { ListReach } from '../domain/access.ts';
 import type { OrgRef, PrivateShown, RepoHandle, RepoRef, RepoTarget } from '../domain/repo.ts';
 import { isoTime } from '../db/sql.ts';
 import { offsetOf, type Page, type PageQuery } from '../http/pagination.ts';
-import { removeRepository, repoPath, type Vcs } from '../vcs/index.ts';
+import { repoPath, type Vcs } from '../vcs/index.ts';
 import type { OrgsService } from '../orgs/service.ts';
 import * as db from './repository.ts';
 import type { RepoRow } from './repository.ts';
+import type { VcsKind } from '../vcs/constants.ts';
 import type { CreateRepoBody, RepoJson, UpdateRepoBody } from './schemas.ts';
 
 export type { RepoRow };
+/** Chooses the storage node of a new repository (in its creating transaction). */
+export type Placement = { pick(tx: EntityManager): Promise<string> };
 /** A repository with when it last changed (a push, merge or tag; null before the first). */
 export type RecentRepoJson = RepoJson & { pushed_at: string | null };
 
@@ -19,7 +22,9 @@ export class ReposService {
   private readonly orgs: Pick<OrgsService, 'lock' | 'memberOrgIds'>;
   private readonly root: string;
   private readonly baseUrl: () => string;
-  private readonly vcs: Pick<Vcs, 'driver'>;
+  private readonly vcs: Pick<Vcs, 'driver' | 'remove'>;
+  /** With storage nodes: which node a new repository goes to (undefined: the server's own directory). */
+  private readonly placement: Placement | undefined;
   /** What else holds a repository's files by its storage path (the raw cache): cleared on delete. */
   private readonly forget: ((dir: string) => Promise<void>) | undefined;
 
@@ -28,9 +33,11 @@ export class ReposService {
     orgs: Pick<OrgsService, 'lock' | 'memberOrgIds'>;
     repoDir: string;
     baseUrl: () => string;
-    vcs: Pick<Vcs, 'driver'>;
+    vcs: Pick<Vcs, 'driver' | 'remove'>;
     forget?: (dir: string) => Promise<void>;
+    placement?: Placement;
   }) {
+    this.placement = deps.placement;
     this.em = deps.em;
     this.orgs = deps.orgs;
     this.root = deps.repoDir;
@@ -59,8 +66,28 @@ export class ReposService {
     return `${this.baseUrl()}/${orgName}/${name}`;
   }
 
-  path(r: Pick<RepoRow, 'id' | 'vcs'>): string {
+  /**
+   * Where its storage is: a path under the server's repository directory, or with storage nodes
+   * `<node>/<id>.<kind>`, which the remote driver sends to that node (vcs/remote/).
+   */
+  path(r: Pick<RepoRow, 'id' | 'vcs'> & { storageNode?: string | null }): string {
+    if (r.storageNode !== null && r.storageNode !== undefined) return `${r.storageNode}/${r.id}.${r.vcs}`;
     return repoPath(this.root, r.id, r.vcs);
+  }
+
+  /** The node the repository's row names now (the remote driver's question after a move). */
+  async storageNodeOf(id: number): Promise<string | undefined> {
+    return db.storageNodeOf(this.em().fork(), id);
+  }
+
+  /** Points the repository at another node (a move, once the copy there was verified). */
+  async setStorageNode(id: number, node: string): Promise<void> {
+    await db.setStorageNode(this.em(), id, node);
+  }
+
+  /** The repositories a storage node holds by their rows. */
+  async onNode(node: string): Promise<{ id: number; vcs: VcsKind }[]> {
+    return db.reposOnNode(this.em(), node);
   }
 
   /** The repository to read or change: where it is stored and its driver (see domain/repo.ts). */
@@ -214,14 +241,15 @@ export class ReposService {
           isPrivate: body.is_private ?? false,
           vcs,
           defaultBranch: this.vcs.driver(vcs).constants.defaultBranch,
+          storageNode: this.placement === undefined ? null : await this.placement.pick(tx),
         });
         created = this.path(repo);
-        await removeRepository(created);
+        await this.vcs.remove(created);
         await this.vcs.driver(vcs).init(created, `${org.name}/${body.name}`);
         return repo;
       });
     } catch (e) {
-      if (created !== undefined) await removeRepository(created);
+      if (created !== undefined) await this.vcs.remove(created).catch(() => undefined);
       throw e;
     }
   }
@@ -242,7 +270,9 @@ export class ReposService {
     await this.em().transactional(async (tx) => {
       await db.deleteRepo(tx, id);
     });
-    await removeRepository(dir);
+    // a storage node that cannot be reached keeps an orphan copy: harmless (nothing names it), and
+    // the deletion is not undone for it
+    await this.vcs.remove(dir).catch(() => undefined);
     await this.forget?.(dir);
   }
 }

@@ -62,6 +62,12 @@ export class StorageUnavailable extends Error {
   }
 }
 
+/**
+ * A repository's storage node cannot be reached (or does not hold it while it moves): HTTP 503
+ * `storage_unavailable` for that repository alone.
+ */
+export class RepositoryUnavailable extends StorageUnavailable {}
+
 export function safeKey(key: string): string {
   if (key === '' || key.split('/').some((s) => s === '' || s.startsWith('.'))) {
     throw new Error(`invalid blob key: ${key}`);

@@ -25,7 +25,8 @@ import type { ArchiveFormat, OpenedFile } from './process/stream.ts';
 import type { VcsConstants, VcsKind } from './constants.ts';
 import type { OpsOptions, VcsOps } from './ops.ts';
 import type { RepoReader } from './reader.ts';
-import type { VcsTransport } from './transport.ts';
+import type { CgiResult } from './process/cgi.ts';
+import type { BackendRequest, VcsTransport } from './transport.ts';
 
 /** The refs of a repository at one moment: what change detection compares before and after. */
 export type Snapshot = {
@@ -111,6 +112,14 @@ export interface VcsDriver {
    * program per request, or a pooled WSGI worker).
    */
   readonly transport: VcsTransport;
+
+  /**
+   * Optional: serves a clone URL request somewhere else than in this process, instead of
+   * `transport.backend` (the remote driver: on the repository's storage node, vcs/remote/). It
+   * behaves as a local run does (`serveBackend`): status and headers onto `b.res`, the body to
+   * `b.res` or `b.output`, the response left open; `nice` is the backends' niceness.
+   */
+  serve?(b: BackendRequest, nice: number): Promise<CgiResult>;
 
   /**
    * Push lock. Repairs what an interrupted write left (stale locks, an abandoned transaction) so

@@ -38,6 +38,8 @@ export type Vcs = {
   ops(kind: VcsKind): VcsOps;
   /** The pooled reader of a repository (its process starts on the first read). */
   reader(kind: VcsKind, dir: string): RepoReader;
+  /** Removes a repository's storage (nothing happens when there is none). */
+  remove(dir: string): Promise<void>;
   /** Forgets a repository's pooled processes and caches (after a push, a change). */
   invalidate(dir: string): void;
   /** Ends the pooled processes (on their closed input); later calls start new ones. */
@@ -73,6 +75,7 @@ export function createVcs(opts: { pool: ProcessPool; tmpDir: string; timeoutMs?:
     driver: (kind) => drivers[kind],
     ops: (kind) => ops[kind],
     reader,
+    remove: (dir) => removeRepository(dir),
     invalidate: (dir) => pool.invalidate(dir),
     closeProcesses: () => pool.close(),
     close: async (graceMs) => {

@@ -225,6 +225,7 @@ export async function serveBackend(
   b: BackendRequest,
   servers: TransportServers,
 ): Promise<CgiResult> {
+  if (driver.serve !== undefined) return driver.serve(b, b.output === undefined ? servers.nice : 0);
   const program = await driver.transport.backend(b);
   const common = {
     req: b.req,

@@ -15,6 +15,7 @@ import { Migration0015IssuePins } from './0015-issue-pins.ts';
 import { Migration0017NumberFloors } from './0017-number-floors.ts';
 import { Migration0018PipelineNotify } from './0018-pipeline-notify.ts';
 import { Migration0019ApiVariant } from './0019-api-variant.ts';
+import { Migration0020StorageNodes } from './0020-storage-nodes.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -35,4 +36,5 @@ export const migrations = [
   { name: '0017-number-floors', class: Migration0017NumberFloors },
   { name: '0018-pipeline-notify', class: Migration0018PipelineNotify },
   { name: '0019-api-variant', class: Migration0019ApiVariant },
+  { name: '0020-storage-nodes', class: Migration0020StorageNodes },
 ];
