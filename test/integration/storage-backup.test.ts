@@ -246,7 +246,10 @@ describe('hg', () => {
     await srv('bookmark', '-r', d1, 'gone');
     expect(await t.backup()).toMatchObject({ objects: 0 });
     await srv('bookmark', '-d', 'gone');
+    // a local tag: no changeset carries it, the manifest does
+    await srv('tag', '--local', '-r', d1, 'nightly');
     expect(await t.backup()).toMatchObject({ objects: 0 });
+    expect((await t.manifest()).refs).toMatchObject({ tags: { nightly: d1 } });
 
     // a named branch from d1, whose head then carries the tag changesets (one tag removed)
     await hg('update', '-q', '-r', d1);
