@@ -323,6 +323,22 @@ describe('fossil', () => {
   });
 });
 
+describe('fossil beside a journal', () => {
+  test('the copy is one SQLite writes itself, and restores the same repository', async () => {
+    const t = await setup('fossil', 104);
+    await t.repo.commit({ 'a.txt': 'a\n' }, 'a');
+    // what a writer that died may leave (empty here: SQLite sees no transaction to roll back)
+    await fs.writeFile(`${t.repo.srv}-journal`, '');
+    expect(await t.backup()).toMatchObject({ objects: 1 });
+    const expected = await state('fossil', t.repo.srv);
+    await fs.rm(t.repo.srv);
+    await fs.rm(`${t.repo.srv}-journal`, { force: true });
+    const dest = path.join(t.dir, 'restored.fossil');
+    await t.restore(dest);
+    expect(await state('fossil', dest)).toBe(expected);
+  });
+});
+
 describe('either store', () => {
   test('restore without a backup throws BackupNotFound; the backed-up ids are listed', async () => {
     const dest = path.join(root, 'none.git');
@@ -330,7 +346,7 @@ describe('either store', () => {
       restoreRepository({ blob: s3, repoId: 999, kind: 'git', dest, tmpDir: path.join(root, 'tmp') }),
     ).rejects.toBeInstanceOf(BackupNotFound);
     await expect(fs.access(dest)).rejects.toThrow();
-    expect(await backedUpRepositories(s3)).toEqual([101, 102, 103]);
+    expect(await backedUpRepositories(s3)).toEqual([101, 102, 103, 104]);
   });
 
   test('the filesystem store: a round trip with a stray object', async () => {
