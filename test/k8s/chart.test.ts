@@ -66,6 +66,11 @@ async function envOf(ns: string, deployment: string): Promise<Record<string, str
   return Object.fromEntries((d.spec?.template.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
 }
 
+async function strategyOf(ns: string, deployment: string): Promise<string | undefined> {
+  const d = await clients().apps.readNamespacedDeployment({ name: deployment, namespace: ns });
+  return d.spec?.strategy?.type;
+}
+
 async function jobEvents(ns: string, job: string): Promise<string[]> {
   const ev = await clients().core.listNamespacedEvent({
     namespace: ns,
@@ -145,6 +150,8 @@ describe('helm install with the default values', () => {
     expect(r.code).toBe(0);
     expectAdmitted(r);
     expect(await releasePods(ns, 't')).toEqual(['agent@kwok Running', 'server@kwok Running']);
+    // one replica on a ReadWriteOnce volume: a rolling update's new pod would wait for the volume
+    expect(await strategyOf(ns, 't-triad')).toBe('Recreate');
     expect(await everythingIn(ns)).toEqual(
       expect.arrayContaining([
         'deployment.apps/t-triad',
@@ -224,6 +231,8 @@ describe('helm install with every optional block on', () => {
       'server@kwok Running',
     ]);
     expect(await jobEvents(ns, 'a-triad-migrate')).toContain('Completed');
+    // two replicas on a ReadWriteMany volume with an external database: rolling updates
+    expect(await strategyOf(ns, 'a-triad')).toBe('RollingUpdate');
     // the hook's Job and Secret are deleted once it succeeded
     expect(await everythingIn(ns)).toEqual(
       expect.arrayContaining([

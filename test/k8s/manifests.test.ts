@@ -1,7 +1,8 @@
 /**
  * The plain manifests/ against the real API server: every file applied with strict field
  * validation from another current namespace, every pod admitted by the restricted Pod Security
- * profile of the `triad` namespace and running on kwok nodes, and nothing left once deleted.
+ * profile of the `triad` namespace and running on kwok nodes (the storage nodes of storage.yaml
+ * with a volume each, bound by the kwok provisioner), and nothing left once deleted.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -52,6 +53,10 @@ describe('plain manifests', () => {
         'scaledobject.keda.sh/triad-agent',
         'servicemonitor.monitoring.coreos.com/triad',
         'triggerauthentication.keda.sh/triad-agent',
+        'statefulset.apps/triad-storage',
+        'service/triad-storage',
+        'poddisruptionbudget.policy/triad-storage',
+        'networkpolicy.networking.k8s.io/triad-storage',
       ]),
     );
     const { apps, batch } = clients();
@@ -60,6 +65,20 @@ describe('plain manifests', () => {
         const d = await apps.readNamespacedDeployment({ name, namespace: NS });
         return (d.status?.availableReplicas ?? 0) === (d.spec?.replicas ?? 1);
       });
+    await waitFor('statefulset triad-storage ready', async () => {
+      const s = await apps.readNamespacedStatefulSet({ name: 'triad-storage', namespace: NS });
+      return (s.status?.readyReplicas ?? 0) === 2;
+    });
+    // one ReadWriteOnce claim per node, from the volume claim template, bound
+    const claims = await clients().core.listNamespacedPersistentVolumeClaim({
+      namespace: NS,
+      labelSelector: 'app.kubernetes.io/component=storage',
+    });
+    expect(
+      claims.items
+        .map((c) => `${c.metadata?.name} ${c.spec?.accessModes?.join(',')} ${c.status?.phase}`)
+        .sort(),
+    ).toEqual(['repos-triad-storage-0 ReadWriteOnce Bound', 'repos-triad-storage-1 ReadWriteOnce Bound']);
     await waitFor('the migration job to complete', async () => {
       const j = await batch.readNamespacedJob({ name: 'triad-migrate', namespace: NS });
       return (j.status?.succeeded ?? 0) === 1;
@@ -70,7 +89,7 @@ describe('plain manifests', () => {
       pods.items
         .map((p) => p.metadata?.labels?.app ?? p.metadata?.labels?.['app.kubernetes.io/component'])
         .sort(),
-    ).toEqual(['agent', 'migrations', 'postgres', 'server']);
+    ).toEqual(['agent', 'migrations', 'postgres', 'server', 'storage', 'storage']);
   });
 
   test('when every file is deleted, then nothing is left', async () => {

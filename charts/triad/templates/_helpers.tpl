@@ -32,6 +32,86 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: agent
 {{- end -}}
 
+{{- define "triad.storageSelector" -}}
+app.kubernetes.io/name: {{ include "triad.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: storage
+{{- end -}}
+
+{{/* The storage nodes' StatefulSet and headless Service. 52 characters at most: the StatefulSet
+controller labels its pods with "<name>-<10-character hash>", which must fit in 63. */}}
+{{- define "triad.storageName" -}}
+{{- printf "%s-storage" (include "triad.fullname" .) | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* server.replicas, or when it is empty: 1 with storage.mode=local, 2 with nodes. */}}
+{{- define "triad.serverReplicas" -}}
+{{- if kindIs "invalid" .Values.server.replicas -}}
+{{- ternary 2 1 (eq .Values.storage.mode "nodes") -}}
+{{- else -}}
+{{- int .Values.server.replicas -}}
+{{- end -}}
+{{- end -}}
+
+{{/* storage.mode=local: the access mode of the repository volume (persistence.accessMode, else
+ReadWriteOnce with one server replica and ReadWriteMany with more). */}}
+{{- define "triad.reposAccessMode" -}}
+{{- default (ternary "ReadWriteOnce" "ReadWriteMany" (le (int (include "triad.serverReplicas" .)) 1)) .Values.persistence.accessMode -}}
+{{- end -}}
+
+{{/* Whether a PodDisruptionBudget is rendered: `enabled` when set, else when replicas > 1. Args: list pdb replicas. */}}
+{{- define "triad.pdbOn" -}}
+{{- $pdb := index . 0 -}}
+{{- $replicas := int (index . 1) -}}
+{{- if kindIs "invalid" $pdb.enabled -}}
+{{- if gt $replicas 1 }}true{{ end -}}
+{{- else if $pdb.enabled -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* Combinations the chart refuses, checked in one place so that the first message is stable. */}}
+{{- define "triad.validate" -}}
+{{- $replicas := int (include "triad.serverReplicas" .) -}}
+{{- if eq .Values.storage.mode "nodes" -}}
+{{- if not (or .Values.database.url .Values.secrets.existingSecret) -}}
+{{- fail "storage.mode=nodes needs an external PostgreSQL, where the storage nodes register: set database.url (or secrets.existingSecret with a database-url key)" -}}
+{{- end -}}
+{{- if not .Values.s3.endpoint -}}
+{{- fail "storage.mode=nodes needs an object store: set s3.endpoint (the servers keep no volume for step logs and release assets, and the storage nodes back repositories up there)" -}}
+{{- end -}}
+{{- else -}}
+{{- if and (not .Values.database.url) (not .Values.secrets.existingSecret) (gt $replicas 1) -}}
+{{- fail "server.replicas > 1 needs an external PostgreSQL: set database.url (or secrets.existingSecret with database-url)" -}}
+{{- end -}}
+{{- if and .Values.persistence.enabled (eq (include "triad.reposAccessMode" .) "ReadWriteOncePod") (gt $replicas 1) -}}
+{{- fail "persistence.accessMode=ReadWriteOncePod admits a single pod: server.replicas > 1 needs ReadWriteMany (or storage.mode=nodes)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The object store variables, the same for the servers and the storage nodes. */}}
+{{- define "triad.s3Env" -}}
+{{- if .Values.s3.endpoint }}
+- name: TRIAD_S3_ENDPOINT
+  value: {{ .Values.s3.endpoint | quote }}
+- name: TRIAD_S3_BUCKET
+  value: {{ .Values.s3.bucket | quote }}
+- name: TRIAD_S3_REGION
+  value: {{ .Values.s3.region | quote }}
+- name: TRIAD_S3_USE_SSL
+  value: {{ .Values.s3.useSSL | quote }}
+- name: TRIAD_S3_REDIRECT_DOWNLOADS
+  value: {{ .Values.s3.redirectDownloads | quote }}
+- name: TRIAD_S3_ACCESS_KEY
+  valueFrom:
+    secretKeyRef: { name: {{ include "triad.secretName" . }}, key: s3-access-key }
+- name: TRIAD_S3_SECRET_KEY
+  valueFrom:
+    secretKeyRef: { name: {{ include "triad.secretName" . }}, key: s3-secret-key }
+{{- end }}
+{{- end -}}
+
 {{- define "triad.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
