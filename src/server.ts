@@ -17,6 +17,9 @@ import path from 'node:path';
 import { Agent } from '../agent/agent.ts';
 import { LocalExecutor } from '../agent/executors/local.ts';
 
+/** With storage nodes: how often pushes left unrecorded by a node that died are looked for. */
+const RECONCILE_MS = 10_000;
+
 export type Running = {
   url: string;
   port: number;
@@ -170,6 +173,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   const port = (server.address() as AddressInfo).port;
   if (config.baseUrl === undefined) baseUrl = `http://localhost:${port}`;
+  // With storage nodes, a push whose node died before the push was recorded is recorded once the
+  // node answers again (its marker stays until then), not only at this server's next start.
+  const reconciler =
+    services.storage === undefined
+      ? undefined
+      : setInterval(() => {
+          inContext(orm, () => services.changes.reconcilePending()).catch((err: unknown) =>
+            log.warn({ err }, 'reconciling interrupted pushes failed'),
+          );
+        }, RECONCILE_MS);
+  reconciler?.unref();
 
   let agent: Agent | undefined;
   if (embeddedAgent !== undefined) agent = await startEmbeddedAgent(embeddedAgent, config, port, log);
@@ -191,6 +205,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         log.warn('shutdown: the embedded agent did not stop in time'),
       );
       log.debug('shutdown: embedded agent stopped');
+      clearInterval(reconciler);
       await services.pipelines.stop();
       log.debug('shutdown: long polls ended');
       // Deliveries under way finish (each within its deadline); no new ones start.

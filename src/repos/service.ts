@@ -82,7 +82,9 @@ export class ReposService {
 
   /** Points the repository at another node (a move, once the copy there was verified). */
   async setStorageNode(id: number, node: string): Promise<void> {
-    await db.setStorageNode(this.em(), id, node);
+    // committed at once, outside any transaction of the caller (a move runs inside the one that
+    // holds the push lock): servers must follow the row before the old copy goes
+    await db.setStorageNode(this.em().fork(), id, node);
   }
 
   /** The repositories a storage node holds by their rows. */

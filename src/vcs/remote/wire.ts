@@ -56,7 +56,8 @@ export const LOCKED_CALLS = new Set([
   'createTag',
   'remove',
 ]);
-export const CHANGING_CALLS = new Set(['merge', 'deleteRef', 'createTag']);
+/** (`init` too: an empty repository's backup says so, and restores as empty.) */
+export const CHANGING_CALLS = new Set(['init', 'merge', 'deleteRef', 'createTag']);
 
 export type CallRequest = { repo: string; kind: string; target: CallTarget; method: string; args: unknown[] };
 
