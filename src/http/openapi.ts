@@ -154,13 +154,22 @@ function errorsOf(r: AnyRoute): Map<ErrorStatus, string> {
   }
   if (api) m.set(429, ERROR_TEXT[429]);
   for (const [k, v] of Object.entries(r.errors ?? {})) m.set(Number(k) as ErrorStatus, v);
+  // with storage nodes, anything a repository's route reads may find its node down
+  if (api && /\/repos\/:org\/:repo(\/|$)/.test(r.path)) {
+    const own = m.get(503);
+    m.set(503, `${own === undefined ? '' : `${own}; or `}${STORAGE_UNAVAILABLE}`);
+  }
   return m;
 }
+
+const STORAGE_UNAVAILABLE =
+  "the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`)";
 
 function errorResponse(r: AnyRoute, status: ErrorStatus, description: string): unknown {
   const headers: Record<string, unknown> = always(r);
   if (status === 401) headers['WWW-Authenticate'] = header('`Bearer realm="triad"` challenge (RFC 6750)');
-  if (status === 429) headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
+  if (status === 429 || status === 503)
+    headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
   if (status === 416) headers['Content-Range'] = header('`bytes */size`: the size of the whole');
   return { description, headers, content: { 'application/json': { schema: { $ref: `${REF}Error` } } } };
 }

@@ -81,27 +81,65 @@ async function gitWork(
     file: string,
     content: string | Buffer,
     ref?: string,
+    force?: boolean,
   ) => Promise<{ code: number; head: string; err: string }>;
 }> {
   const parent = await tempDir();
   dirs.push(parent);
   const dir = path.join(parent, 'w');
   const authed = withCreds(url, owner.token);
-  await ok('git', ['clone', '-q', withCreds(r.cloneUrl, owner.token), dir], parent);
+  await ok('git', ['clone', '-q', authed, dir], parent);
   return {
     dir,
-    push: async (file, content, ref = 'main') => {
+    push: async (file, content, ref = 'main', force = false) => {
       await writeFile(dir, file, content);
       await ok('git', ['add', '-A'], dir);
       await ok('git', ['commit', '-q', '-m', file], dir);
       const head = (await ok('git', ['rev-parse', 'HEAD'], dir)).trim();
-      const out = await sh('git', ['push', '-q', authed, `HEAD:${ref}`], dir);
+      const out = await sh('git', ['push', '-q', ...(force ? ['-f'] : []), authed, `HEAD:${ref}`], dir);
       return { code: out.code, head, err: out.stderr };
     },
   };
 }
 
 const db = () => ({ dbUrl: c.db }) as TestServer;
+
+/**
+ * A pre-receive hook on the node's copy of a git repository that holds each push's backend for
+ * 3 s and writes when it started and ended (milliseconds) beside `marker`.
+ */
+async function slowHook(
+  n: StorageNodeProc,
+  id: number,
+): Promise<{ started: () => Promise<boolean>; ended: () => Promise<number>; remove: () => Promise<void> }> {
+  const hook = path.join(n.dir, 'repos', `${id}.git`, 'hooks', 'pre-receive');
+  const marker = path.join(n.dir, `hook-${id}`);
+  await fs.writeFile(
+    hook,
+    `#!/bin/sh\ncat >/dev/null\ndate +%s%3N > ${marker}.start\nsleep 3\ndate +%s%3N > ${marker}.end\n`,
+    { mode: 0o755 },
+  );
+  return {
+    started: () =>
+      fs.stat(`${marker}.start`).then(
+        () => true,
+        () => false,
+      ),
+    ended: async () => {
+      await until(
+        'the hook to end',
+        () =>
+          fs.stat(`${marker}.end`).then(
+            () => true,
+            () => false,
+          ),
+        10_000,
+      );
+      return Number((await fs.readFile(`${marker}.end`, 'utf8')).trim());
+    },
+    remove: () => fs.rm(hook),
+  };
+}
 
 describe('a storage node killed mid-push', () => {
   test('its repositories answer 503, the others work; after its restart the push is whole with its event and pipeline, or absent', async () => {
@@ -111,13 +149,10 @@ describe('a storage node killed mid-push', () => {
     ];
     const a = node('node-a');
     // a hook on the node's repository holds the push's backend long enough to kill the node in it
-    const hook = path.join(a.dir, 'repos', `${victim.id}.git`, 'hooks', 'pre-receive');
-    await fs.writeFile(hook, '#!/bin/sh\ncat >/dev/null\nsleep 3\n', { mode: 0o755 });
+    const hook = await slowHook(a, victim.id);
     const w = await gitWork(victim, `${c.servers[0]!.url}/${victim.org}/${victim.name}`);
     const pushing = w.push('.pipeline.yml', pipelineYaml([{ name: 'build', commands: ['true'] }]));
-    await until('the push to run on the node', async () =>
-      (await locks(a)).now.some((l) => l.repo === `${victim.id}.git`),
-    );
+    await until('the push to run on the node', hook.started);
     await kill(a);
     const pushed = await pushing;
     expect(pushed.code).not.toBe(0);
@@ -136,7 +171,7 @@ describe('a storage node killed mid-push', () => {
     // the repository metadata is not on the node: it still reads
     expect((await api.get(`/api/v1/repos/${victim.org}/${victim.name}`)).status).toBe(200);
 
-    await fs.rm(hook);
+    await hook.remove();
     await restart(a);
     const branch = async () => {
       const r = await api.get(`/api/v1/repos/${victim.org}/${victim.name}/branches`);
@@ -179,9 +214,8 @@ describe('a lost volume restored from the backups', () => {
     expect((await gw.push('two', '2\n', 'side')).code).toBe(0);
     expect((await gw.push('three', '3\n')).code).toBe(0);
     await ok('git', ['reset', '-q', '--hard', 'HEAD~1'], gw.dir);
-    expect((await gw.push('four', '4\n')).code).toBe(0);
+    expect((await gw.push('four', '4\n', 'main', true)).code).toBe(0);
     const authed = withCreds(g.cloneUrl, owner.token);
-    expect((await sh('git', ['push', '-q', '-f', authed, 'HEAD:main'], gw.dir)).code).toBe(0);
     expect((await sh('git', ['push', '-q', authed, ':side'], gw.dir)).code).toBe(0);
     await ok('git', ['tag', '-a', '-m', 'v1', 'v1'], gw.dir);
     expect((await sh('git', ['push', '-q', authed, 'v1'], gw.dir)).code).toBe(0);
@@ -243,23 +277,23 @@ describe('a server killed while its push runs on the node', () => {
   test("another server's push to the repository waits for the first push's backend to end", async () => {
     const r = await on('node-a', () => pushWith(owner, { vcs: 'git' }, (w) => writeFile(w, 'x', 'x\n')));
     const a = node('node-a');
-    const hook = path.join(a.dir, 'repos', `${r.id}.git`, 'hooks', 'pre-receive');
-    await fs.writeFile(hook, '#!/bin/sh\ncat >/dev/null\nsleep 3\n', { mode: 0o755 });
+    const hook = await slowHook(a, r.id);
     const victim = c.servers[0]!;
     const first = await gitWork(r, `${victim.url}/${r.org}/${r.name}`);
     const pushing = first.push('first', '1\n');
-    await until('the push to run on the node', async () =>
-      (await locks(a)).now.some((l) => l.repo === `${r.id}.git`),
-    );
+    await until('the push to run on the node', hook.started);
     victim.child.kill('SIGKILL');
     await victim.exited;
     const second = await gitWork(r, `${c.servers[1]!.url}/${r.org}/${r.name}`);
-    await fs.rm(hook);
+    await hook.remove();
     const pushed = await second.push('second', '2\n', 'other');
+    const done = Date.now();
     expect(pushed.code).toBe(0);
     await pushing;
+    // the second push was answered only after the first push's backend ended on the node
+    expect(done).toBeGreaterThanOrEqual(await hook.ended());
+    // and none of its calls on the node began before then (the node's lock history)
     const history = (await locks(a)).recent.filter((l) => l.repo === `${r.id}.git`);
-    // the first push's backend run: the hold that lasted the hook's 3 s
     const long = history.find((l) => l.until - l.since >= 2500);
     expect(long).toBeDefined();
     const later = history.filter((l) => l.since > long!.since);
