@@ -11,6 +11,7 @@ import { Access, type Directory } from '../http/auth.ts';
 import { sessionPrincipal } from './session-access.ts';
 import { redactSecrets } from '../telemetry/logger.ts';
 import { ApiError } from '../http/errors.ts';
+import { RepositoryUnavailable } from '../storage/blob.ts';
 import { multipartUpload, type IncomingUpload } from '../http/multipart.ts';
 import { clientAddress } from '../http/throttle.ts';
 import { html } from './html.ts';
@@ -242,6 +243,10 @@ export class WebRouter {
       if (e.status === 401 && ctx !== undefined) return toLogin(ctx);
       for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
       return errorPage(e.status, e.message);
+    }
+    if (e instanceof RepositoryUnavailable) {
+      res.setHeader('Retry-After', '5');
+      return errorPage(503, "This repository's storage is unavailable right now. Try again in a few seconds.");
     }
     if (err.type === 'entity.too.large') return errorPage(413, 'The form is too large.');
     if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {

@@ -237,6 +237,19 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    /** @description seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     createRelease: {
@@ -381,11 +394,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the repository stayed busy (push lock) */
+            /** @description the repository stayed busy (push lock); or the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    /** @description seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -468,6 +483,19 @@ export interface operations {
             };
             /** @description too many requests: retry after `Retry-After` seconds */
             429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    /** @description seconds to wait before retrying */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`) */
+            503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
@@ -615,11 +643,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the blob store failed or cannot be reached (`storage_unavailable`), or the stored file was removed before the upload finished */
+            /** @description the blob store failed or cannot be reached (`storage_unavailable`), or the stored file was removed before the upload finished; or the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    /** @description seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -749,11 +779,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description the blob store failed or cannot be reached (`storage_unavailable`) */
+            /** @description the blob store failed or cannot be reached (`storage_unavailable`); or the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    /** @description seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -858,11 +890,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description too many archives, clones and pushes at once (`service_unavailable`, with `Retry-After`) */
+            /** @description too many archives, clones and pushes at once (`service_unavailable`, with `Retry-After`); or the repository's storage node cannot be reached (`storage_unavailable`, with `Retry-After`) */
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
+                    /** @description seconds to wait before retrying */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
