@@ -12,6 +12,7 @@ import { cli, randomToken, serve, type Proc, type Served } from './serve.ts';
 import { freshDatabase } from './server.ts';
 import { startMinio, type MinioServer } from './minio.ts';
 import { tempDir } from './vcs.ts';
+import type { VcsKind } from '../../src/vcs/index.ts';
 
 export type StorageNodeProc = Proc & {
   name: string;
@@ -32,6 +33,8 @@ export type Cluster = {
   env: Record<string, string>;
   startNode(name: string, port?: number, dir?: string): Promise<StorageNodeProc>;
   startServer(): Promise<Served>;
+  /** The names of the nodes whose volume holds repository `id` (a server holds none). */
+  holders(id: number, vcs: VcsKind): Promise<string[]>;
   /** `triad <args>` with the cluster's environment (and `extra`), to its end. */
   run(args: string[], extra?: Record<string, string>): Promise<{ code: number | null; output: string }>;
   stop(): Promise<void>;
@@ -111,6 +114,20 @@ export async function startCluster(opts: { nodes: number; servers: number }): Pr
       );
       c.servers.push(s);
       return s;
+    },
+    async holders(id, vcs) {
+      const out: string[] = [];
+      for (const n of c.nodes) {
+        const file = path.join(n.dir, 'repos', `${id}.${vcs}`);
+        if (
+          await fs.stat(file).then(
+            () => true,
+            () => false,
+          )
+        )
+          out.push(n.name);
+      }
+      return out;
     },
     async run(args, extra = {}) {
       const p = cli(args, { ...env, ...extra });

@@ -25,20 +25,6 @@ afterAll(async () => {
   await c?.stop();
 });
 
-async function nodeOf(id: number, vcs: VcsKind): Promise<string[]> {
-  const out: string[] = [];
-  for (const n of c.nodes) {
-    if (
-      await fs
-        .stat(path.join(n.dir, 'repos', `${id}.${vcs}`))
-        .then(() => true)
-        .catch(() => false)
-    )
-      out.push(n.name);
-  }
-  return out;
-}
-
 /** A working copy that pushes one new commit per call through `url`; answers the commit's id. */
 async function pusher(
   vcs: VcsKind,
@@ -129,7 +115,7 @@ async function cloneIds(
 describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s', (vcs) => {
   test('moved to the other node and back while clients clone and push: no failed clone, no lost push', async () => {
     const r = await pushWith(owner, { vcs }, async (w) => writeFile(w, 'README', 'r\n'));
-    const [first] = await nodeOf(r.id, vcs);
+    const [first] = await c.holders(r.id, vcs);
     const other = first === 'node-a' ? 'node-b' : 'node-a';
     const [a, b] = c.servers;
     const dir = await tempDir();
@@ -166,7 +152,7 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s', (vcs) => {
       });
       expect(there.output).toContain(`to ${other}`);
       expect(there.code).toBe(0);
-      expect(await nodeOf(r.id, vcs)).toEqual([other]);
+      expect(await c.holders(r.id, vcs)).toEqual([other]);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const back = await c.run(['admin', 'repo', 'move', `${r.org}/${r.name}`, '--to', first!], {
         TRIAD_STORAGE: 'nodes',
@@ -188,7 +174,7 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s', (vcs) => {
       // (Fossil's `info` shows a prefix of the check-in's id)
       const lost = pushed.filter((id) => !final.ids.some((x) => x.startsWith(id)));
       expect(lost).toEqual([]);
-      expect(await nodeOf(r.id, vcs)).toEqual([first]);
+      expect(await c.holders(r.id, vcs)).toEqual([first]);
     } finally {
       stop = true;
       await new Promise((resolve) => setTimeout(resolve, 3000)); // the loops' last runs
@@ -203,7 +189,7 @@ describe('drains and refusals', () => {
     try {
       for (let i = 0; i < 3; i += 1) {
         const r = await pushWith(owner, { vcs: 'git' }, async (w) => writeFile(w, 'f', `${i}\n`));
-        expect(await nodeOf(r.id, 'git')).toEqual(['node-b']);
+        expect(await c.holders(r.id, 'git')).toEqual(['node-b']);
       }
       const list = await c.run(['admin', 'storage', 'list']);
       expect(list.output).toMatch(/node-a\tdraining/);
@@ -211,12 +197,12 @@ describe('drains and refusals', () => {
       expect((await c.run(['admin', 'storage', 'undrain', '--node', 'node-a'])).code).toBe(0);
     }
     const r = await pushWith(owner, { vcs: 'git' }, async (w) => writeFile(w, 'f', 'x\n'));
-    const before = await nodeOf(r.id, 'git');
+    const before = await c.holders(r.id, 'git');
     const refused = await c.run(['admin', 'repo', 'move', `${r.org}/${r.name}`, '--to', 'node-z'], {
       TRIAD_STORAGE: 'nodes',
     });
     expect(refused.code).toBe(1);
     expect(refused.output).toContain('no storage node named node-z');
-    expect(await nodeOf(r.id, 'git')).toEqual(before);
+    expect(await c.holders(r.id, 'git')).toEqual(before);
   });
 });

@@ -37,24 +37,11 @@ afterAll(async () => {
   await c?.stop();
 });
 
-/** The node directory that holds a repository (a server has none). */
-async function holder(id: number, vcs: VcsKind): Promise<string[]> {
-  const out: string[] = [];
-  for (const n of c.nodes) {
-    const here = await fs
-      .stat(path.join(n.dir, 'repos', `${id}.${vcs}`))
-      .then(() => true)
-      .catch(() => false);
-    if (here) out.push(n.name);
-  }
-  return out;
-}
-
 describe('placement', () => {
   test('repositories are spread over both nodes, each held by exactly one', async () => {
     const where = new Set<string>();
     for (const [vcs, r] of repos) {
-      const h = await holder(r.id, vcs);
+      const h = await c.holders(r.id, vcs);
       expect(h).toHaveLength(1);
       where.add(h[0]!);
     }
@@ -157,11 +144,7 @@ describe.each(KINDS)('%s through either server', (vcs) => {
         await ok('fossil', ['commit', '--user', 'ada', '--no-warnings', '-m', 'two'], work);
         await ok('fossil', ['push', '-B', `x:${owner.token}`, `${b.url}/${r.org}/${r.name}`], work);
         const again = path.join(parent, 'again.fossil');
-        await ok(
-          'fossil',
-          ['clone', '-B', `x:${owner.token}`, `${a.url}/${r.org}/${r.name}`, again],
-          parent,
-        );
+        await ok('fossil', ['clone', '-B', `x:${owner.token}`, `${a.url}/${r.org}/${r.name}`, again], parent);
         expect(await ok('fossil', ['timeline', '-R', again, '-n', '5'], parent)).toContain('two');
       }
       // the push's event is recorded: the log through either server has it first
