@@ -246,7 +246,10 @@ export class WebRouter {
     }
     if (e instanceof RepositoryUnavailable) {
       res.setHeader('Retry-After', '5');
-      return errorPage(503, "This repository's storage is unavailable right now. Try again in a few seconds.");
+      return errorPage(
+        503,
+        "This repository's storage is unavailable right now. Try again in a few seconds.",
+      );
     }
     if (err.type === 'entity.too.large') return errorPage(413, 'The form is too large.');
     if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {

@@ -27,10 +27,10 @@ export function createRemoteVcs(opts: { client: StorageClient; local: Vcs }): Vc
   const proxies = (kind: VcsKind, target: CallTarget, dir: string | undefined) => {
     const out: Record<string, Fn> = {};
     for (const method of CALLS[target]) {
-      out[method] = ((...args: unknown[]) =>
+      out[method] = (...args: unknown[]) =>
         dir === undefined
           ? client.call(args[0] as string, kind, target, method, args.slice(1))
-          : client.call(dir, kind, target, method, args));
+          : client.call(dir, kind, target, method, args);
     }
     return out;
   };
