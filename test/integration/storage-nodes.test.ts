@@ -53,6 +53,28 @@ describe('placement', () => {
   });
 });
 
+describe("a node's internal port", () => {
+  test('refuses a wrong secret (401) and another protocol version (400, saying so); probes need none', async () => {
+    const n = c.nodes[0]!;
+    const call = { repo: '1.git', kind: 'git', target: 'driver', method: 'snapshot', args: [] };
+    const post = (headers: Record<string, string>) =>
+      fetch(`${n.url}/internal/v1/call`, { method: 'POST', headers, body: JSON.stringify(call) });
+    const wrong = await post({ authorization: 'Bearer not-the-secret', 'x-triad-storage-protocol': '1' });
+    expect(wrong.status).toBe(401);
+    const none = await post({ 'x-triad-storage-protocol': '1' });
+    expect(none.status).toBe(401);
+    const old = await post({ authorization: `Bearer ${c.secret}`, 'x-triad-storage-protocol': '0' });
+    expect(old.status).toBe(400);
+    expect(((await old.json()) as { error: { message: string } }).error.message).toContain(
+      'this node speaks 1',
+    );
+    expect((await fetch(`${n.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${n.url}/readyz`)).status).toBe(200);
+    const metrics = await (await fetch(`${n.url}/metrics`)).text();
+    expect(metrics).toContain('triad_storage_request_duration_seconds');
+  });
+});
+
 describe.each(KINDS)('%s through either server', (vcs) => {
   test('contents, raw files and archives read through both servers', async () => {
     const r = repos.get(vcs)!;
