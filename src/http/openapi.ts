@@ -168,8 +168,9 @@ const STORAGE_UNAVAILABLE =
 function errorResponse(r: AnyRoute, status: ErrorStatus, description: string): unknown {
   const headers: Record<string, unknown> = always(r);
   if (status === 401) headers['WWW-Authenticate'] = header('`Bearer realm="triad"` challenge (RFC 6750)');
-  if (status === 429 || status === 503)
-    headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
+  if (status === 429) headers['Retry-After'] = header('seconds to wait before retrying', 'integer');
+  // not every 503 says when to come back (a readiness probe's does not)
+  if (status === 503) headers['Retry-After'] = header('seconds to wait before retrying', 'integer', false);
   if (status === 416) headers['Content-Range'] = header('`bytes */size`: the size of the whole');
   return { description, headers, content: { 'application/json': { schema: { $ref: `${REF}Error` } } } };
 }

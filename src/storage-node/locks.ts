@@ -36,6 +36,60 @@ export class RepoLocks {
     }
   }
 
+  private readonly reading = new Map<string, number>();
+  private readonly leaving = new Set<string>();
+  private readonly drained = new Map<string, (() => void)[]>();
+
+  /**
+   * A read of `repo` (no lock) begins: answers the function that ends it, or undefined when the
+   * repository is leaving the node (a move), which the caller answers as "not here".
+   */
+  read(repo: string): (() => void) | undefined {
+    if (this.leaving.has(repo)) return undefined;
+    this.reading.set(repo, (this.reading.get(repo) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.reading.get(repo) ?? 1) - 1;
+      if (left > 0) {
+        this.reading.set(repo, left);
+        return;
+      }
+      this.reading.delete(repo);
+      for (const wake of this.drained.get(repo) ?? []) wake();
+      this.drained.delete(repo);
+    };
+  }
+
+  /**
+   * Under the repository's lock, before its files go: no new read begins, and the reads under
+   * way end first (at most `maxMs`). `fn` runs then; afterwards the repository may arrive again.
+   */
+  async leave<T>(repo: string, maxMs: number, fn: () => Promise<T>): Promise<T> {
+    this.leaving.add(repo);
+    try {
+      if ((this.reading.get(repo) ?? 0) > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, maxMs);
+          const wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          this.drained.set(repo, [...(this.drained.get(repo) ?? []), wake]);
+        });
+      }
+      return await fn();
+    } finally {
+      this.leaving.delete(repo);
+    }
+  }
+
+  /** Whether a repository is leaving (its reads answer "not here"). */
+  isLeaving(repo: string): boolean {
+    return this.leaving.has(repo);
+  }
+
   /** What is locked now, and the last locks held with when they were released. */
   held(): { now: Holder[]; recent: Held[] } {
     return { now: [...this.holders.values()], recent: [...this.past] };

@@ -62,6 +62,11 @@ export type NodeDeps = {
   observe: (what: string, outcome: string, seconds: number) => void;
 };
 
+const notHere = () => new Refused(404, 'repository not on this node', { [NOT_HERE_HEADER]: '1' });
+
+/** Longest a repository leaving the node waits for the reads under way on it. */
+const LEAVE_WAIT_MS = 60_000;
+
 export class StorageNodeServer {
   private readonly d: NodeDeps;
   readonly locks = new RepoLocks();
@@ -160,9 +165,25 @@ export class StorageNodeServer {
   private async repo(repo: string | null | undefined, kind: string | null | undefined, create = false) {
     const name = this.name(repo, kind);
     const dir = path.join(this.d.root, name);
-    if (!create && !(await exists(dir)))
-      throw new Refused(404, 'repository not on this node', { [NOT_HERE_HEADER]: '1' });
+    if (!create && (this.locks.isLeaving(name) || !(await exists(dir)))) throw notHere();
     return { repo: name, dir, kind: kind as VcsKind, id: Number(REPO_NAME.exec(name)![1]) };
+  }
+
+  /**
+   * A repository for a read that takes no lock: counted while it runs (`done`), so a move lets
+   * the repository go only once such reads ended. Counted before its files are looked for, so a
+   * move cannot slip in between.
+   */
+  private async reading(repo: string | null | undefined, kind: string | null | undefined) {
+    const name = this.name(repo, kind);
+    const done = this.locks.read(name);
+    if (done === undefined) throw notHere();
+    try {
+      return { ...(await this.repo(repo, kind)), done };
+    } catch (e) {
+      done();
+      throw e;
+    }
   }
 
   private async call(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -171,7 +192,13 @@ export class StorageNodeServer {
     if (!(target in CALLS) || !(CALLS[target] as readonly string[]).includes(body.method))
       throw new Refused(400, `no such call: ${String(body.target)}.${String(body.method)}`);
     if (!(VCS_KINDS as readonly string[]).includes(body.kind)) throw new Refused(400, 'bad kind');
-    const r = await this.repo(body.repo, body.kind, body.method === 'init' || body.method === 'remove');
+    const locked = LOCKED_CALLS.has(body.method);
+    const r = locked
+      ? {
+          ...(await this.repo(body.repo, body.kind, body.method === 'init' || body.method === 'remove')),
+          done: () => undefined,
+        }
+      : await this.reading(body.repo, body.kind);
     const args = decode(body.args) as unknown[];
     const run = async (): Promise<unknown> => {
       if (target === 'reader') return invoke(this.d.vcs.reader(r.kind, r.dir), body.method, args);
@@ -185,7 +212,7 @@ export class StorageNodeServer {
     };
     let result: unknown;
     try {
-      result = LOCKED_CALLS.has(body.method)
+      result = locked
         ? await this.locks.run(r.repo, async () => {
             try {
               return await run();
@@ -198,14 +225,19 @@ export class StorageNodeServer {
     } catch (e) {
       json(res, 200, { error: errorToWire(e) });
       return;
+    } finally {
+      r.done();
     }
     json(res, 200, { result: encode(result) });
   }
 
   /** Removes a repository (deleted, or moved away: `keepBackup`), after in-flight reads had their time. */
   private async remove(r: { repo: string; dir: string; id: number }, opts: { keepBackup?: boolean } = {}) {
-    this.d.vcs.invalidate(r.dir);
-    await releaseRepository(this.d.root, r.repo);
+    // reads under way end first (a clone's request that began here), new ones go to the row's node
+    await this.locks.leave(r.repo, LEAVE_WAIT_MS, async () => {
+      this.d.vcs.invalidate(r.dir);
+      await releaseRepository(this.d.root, r.repo);
+    });
     if (opts.keepBackup !== true) await this.d.dropBackup?.(r.id);
   }
 
@@ -221,8 +253,12 @@ export class StorageNodeServer {
 
   private async backend(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const h = req.headers;
-    const r = await this.repo(h[BACKEND.repo] as string | undefined, h[BACKEND.kind] as string | undefined);
     const mutates = h[BACKEND.mutates] === '1';
+    const [repo, kind] = [h[BACKEND.repo] as string | undefined, h[BACKEND.kind] as string | undefined];
+    // a change takes the lock (a move waits for it); a read is counted (a move waits for it too)
+    const r = mutates
+      ? { ...(await this.repo(repo, kind)), done: () => undefined }
+      : await this.reading(repo, kind);
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(new Error('backend timed out')), this.d.timeoutMs);
     // A read stops when its server leaves. A change whose body is all here runs to its end (and
@@ -287,24 +323,40 @@ export class StorageNodeServer {
       clearTimeout(timer);
       res.off('close', onClose);
       await ws.remove();
+      r.done();
     }
   }
 
   private async cat(q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const r = await this.repo(q.get('repo'), q.get('kind'));
-    const size = q.get('size');
-    const file = await this.d.vcs.driver(r.kind).catFile(r.dir, q.get('commit') ?? '', q.get('file') ?? '', {
-      size: size === null ? undefined : Number(size),
-      head: Number(q.get('head') ?? 0),
-      nice: Number(q.get('nice') ?? 0),
-    });
-    res.writeHead(200, { 'content-type': 'application/octet-stream', [SIZE_HEADER]: String(file.size) });
-    await pipeline(file.body, res);
+    const r = await this.reading(q.get('repo'), q.get('kind'));
+    try {
+      const size = q.get('size');
+      const file = await this.d.vcs
+        .driver(r.kind)
+        .catFile(r.dir, q.get('commit') ?? '', q.get('file') ?? '', {
+          size: size === null ? undefined : Number(size),
+          head: Number(q.get('head') ?? 0),
+          nice: Number(q.get('nice') ?? 0),
+        });
+      res.writeHead(200, { 'content-type': 'application/octet-stream', [SIZE_HEADER]: String(file.size) });
+      await pipeline(file.body, res);
+    } finally {
+      r.done();
+    }
     void req;
   }
 
   private async archive(q: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const r = await this.repo(q.get('repo'), q.get('kind'));
+    const r = await this.reading(q.get('repo'), q.get('kind'));
+    try {
+      await this.archiveOf(r, q, res);
+    } finally {
+      r.done();
+    }
+    void req;
+  }
+
+  private async archiveOf(r: { kind: VcsKind; dir: string }, q: URLSearchParams, res: ServerResponse) {
     const format = q.get('format') === 'zip' ? 'zip' : 'tar.gz';
     const signal = signalOf(res);
     let body: AsyncIterable<Buffer>;
@@ -320,7 +372,6 @@ export class StorageNodeServer {
     }
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     await pipeline(body, res);
-    void req;
   }
 
   private fail(res: ServerResponse, e: unknown): void {
