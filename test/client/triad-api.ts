@@ -243,7 +243,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -400,7 +400,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -500,7 +500,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -649,7 +649,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -785,7 +785,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -896,7 +896,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Svc-Api-Variant": components["headers"]["X-Svc-Api-Variant"];
                     /** @description seconds to wait before retrying */
-                    "Retry-After": number;
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
