@@ -16,6 +16,7 @@ import {
   type LogEntry,
   type ContentLimits,
   type RepoReader,
+  type ReadAhead,
 } from '../vcs/reader.ts';
 import type { RawCache } from './raw-cache.ts';
 import type { CommitRevs } from './commit-revs.ts';
@@ -123,12 +124,33 @@ export class ContentsService {
     return rev;
   }
 
-  /** The commit `rev` names, or undefined (the read then answers why: no such revision, empty). */
-  async commit(target: RepoTarget, rev: string): Promise<string | undefined> {
+  /**
+   * The commit `rev` names, or undefined (the read then answers why: no such revision, empty).
+   * `ahead`: the read that follows at that commit (`ahead.tree(...)` etc.), which a reader that
+   * can (storage nodes) makes in the same round trip.
+   */
+  async commit(target: RepoTarget, rev: string, ahead?: ReadAhead): Promise<string | undefined> {
     const r = ContentsService.rev(rev);
     const reader = await this.reader(target);
+    if (ahead !== undefined && reader.resolveThen !== undefined) {
+      return this.read(() => reader.resolveThen?.(r, ahead) ?? reader.resolve(r));
+    }
     return this.read(() => reader.resolve(r));
   }
+
+  /** What `tree`, `blob`, `log` and `changeset` will read after the revision, for `commit`'s `ahead`. */
+  readonly ahead = {
+    tree: (rawPath: unknown): ReadAhead => ({ method: 'tree', args: [ContentsService.path(rawPath)] }),
+    blob: (rawPath: unknown): ReadAhead => ({
+      method: 'blob',
+      args: [ContentsService.path(rawPath), this.limits.blobMaxBytes],
+    }),
+    log: (q: Pick<LogQuery, 'page' | 'per_page'>): ReadAhead => ({
+      method: 'log',
+      args: [q.page, q.per_page],
+    }),
+    changeset: (): ReadAhead => ({ method: 'changeset', args: [this.limits] }),
+  };
 
   async tree(target: RepoTarget, rawPath: unknown, rev: string) {
     const p = ContentsService.path(rawPath);

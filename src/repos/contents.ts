@@ -1,3 +1,4 @@
+import type { ReadAhead } from '../vcs/reader.ts';
 import { z } from 'zod';
 import { reply, respond, type Api, type Ctx, type Reply } from '../http/api.ts';
 import { handOffSocket } from '../http/stream-reply.ts';
@@ -65,8 +66,9 @@ export function contentRoutes(
     kind: string,
     rev: string,
     read: (at: string) => Promise<T>,
+    ahead?: ReadAhead,
   ): Promise<Reply<T>> => {
-    const at = await svc.commit(ctx.target, rev);
+    const at = await svc.commit(ctx.target, rev, ahead);
     if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, at))) return reply.notModified();
     return reply.ok(await read(at ?? rev));
   };
@@ -84,7 +86,14 @@ export function contentRoutes(
     ...tree,
     path: '/tree',
     operationId: 'getRootTree',
-    handler: (ctx) => atCommit(ctx, 'tree', ctx.query.rev, async (at) => svc.tree(ctx.target, undefined, at)),
+    handler: (ctx) =>
+      atCommit(
+        ctx,
+        'tree',
+        ctx.query.rev,
+        async (at) => svc.tree(ctx.target, undefined, at),
+        svc.ahead.tree(undefined),
+      ),
   });
   api.repoRoute({
     ...tree,
@@ -92,7 +101,13 @@ export function contentRoutes(
     operationId: 'getTree',
     params: { path: pathParam },
     handler: (ctx) =>
-      atCommit(ctx, 'tree', ctx.query.rev, async (at) => svc.tree(ctx.target, ctx.params.path, at)),
+      atCommit(
+        ctx,
+        'tree',
+        ctx.query.rev,
+        async (at) => svc.tree(ctx.target, ctx.params.path, at),
+        svc.ahead.tree(ctx.params.path),
+      ),
   });
   api.repoRoute({
     repo: READ,
@@ -108,7 +123,13 @@ export function contentRoutes(
     returns: respond.data(fileContentSchema, 'the file', { etag: AT_COMMIT }),
     errors: READ_ERRORS,
     handler: (ctx) =>
-      atCommit(ctx, 'blob', ctx.query.rev, async (at) => svc.blob(ctx.target, ctx.params.path, at)),
+      atCommit(
+        ctx,
+        'blob',
+        ctx.query.rev,
+        async (at) => svc.blob(ctx.target, ctx.params.path, at),
+        svc.ahead.blob(ctx.params.path),
+      ),
   });
   api.repoRoute({
     repo: READ,
@@ -164,7 +185,7 @@ export function contentRoutes(
     errors: { ...READ_ERRORS, 404: 'no such repository or revision' },
     handler: async (ctx) => {
       const kind = shaped('log', ctx.variant);
-      const at = await svc.commit(ctx.target, ctx.query.rev);
+      const at = await svc.commit(ctx.target, ctx.query.rev, svc.ahead.log(ctx.query));
       if (at !== undefined && unchanged(ctx.req, ctx.res, strongEtag(kind, at))) return reply.notModified();
       const page = await svc.log(
         ctx.target,
@@ -192,8 +213,12 @@ export function contentRoutes(
     handler: async (ctx) => {
       // As for every other path segment, a NUL names nothing (404).
       if (ctx.params.rev.includes('\u0000')) throw ApiError.notFound('revision');
-      return atCommit(ctx, shaped('changeset', ctx.variant), ctx.params.rev, (at) =>
-        svc.changeset(ctx.target, at, { revs: ctx.variant === 'earlier' }),
+      return atCommit(
+        ctx,
+        shaped('changeset', ctx.variant),
+        ctx.params.rev,
+        (at) => svc.changeset(ctx.target, at, { revs: ctx.variant === 'earlier' }),
+        svc.ahead.changeset(),
       );
     },
   });

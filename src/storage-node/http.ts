@@ -33,12 +33,6 @@ export function finish(res: ServerResponse, result: CgiResult): void {
   res.end(result.stderr);
 }
 
-export function invoke(target: object, method: string, args: unknown[]): Promise<unknown> {
-  const fn = (target as Record<string, unknown>)[method];
-  if (typeof fn !== 'function') throw new Refused(400, `no such call for this kind: ${method}`);
-  return Promise.resolve((fn as (...a: unknown[]) => unknown).apply(target, args));
-}
-
 export function signalOf(res: ServerResponse): AbortSignal {
   const ac = new AbortController();
   res.on('close', () => {

@@ -39,7 +39,8 @@ import {
   type CallRequest,
 } from '../vcs/remote/wire.ts';
 import { RepoLocks } from './locks.ts';
-import { digest, exists, finish, invoke, json, readBody, Refused, signalOf, text } from './http.ts';
+import { invoke, resolveThen } from './calls.ts';
+import { digest, exists, finish, json, readBody, Refused, signalOf, text } from './http.ts';
 import { exportRepository, importRepository, releaseRepository } from './copies.ts';
 
 export type NodeDeps = {
@@ -201,6 +202,8 @@ export class StorageNodeServer {
       : await this.reading(body.repo, body.kind);
     const args = decode(body.args) as unknown[];
     const run = async (): Promise<unknown> => {
+      if (target === 'reader' && body.method === 'resolveThen')
+        return resolveThen(this.d.vcs.reader(r.kind, r.dir), args);
       if (target === 'reader') return invoke(this.d.vcs.reader(r.kind, r.dir), body.method, args);
       if (target === 'ops') return invoke(this.d.vcs.ops(r.kind), body.method, [r.dir, ...args]);
       if (body.method === 'remove') return this.remove(r, args[0] as { keepBackup?: boolean } | undefined);

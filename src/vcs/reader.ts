@@ -94,8 +94,21 @@ export type RefPage = { entries: RefEntry[]; total: number };
  */
 export type RawFile = { commit: string; size: number | undefined; data?: Buffer; object?: string };
 
+/**
+ * A read a caller will make at the commit a revision resolves to (`RepoReader.resolveThen`): the
+ * method and its arguments after the revision.
+ */
+export type ReadAhead = { method: 'tree' | 'blob' | 'log' | 'changeset'; args: unknown[] };
+
 export interface RepoReader {
   resolve(rev: string): Promise<string | undefined>;
+  /**
+   * Optional (the storage nodes' remote reader): `resolve(rev)`, and in the same round trip the
+   * read `ahead` names at the commit it found (at `rev` when none), kept for a call of exactly that
+   * read at that commit, which then costs no second round trip. A read at a commit id is the same
+   * whenever it is made, so what is kept cannot be stale.
+   */
+  resolveThen?(rev: string, ahead: ReadAhead): Promise<string | undefined>;
   tree(rev: string, path: string): Promise<TreeEntry[]>;
   /** At most `maxBytes` of content (default `DEFAULT_LIMITS.blobMaxBytes`); larger files are cut. */
   blob(rev: string, path: string, maxBytes?: number): Promise<BlobContent>;

@@ -75,7 +75,28 @@ describe("a node's internal port", () => {
   });
 });
 
+/** Internal calls a node answered so far (its metrics). */
+async function callsOn(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /triad_storage_request_duration_seconds_count\{route="call",outcome="ok"\} (\d+)/.exec(text);
+  return Number(m?.[1] ?? 0);
+}
+
 describe.each(KINDS)('%s through either server', (vcs) => {
+  test('a contents read at a revision is one round trip to the node', async () => {
+    const r = repos.get(vcs)!;
+    const [holder] = await c.holders(r.id, vcs);
+    const n = c.nodes.find((x) => x.name === holder)!;
+    const u = c.servers[1]!.admin.as(owner.token);
+    await u.get(`/api/v1/repos/${r.org}/${r.name}/blob/README.md`); // warm: the repository's lookups
+    for (const path of ['blob/README.md', 'tree/src', 'log?per_page=5', `changeset/${r.head}`]) {
+      const before = await callsOn(n.url);
+      const read = await u.get(`/api/v1/repos/${r.org}/${r.name}/${path}`);
+      expect(read.status).toBe(200);
+      expect((await callsOn(n.url)) - before).toBe(1);
+    }
+  });
+
   test('contents, raw files and archives read through both servers', async () => {
     const r = repos.get(vcs)!;
     for (const s of c.servers) {

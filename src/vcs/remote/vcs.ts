@@ -15,10 +15,19 @@ import type { Vcs } from '../index.ts';
 import type { VcsOps } from '../ops.ts';
 import type { CgiResult } from '../process/cgi.ts';
 import type { OpenedFile } from '../process/stream.ts';
-import type { RepoReader } from '../reader.ts';
+import type { ReadAhead, RepoReader } from '../reader.ts';
 import type { BackendRequest } from '../transport.ts';
 import { placed, readText, refusal, type StorageClient } from './client.ts';
-import { BACKEND, CALLS, SIZE_HEADER, UNFORWARDED, headerText, type CallTarget } from './wire.ts';
+import {
+  BACKEND,
+  CALLS,
+  SIZE_HEADER,
+  UNFORWARDED,
+  errorFromWire,
+  headerText,
+  type CallTarget,
+  type WireError,
+} from './wire.ts';
 
 type Fn = (...args: never[]) => Promise<unknown>;
 
@@ -34,11 +43,36 @@ export function createRemoteVcs(opts: { client: StorageClient; local: Vcs }): Vc
     }
     return out;
   };
+  const ahead = new ReadsAhead();
   const reader = (kind: VcsKind, dir: string): RepoReader => {
-    const calls = proxies(kind, 'reader', dir) as unknown as RepoReader;
+    const calls = proxies(kind, 'reader', dir);
     // only kinds whose VCS numbers commits itself have `revs` (driver.ts: `arrivals` otherwise)
     const numbered = local.driver(kind).arrivals === undefined;
-    const r: RepoReader = { ...calls, busy: () => false, close: () => undefined };
+    const read =
+      (method: ReadAhead['method']) =>
+      (at: string, ...args: unknown[]): Promise<unknown> =>
+        ahead.take(dir, method, at, args) ?? calls[method]!(at as never, ...(args as never[]));
+    const r: RepoReader = {
+      ...(calls as unknown as RepoReader),
+      tree: read('tree') as RepoReader['tree'],
+      blob: read('blob') as RepoReader['blob'],
+      log: read('log') as RepoReader['log'],
+      changeset: read('changeset') as RepoReader['changeset'],
+      resolveThen: async (rev, next) => {
+        const out = (await client.call(dir, kind, 'reader', 'resolveThen', [rev, next])) as {
+          at: string | undefined;
+          value?: unknown;
+          error?: WireError;
+        };
+        const outcome =
+          out.error === undefined ? Promise.resolve(out.value) : Promise.reject(errorFromWire(out.error));
+        outcome.catch(() => undefined); // read (and rethrown) by the read it was made for, if it comes
+        ahead.put(dir, next.method, out.at ?? rev, next.args, outcome);
+        return out.at;
+      },
+      busy: () => false,
+      close: () => undefined,
+    };
     if (!numbered) delete r.revs;
     return r;
   };
@@ -93,6 +127,34 @@ export function createRemoteVcs(opts: { client: StorageClient; local: Vcs }): Vc
       await local.close(graceMs);
     },
   };
+}
+
+/**
+ * Reads made ahead by `resolveThen`, each waiting for the one call it was made for (exactly that
+ * method, commit and arguments), taken once, dropped after a few seconds or beyond a few hundred.
+ */
+class ReadsAhead {
+  private readonly kept = new Map<string, { value: Promise<unknown>; at: number }>();
+
+  private static key(dir: string, method: string, at: string, args: unknown[]): string {
+    return JSON.stringify([dir, method, at, args]);
+  }
+
+  put(dir: string, method: string, at: string, args: unknown[], value: Promise<unknown>): void {
+    const now = Date.now();
+    if (this.kept.size >= 256) {
+      for (const [k, v] of this.kept) if (this.kept.size >= 256 || now - v.at > 5000) this.kept.delete(k);
+    }
+    this.kept.set(ReadsAhead.key(dir, method, at, args), { value, at: now });
+  }
+
+  take(dir: string, method: string, at: string, args: unknown[]): Promise<unknown> | undefined {
+    const k = ReadsAhead.key(dir, method, at, args);
+    const hit = this.kept.get(k);
+    if (hit === undefined) return undefined;
+    this.kept.delete(k);
+    return Date.now() - hit.at > 5000 ? undefined : hit.value;
+  }
 }
 
 function query(fields: Record<string, string | number | undefined>): string {

@@ -38,7 +38,7 @@ export const CALLS = {
     'createTag',
     'isAncestor',
   ],
-  reader: ['resolve', 'tree', 'blob', 'file', 'log', 'refs', 'changeset', 'compare', 'revs'],
+  reader: ['resolve', 'resolveThen', 'tree', 'blob', 'file', 'log', 'refs', 'changeset', 'compare', 'revs'],
 } as const;
 export type CallTarget = keyof typeof CALLS;
 
