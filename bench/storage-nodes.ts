@@ -30,6 +30,7 @@ import { createVcs, type VcsKind } from '../src/vcs/index.ts';
 import { ProcessPool } from '../src/vcs/process/pool.ts';
 import { startMinio, type MinioServer } from '../test/helpers/minio.ts';
 import { generateRepos } from './repos.ts';
+import { treeCpuMs } from './lib/cpu.ts';
 import { apiCaller, registerGenerated, startServerProcess, type ServerProcess } from './lib/server.ts';
 import {
   metricSum,
@@ -189,12 +190,18 @@ try {
         local: l,
         remote: r,
         counter: nodeCounter(nodeA),
+        clocks: {
+          local: () => treeCpuMs(local.child.pid),
+          server: () => treeCpuMs(remote.child.pid),
+          node: () => treeCpuMs(nodeA.child.pid),
+        },
         iterations: ITERATIONS,
         warmup: WARMUP,
         log: (x) =>
           console.log(
             `${x.vcs.padEnd(7)} ${x.kind.padEnd(66)} local p50=${f2(x.local.p50)} p99=${f2(x.local.p99)}` +
-              `  node p50=${f2(x.node.p50)} p99=${f2(x.node.p99)} ms  (${x.calls.toFixed(1)} node requests, ${f2(x.nodeMs)} ms in the node)`,
+              `  node p50=${f2(x.node.p50)} p99=${f2(x.node.p99)} ms  (${x.calls.toFixed(1)} node requests, ${f2(x.nodeMs)} ms in the node;` +
+              ` CPU ms/read ${f2(x.cpu.local)} in-process, ${f2(x.cpu.server)} + ${f2(x.cpu.node)} server + node)`,
           ),
       });
       readRows.push(...rows);

@@ -95,14 +95,20 @@ export type ReadRow = {
   /** Internal requests the node served per measured read, and its own time per read (ms). */
   calls: number;
   nodeMs: number;
+  /** CPU ms per read: the in-process server's tree; the nodes-mode server's and the node's. */
+  cpu: { local: number; server: number; node: number };
 };
 
 /** The node's internal requests so far (count and seconds), from its metrics text. */
 export type NodeCounter = () => Promise<{ count: number; seconds: number }>;
 
+/** CPU ms used so far by a process tree. */
+export type CpuClock = () => Promise<number>;
+
 /**
  * Each read of `cases` on the in-process server (`local`) and then through the node (`remote`);
- * `counter` tells what the node served during the measured requests of the remote side.
+ * `counter` tells what the node served during the measured requests of the remote side, the
+ * clocks what each process tree used.
  */
 export async function compareReads(o: {
   vcs: VcsKind;
@@ -110,16 +116,23 @@ export async function compareReads(o: {
   local: Reader;
   remote: Reader;
   counter: NodeCounter;
+  clocks: { local: CpuClock; server: CpuClock; node: CpuClock };
   iterations: number;
   warmup: number;
   log: (row: ReadRow) => void;
 }): Promise<ReadRow[]> {
   const rows: ReadRow[] = [];
+  const per = (a: number, b: number) => (b - a) / o.iterations;
   for (const c of o.cases) {
-    const local = await measure((i) => o.local.read(c.path(i)), o.iterations, o.warmup);
+    for (let i = 0; i < o.warmup; i++) await o.local.read(c.path(i));
+    const l0 = await o.clocks.local();
+    const local = await measure((i) => o.local.read(c.path(i)), o.iterations, 0);
+    const l1 = await o.clocks.local();
     for (let i = 0; i < o.warmup; i++) await o.remote.read(c.path(i));
     const before = await o.counter();
+    const [s0, n0] = [await o.clocks.server(), await o.clocks.node()];
     const node = await measure((i) => o.remote.read(c.path(i)), o.iterations, 0);
+    const [s1, n1] = [await o.clocks.server(), await o.clocks.node()];
     const after = await o.counter();
     const row: ReadRow = {
       vcs: o.vcs,
@@ -128,6 +141,7 @@ export async function compareReads(o: {
       node,
       calls: (after.count - before.count) / o.iterations,
       nodeMs: ((after.seconds - before.seconds) * 1000) / o.iterations,
+      cpu: { local: per(l0, l1), server: per(s0, s1), node: per(n0, n1) },
     };
     rows.push(row);
     o.log(row);

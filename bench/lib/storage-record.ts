@@ -47,11 +47,11 @@ function readTable(rows: ReadRow[]): string {
   if (rows.length === 0) return 'Reads were not measured in this run.';
   const worst = (pick: (r: ReadRow) => number) => Math.max(...rows.map(pick));
   return [
-    '| VCS | Read | In-process p50 (ms) | In-process p99 (ms) | Via node p50 (ms) | Via node p99 (ms) | Overhead p50 (ms) | Overhead p99 (ms) | Node requests per read | Node time per read (ms) |',
-    '| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |',
+    '| VCS | Read | In-process p50 (ms) | p99 (ms) | Via node p50 (ms) | p99 (ms) | Overhead p50 (ms) | Overhead p99 (ms) | Node requests per read | In the node (ms) | CPU in-process (ms) | CPU server + node (ms) |',
+    '| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |',
     ...rows.map(
       (r) =>
-        `| ${r.vcs} | ${r.kind} | ${f(r.local.p50)} | ${f(r.local.p99)} | ${f(r.node.p50)} | ${f(r.node.p99)} | ${sign(r.node.p50 - r.local.p50)} | ${sign(r.node.p99 - r.local.p99)} | ${f(r.calls, 1)} | ${f(r.nodeMs)} |`,
+        `| ${r.vcs} | ${r.kind} | ${f(r.local.p50)} | ${f(r.local.p99)} | ${f(r.node.p50)} | ${f(r.node.p99)} | ${sign(r.node.p50 - r.local.p50)} | ${sign(r.node.p99 - r.local.p99)} | ${f(r.calls, 1)} | ${f(r.nodeMs)} | ${f(r.cpu.local)} | ${f(r.cpu.server)} + ${f(r.cpu.node)} |`,
     ),
     '',
     `Largest overhead: p50 ${sign(worst((r) => r.node.p50 - r.local.p50))} ms (target <= 0.5 ms), ` +
