@@ -33,7 +33,7 @@ import { generateRepos } from './repos.ts';
 import { treeCpuMs } from './lib/cpu.ts';
 import { apiCaller, registerGenerated, startServerProcess, type ServerProcess } from './lib/server.ts';
 import {
-  metricSum,
+  nodeCounter,
   registerOnNode,
   startDatabases,
   startNodeProcess,
@@ -50,9 +50,10 @@ import {
   type ReadRow,
   type Reader,
 } from './lib/storage-reads.ts';
-import { cloneOnce, median, pusher, sideBySide, type Target, type Timing } from './lib/storage-transport.ts';
+import type { Target } from './lib/storage-transport.ts';
+import { compareTransport } from './lib/storage-compare.ts';
 import { measureBackup, type BackupRow } from './lib/storage-backup.ts';
-import { recordSection, type TransportRow } from './lib/storage-record.ts';
+import { recordSection, type RequestRow, type TransportRow } from './lib/storage-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -88,6 +89,7 @@ const profArgs = (name: string) =>
 const repos = await generateRepos(WORK, COMMITS);
 const started = new Date();
 const load = os.loadavg()[0] ?? 0;
+let loadEnd: number | undefined;
 const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-bench-storage-'));
 const secret = randomBytes(24).toString('hex');
 const closers: (() => Promise<void>)[] = [];
@@ -97,6 +99,7 @@ let minio: MinioServer | undefined;
 const readRows: ReadRow[] = [];
 const callRows: CallRow[] = [];
 const transportRows: TransportRow[] = [];
+const requestRows: RequestRow[] = [];
 const backupRows: BackupRow[] = [];
 
 /** `node src/cli.ts serve` on database `db` with `env`, its spool under the run's directory. */
@@ -118,23 +121,6 @@ async function node(name: string, db: string, env: Record<string, string> = {}):
   closers.push(n.close);
   return n;
 }
-
-/** The node's internal requests so far (the probes and /metrics left out). */
-/**
- * The node's requests so far: of `route` (as the node labels it), or all but the probes and
- * /metrics (and of those, how many were clone URL requests: `backend`).
- */
-const nodeCounter = (n: NodeProcess, route?: string) => async () => {
-  const text = await n.metrics();
-  const labels: Record<string, string> = route === undefined ? {} : { route };
-  const skip = route === undefined ? (l: string) => l.includes('route="/') : undefined;
-  const count = (name: string, only = labels) =>
-    metricSum(text, `triad_storage_request_duration_seconds_${name}`, only, skip);
-  return { count: count('count'), seconds: count('sum'), backend: count('count', { route: 'backend' }) };
-};
-
-const ms = (t: Timing[]) => median(t.map((x) => x.s));
-const cpu = (t: Timing[]) => median(t.map((x) => x.cpu));
 
 try {
   dbs = await startDatabases(tmp);
@@ -216,8 +202,8 @@ try {
       ['GET /internal/v1/locks', 'locks'],
     ];
     for (const [call, route] of probes) {
-      const path = route.startsWith('/') ? route : `/internal/v1/${route}`;
-      await callRow('-', call, undefined, { path }, route);
+      const where = route.startsWith('/') ? route : `/internal/v1/${route}`;
+      await callRow('-', call, undefined, { path: where }, route);
     }
     for (const vcs of KINDS) {
       const rb = `/api/v1/repos/${ORG}/${NAMES[vcs]}`;
@@ -268,52 +254,27 @@ try {
   // ---------------------------------------------------------------- 2. clone and push
   if (ONLY.has('transport')) {
     for (const vcs of KINDS) {
-      const a = target(local, NAMES[vcs]);
-      const b = target(remote, NAMES[vcs]);
-      // both answer one request of the kind before the timing (Mercurial's hgweb worker starts)
-      // (Fossil's backend is a CGI run per request: nothing to start)
-      const probe = vcs === 'git' ? '/info/refs?service=git-upload-pack' : '?cmd=capabilities';
-      if (vcs !== 'fossil')
-        for (const t of [a, b])
-          await fetch(`${t.base}/${ORG}/${t.name}${probe}`).then((x) => x.arrayBuffer());
-      // what node-a served during the nodes-mode server's steps (its backend requests and time)
-      const counted = (step: (t: Target) => Promise<Timing>) => {
-        const seen = { count: 0, seconds: 0, backend: 0, steps: 0 };
-        const count = nodeCounter(nodeA);
-        const wrapped = async (t: Target) => {
-          if (t !== b) return step(t);
-          const before = await count();
-          const r = await step(t);
-          const after = await count();
-          seen.count += after.count - before.count;
-          seen.seconds += after.seconds - before.seconds;
-          seen.backend += after.backend - before.backend;
-          seen.steps += 1;
-          return r;
-        };
-        const node = () => ({
-          nodeRequests: seen.count / seen.steps,
-          backendRequests: seen.backend / seen.steps,
-          nodeSeconds: seen.seconds / seen.steps,
-        });
-        return { wrapped, node };
-      };
-      const c = counted((t) => cloneOnce(vcs, t, tmp));
-      const clones = await sideBySide({ runs: CLONE_RUNS, a, b, step: c.wrapped });
-      const clone = `clone of ${COMMITS} commits`;
-      transportRows.push({ vcs, step: clone, runs: CLONE_RUNS, ...summary(clones), ...c.node() });
-      const p = await pusher(vcs, repos[vcs], path.join(tmp, `push-${vcs}`));
-      const q = counted(p.push);
-      const pushes = await sideBySide({
-        runs: PUSH_RUNS,
-        a,
-        b,
-        step: q.wrapped,
-        before: (round) => p.fiveCommits(`t${round}`),
+      const out = await compareTransport({
+        vcs,
+        a: target(local, NAMES[vcs]),
+        b: target(remote, NAMES[vcs]),
+        from: repos[vcs],
+        work: tmp,
+        cloneRuns: CLONE_RUNS,
+        pushRuns: PUSH_RUNS,
+        commits: COMMITS,
+        counter: (route) => nodeCounter(nodeA, route),
       });
-      const push = 'push of five small commits';
-      transportRows.push({ vcs, step: push, runs: PUSH_RUNS, ...summary(pushes), ...q.node() });
-      for (const x of transportRows.slice(-2))
+      if (out.request !== undefined) {
+        const r = out.request;
+        requestRows.push(r);
+        console.log(
+          `${vcs}: ${r.request}: in-process p50=${f2(r.local.p50)} p99=${f2(r.local.p99)}, ` +
+            `via node p50=${f2(r.node.p50)} p99=${f2(r.node.p99)} ms (${f2(r.nodeMs)} ms in the node)`,
+        );
+      }
+      transportRows.push(...out.rows);
+      for (const x of out.rows)
         console.log(
           `${vcs}: ${x.step}: in-process ${f2(x.local)} s (CPU ${f2(x.localCpu)} s), ` +
             `via node ${f2(x.node)} s (CPU ${f2(x.nodeCpu)} s): ${f2(x.node / x.local)}×; ` +
@@ -361,6 +322,7 @@ try {
     }
   }
 } finally {
+  loadEnd = os.loadavg()[0] ?? 0;
   for (const r of readers) r.close();
   for (const close of closers.reverse()) await close().catch((e: unknown) => console.error(e));
   await minio?.stop();
@@ -368,14 +330,11 @@ try {
   await fs.rm(tmp, { recursive: true, force: true });
 }
 
-function summary(t: { a: Timing[]; b: Timing[] }) {
-  return { local: ms(t.a), node: ms(t.b), localCpu: cpu(t.a), nodeCpu: cpu(t.b) };
-}
-
 if (!values['no-record'])
   await recordSection({
     started,
     load,
+    loadEnd: loadEnd ?? load,
     commits: COMMITS,
     iterations: ITERATIONS,
     warmup: WARMUP,
@@ -384,5 +343,6 @@ if (!values['no-record'])
     reads: readRows,
     calls: callRows,
     transport: transportRows,
+    requests: requestRows,
     backups: backupRows,
   });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as prettier from 'prettier';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import type { BackupRow } from './storage-backup.ts';
-import type { CallRow, ReadRow } from './storage-reads.ts';
+import type { CallRow, ReadRow, Stat } from './storage-reads.ts';
 
 export type TransportRow = {
   vcs: VcsKind;
@@ -26,9 +26,14 @@ export type TransportRow = {
   nodeSeconds: number;
 };
 
+/** One small clone URL request, p50/p99 on each server, and the node's own time (ms). */
+export type RequestRow = { vcs: VcsKind; request: string; local: Stat; node: Stat; nodeMs: number };
+
 export type Run = {
   started: Date;
   load: number;
+  /** At the end of the measurements. */
+  loadEnd: number;
   commits: number;
   iterations: number;
   warmup: number;
@@ -37,6 +42,7 @@ export type Run = {
   reads: ReadRow[];
   calls: CallRow[];
   transport: TransportRow[];
+  requests: RequestRow[];
   backups: BackupRow[];
 };
 
@@ -79,6 +85,18 @@ function transportTable(rows: TransportRow[]): string {
     ...rows.map(
       (r) =>
         `| ${r.vcs} | ${r.step} | ${r.runs} | ${f(r.local)} | ${f(r.node)} | ${f(r.node / r.local)} | ${f(r.localCpu)} | ${f(r.nodeCpu)} | ${f(r.nodeRequests, 1)} (${f(r.backendRequests, 1)} + ${f(r.nodeRequests - r.backendRequests, 1)}) | ${f(r.nodeSeconds)} |`,
+    ),
+  ].join('\n');
+}
+
+function requestTable(rows: RequestRow[]): string {
+  if (rows.length === 0) return '';
+  return [
+    '| VCS | Clone URL request | In-process p50 (ms) | p99 (ms) | Via node p50 (ms) | p99 (ms) | Overhead p50 (ms) | In the node (ms) |',
+    '| --- | --- | --: | --: | --: | --: | --: | --: |',
+    ...rows.map(
+      (r) =>
+        `| ${r.vcs} | \`${r.request}\` | ${f(r.local.p50)} | ${f(r.local.p99)} | ${f(r.node.p50)} | ${f(r.node.p99)} | ${sign(r.node.p50 - r.local.p50)} | ${f(r.nodeMs)} |`,
     ),
   ].join('\n');
 }
@@ -128,26 +146,38 @@ them.
    each API path warmed with 300 tree reads first, then per read ${run.warmup} warm-up and
    ${run.iterations} measured sequential requests on the in-process server, then the same on the
    nodes-mode server. The node's own \`triad_storage_request_duration_seconds\` (its \`/metrics\`)
-   gives the internal requests each read made and the time the node spent in them (from request to
-   answer written, the reader's work included).
+   gives the internal requests each read made and the node's time in them (from the request's
+   arrival to its answer written, the reader's work included); the CPU columns are each process
+   tree's CPU time per read (Linux \`/proc\`, readers and backends included; PostgreSQL, the same
+   for both, left out). A second table takes one node request apart: the node's HTTP alone
+   (\`/healthz\`), with the secret checked and a JSON answer (\`/internal/v1/locks\`), and two reader
+   calls sent straight to the node as a server sends them, next to the same call on a reader in the
+   benchmark's own process.
 2. **Clone and push** (medians; CPU is the benchmark's whole process tree, clients included): an
-   anonymous full clone with the stock client (\`git clone --bare\`, \`hg clone -U\`, \`fossil
-   clone\`), and a push of five new small commits from a working copy of the same history (git and
-   hg with the token in the URL, Fossil with \`-B\`); the server that goes first alternates.
+   anonymous full clone with the stock client (\`git clone --bare\`, \`hg clone -U\`,
+   \`fossil clone\`), and a push of five new small commits from a working copy of the same history
+   (git and hg with the token in the URL, Fossil with \`-B\`); the server that goes first alternates.
+   "Node requests" counts what the node served per step: clone URL requests (\`backend\`) and
+   driver or reader calls (a push's snapshots, ref moves and bookkeeping). Then one small clone
+   URL request alone (100 sequential, keep-alive): git's ref advertisement, Mercurial's
+   capabilities.
 3. **Backups**: a second node \`node-b\` with \`TRIAD_S3_*\` pointing at a MinIO on loopback
    (\`npm run tools\`); per kind two more copies of the repository, one on each node, receive the
    same five-commit pushes through the nodes-mode server (after one untimed push each: the first
    backup after the copy puts the whole history). The node's \`triad_storage_backup_bytes_total\`
    and \`triad_storage_backup_duration_seconds\` give what each push put and how long the backup
-   took (the node backs up before it answers the push).
+   took (the node backs up before it answers the push). For Fossil also one clone by a token that
+   may write from each (Fossil cannot tell a clone from a push: its round trips go the push path).
 
-Recorded ${run.started.toISOString().slice(0, 16).replace('T', ' ')} UTC on ${cpu} (${os.cpus().length} CPUs), Node ${process.version}, load average ${run.load.toFixed(1)} at the start.
+Recorded ${run.started.toISOString().slice(0, 16).replace('T', ' ')} UTC on ${cpu} (${os.cpus().length} CPUs), Node ${process.version}, load average ${run.load.toFixed(1)} at the start and ${run.loadEnd.toFixed(1)} at the end.
 
 ${readTable(run.reads)}
 
 ${callTable(run.calls)}
 
 ${transportTable(run.transport)}
+
+${requestTable(run.requests)}
 
 ${backupTable(run.backups)}
 

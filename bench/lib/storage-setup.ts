@@ -157,6 +157,22 @@ export async function registerOnNode(o: {
   return id;
 }
 
+/** A node's requests so far (count, seconds) and of those its clone URL requests (`backend`). */
+export type NodeCounts = { count: number; seconds: number; backend: number };
+
+/**
+ * The node's requests so far, from its metrics: of `route` (as the node labels it), or all but
+ * the probes and /metrics.
+ */
+export const nodeCounter = (n: NodeProcess, route?: string) => async (): Promise<NodeCounts> => {
+  const text = await n.metrics();
+  const labels: Record<string, string> = route === undefined ? {} : { route };
+  const skip = route === undefined ? (l: string) => l.includes('route="/') : undefined;
+  const count = (name: string, only = labels) =>
+    metricSum(text, `triad_storage_request_duration_seconds_${name}`, only, skip);
+  return { count: count('count'), seconds: count('sum'), backend: count('count', { route: 'backend' }) };
+};
+
 /**
  * The sum of a metric's samples in Prometheus text whose labels include every `labels` pair
  * (`name` exactly: `foo_sum`, `foo_count`, `foo_total`); `skip` drops samples by their label text.

@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { VcsKind } from '../../src/vcs/index.ts';
@@ -132,4 +133,22 @@ export async function sideBySide(o: {
     }
   }
   return out;
+}
+
+/** GETs of `url` on one keep-alive connection (anonymous), the body read and dropped. */
+export function getter(): { get: (url: string) => Promise<void>; close: () => void } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = (url: string) =>
+    new Promise<void>((resolve, reject) => {
+      http
+        .get(url, { agent }, (res) => {
+          res.resume();
+          res.on('error', reject);
+          res.on('end', () =>
+            (res.statusCode ?? 500) >= 400 ? reject(new Error(`${url}: ${res.statusCode}`)) : resolve(),
+          );
+        })
+        .on('error', reject);
+    });
+  return { get, close: () => agent.destroy() };
 }
