@@ -20,6 +20,9 @@
  *
  *   npm run bench:storage [-- --iterations 300 --clone-runs 5 --push-runs 9 --backup-pushes 10]
  *                         [--only reads,transport,backup] [--kinds git,hg,fossil] [--no-record]
+ *                         [--cpu-prof DIR]
+ *
+ * Only a run of every part and kind is recorded.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -330,7 +333,9 @@ try {
   await fs.rm(tmp, { recursive: true, force: true });
 }
 
-if (!values['no-record'])
+const everything = ['reads', 'transport', 'backup'].every((p) => ONLY.has(p)) && KINDS.length === 3;
+if (!values['no-record'] && !everything) console.log('not recorded: only a run of every part and kind is');
+if (!values['no-record'] && everything)
   await recordSection({
     started,
     load,
