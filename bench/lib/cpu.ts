@@ -4,9 +4,10 @@ import fs from 'node:fs/promises';
  * CPU milliseconds used so far by this process and every live process below it (with what their
  * reaped children used): the benchmark's clients, the servers it started, Triad's backends,
  * worker and command-server processes and its embedded PostgreSQL. Unlike wall-clock time it does
- * not grow with the machine's load. Linux /proc, 100 ticks per second.
+ * not grow with the machine's load. Linux /proc, 100 ticks per second. `root`: another process's
+ * tree instead (a server the benchmark started, with its readers and backends).
  */
-export async function treeCpuMs(): Promise<number> {
+export async function treeCpuMs(root = process.pid): Promise<number> {
   const fields = (stat: string) => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const procs: { pid: number; ppid: number; ticks: number }[] = [];
   for (const name of await fs.readdir('/proc')) {
@@ -18,7 +19,7 @@ export async function treeCpuMs(): Promise<number> {
     const ticks = [11, 12, 13, 14].reduce((a, i) => a + Number(f[i] ?? 0), 0);
     procs.push({ pid: Number(name), ppid: Number(f[1]), ticks });
   }
-  const inTree = new Set([process.pid]);
+  const inTree = new Set([root]);
   let total = 0;
   for (let grew = true; grew;) {
     grew = false;
