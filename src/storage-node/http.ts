@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CgiResult } from '../vcs/process/cgi.ts';
+import type { Logger } from 'pino';
 import { BACKEND } from '../vcs/remote/wire.ts';
 
 /** A request the node refuses itself, with its status. */
@@ -80,4 +81,22 @@ export function json(
     ...headers,
   });
   res.end(data);
+}
+
+/** Answers a failed request: a refusal with its status, malformed JSON 400, anything else 500 (logged). */
+export function fail(res: ServerResponse, e: unknown, log: Logger): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (e instanceof Refused) {
+    json(res, e.status, { error: { code: 'refused', message: e.message } }, e.headers);
+    return;
+  }
+  if (e instanceof SyntaxError) {
+    json(res, 400, { error: { code: 'bad_request', message: 'malformed JSON' } });
+    return;
+  }
+  log.error({ err: e }, 'storage node request failed');
+  json(res, 500, { error: { code: 'internal', message: e instanceof Error ? e.message : 'failed' } });
 }

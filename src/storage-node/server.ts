@@ -40,7 +40,7 @@ import {
 } from '../vcs/remote/wire.ts';
 import { RepoLocks } from './locks.ts';
 import { invoke, resolveThen } from './calls.ts';
-import { digest, exists, finish, json, readBody, Refused, signalOf, text } from './http.ts';
+import { digest, exists, fail, finish, json, readBody, Refused, signalOf, text } from './http.ts';
 import { exportRepository, importRepository, releaseRepository } from './copies.ts';
 
 export type NodeDeps = {
@@ -71,6 +71,11 @@ const LEAVE_WAIT_MS = 60_000;
 export class StorageNodeServer {
   private readonly d: NodeDeps;
   readonly locks = new RepoLocks();
+  /**
+   * Repositories seen on the volume since the start: only this process adds or removes them
+   * (a restore only adds), so a read need not look at the disk again (a stat per call).
+   */
+  private readonly known = new Set<string>();
   private readonly secretHash: Buffer;
 
   constructor(deps: NodeDeps) {
@@ -86,7 +91,7 @@ export class StorageNodeServer {
       .then(
         () => 'ok',
         (e: unknown) => {
-          this.fail(res, e);
+          fail(res, e, this.d.log);
           return e instanceof Refused ? String(e.status) : 'error';
         },
       )
@@ -131,6 +136,7 @@ export class StorageNodeServer {
         try {
           await this.locks.run(repo, async () => {
             await importRepository({ root: this.d.root, repo, from, secret: this.d.secret, work: ws.dir });
+            this.known.add(repo);
             this.d.vcs.invalidate(path.join(this.d.root, repo));
           });
         } finally {
@@ -166,8 +172,15 @@ export class StorageNodeServer {
   private async repo(repo: string | null | undefined, kind: string | null | undefined, create = false) {
     const name = this.name(repo, kind);
     const dir = path.join(this.d.root, name);
-    if (!create && (this.locks.isLeaving(name) || !(await exists(dir)))) throw notHere();
+    if (!create && (this.locks.isLeaving(name) || !(await this.present(name, dir)))) throw notHere();
     return { repo: name, dir, kind: kind as VcsKind, id: Number(REPO_NAME.exec(name)![1]) };
+  }
+
+  private async present(name: string, dir: string): Promise<boolean> {
+    if (this.known.has(name)) return true;
+    if (!(await exists(dir))) return false;
+    this.known.add(name);
+    return true;
   }
 
   /**
@@ -239,6 +252,7 @@ export class StorageNodeServer {
     // reads under way end first (a clone's request that began here), new ones go to the row's node
     await this.locks.leave(r.repo, LEAVE_WAIT_MS, async () => {
       this.d.vcs.invalidate(r.dir);
+      this.known.delete(r.repo);
       await releaseRepository(this.d.root, r.repo);
     });
     if (opts.keepBackup !== true) await this.d.dropBackup?.(r.id);
@@ -375,22 +389,5 @@ export class StorageNodeServer {
     }
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     await pipeline(body, res);
-  }
-
-  private fail(res: ServerResponse, e: unknown): void {
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    if (e instanceof Refused) {
-      json(res, e.status, { error: { code: 'refused', message: e.message } }, e.headers);
-      return;
-    }
-    if (e instanceof SyntaxError) {
-      json(res, 400, { error: { code: 'bad_request', message: 'malformed JSON' } });
-      return;
-    }
-    this.d.log.error({ err: e }, 'storage node request failed');
-    json(res, 500, { error: { code: 'internal', message: e instanceof Error ? e.message : 'failed' } });
   }
 }
