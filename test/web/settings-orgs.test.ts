@@ -97,7 +97,8 @@ describe('organizations and repositories', () => {
     await expect(w.page.getByRole('alert').textContent()).resolves.toContain('already exists');
     expect(await w.page.getByLabel('Description').inputValue()).toBe('again');
     expect(await w.page.getByLabel(/^Fossil/).isChecked()).toBe(true);
-  });
+    // four pages made and checked (axe, keyboard) in a real browser: over a minute on a loaded machine
+  }, 150_000);
 
   test('when a user in no organization opens the form, then it says to make an organization first', async () => {
     const lonely = await webUser(ts);
