@@ -77,6 +77,13 @@ export function ownedLabel(key: string): boolean {
 }
 
 const STEP_OWNED_CONTAINER_FIELDS = ['image', 'command', 'args', 'workingDir'] as const;
+/** The reasons the AgentPool CRD gives too. */
+const WHY_OWNED = {
+  image: 'the pipeline file names it',
+  command: "the executor runs the pipeline's commands",
+  args: "the executor runs the pipeline's commands",
+  workingDir: 'steps run in the checkout',
+} as const;
 
 function named(list: unknown, name: string): Obj | undefined {
   return Array.isArray(list)
@@ -125,8 +132,7 @@ export function stepTemplateProblems(t: unknown): string[] {
       continue;
     }
     for (const f of STEP_OWNED_CONTAINER_FIELDS)
-      if (c[f] !== undefined)
-        problems.push(`spec cannot set the step container's ${f}: the executor runs the pipeline's step`);
+      if (c[f] !== undefined) problems.push(`spec cannot set the step container's ${f}: ${WHY_OWNED[f]}`);
   }
   if (named(spec.initContainers, CLONE_CONTAINER) !== undefined)
     problems.push(
