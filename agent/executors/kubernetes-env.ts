@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { KubernetesExecutorOptions } from './kubernetes.ts';
 import { defaultPodSpecOptions } from './pod-spec.ts';
+import { stepTemplateProblems, type PodTemplate } from './pod-template.ts';
 
 /** The Kubernetes executor's configuration: its TRIAD_AGENT_* environment variables. */
 
@@ -73,6 +74,7 @@ const envSchema = z.object({
   TRIAD_AGENT_RUN_AS_NON_ROOT: bool.optional(),
   TRIAD_AGENT_FS_GROUP: z.union([z.literal('none'), z.coerce.number().int().min(0)]).optional(),
   TRIAD_AGENT_IMAGE_PULL_SECRETS: z.string().optional(),
+  TRIAD_AGENT_STEP_TEMPLATE: z.string().optional(),
   TRIAD_AGENT_INSTANCE: z.string().min(1).optional(),
   POD_NAME: z.string().min(1).optional(),
   POD_NAMESPACE: z.string().min(1).optional(),
@@ -107,6 +109,21 @@ function readNamespaceFile(file: string): string | undefined {
   }
 }
 
+/** TRIAD_AGENT_STEP_TEMPLATE: JSON `{metadata, spec}`; what the executor owns is refused. */
+function parseStepTemplate(raw: string | undefined, problems: string[]): PodTemplate | undefined {
+  if (raw === undefined) return undefined;
+  let t: unknown;
+  try {
+    t = JSON.parse(raw);
+  } catch {
+    problems.push('TRIAD_AGENT_STEP_TEMPLATE: must be JSON: {"metadata": {...}, "spec": {...}}');
+    return undefined;
+  }
+  const found = stepTemplateProblems(t);
+  for (const p of found) problems.push(`TRIAD_AGENT_STEP_TEMPLATE: ${p}`);
+  return found.length === 0 ? (t as PodTemplate) : undefined;
+}
+
 /**
  * Parses the executor's TRIAD_AGENT_* variables (an empty variable counts as unset); a bad value
  * fails with every problem listed. Pure but for reading the service account's namespace file.
@@ -130,6 +147,9 @@ export function parseKubernetesEnv(
       problems.push('TRIAD_AGENT_TOLERATIONS: must be a JSON array of tolerations');
     }
   }
+  const stepTemplate = parsed.success
+    ? parseStepTemplate(parsed.data.TRIAD_AGENT_STEP_TEMPLATE, problems)
+    : undefined;
   if (!parsed.success || problems.length > 0)
     throw new Error(`invalid kubernetes executor configuration: ${problems.join('; ')}`);
   const e = parsed.data;
@@ -161,6 +181,7 @@ export function parseKubernetesEnv(
       .map((s) => s.trim())
       .filter((s) => s !== ''),
     instance: e.TRIAD_AGENT_INSTANCE ?? e.POD_NAME ?? os.hostname(),
+    stepTemplate,
   });
   const inCluster = e.KUBERNETES_SERVICE_HOST !== undefined && e.KUBECONFIG === undefined;
   return {

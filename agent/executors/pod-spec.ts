@@ -14,6 +14,7 @@ import type {
   V1Toleration,
 } from '@kubernetes/client-node';
 import { cloneScript, type Job, type JobStep, stepScript } from '../types.ts';
+import { applyStepTemplate, type PodTemplate } from './pod-template.ts';
 
 export { stepScript };
 
@@ -63,6 +64,8 @@ export type PodSpecOptions = {
   instance?: string | undefined;
   /** The agent's own pod, so that Kubernetes garbage-collects the objects when the agent pod goes. */
   owner?: V1OwnerReference | undefined;
+  /** Labels, annotations and a strategic-merge pod spec patch for every step pod (pod-template.ts). */
+  stepTemplate?: PodTemplate | undefined;
 };
 
 export const DEFAULT_CLONE_IMAGE = 'triad:latest';
@@ -264,7 +267,7 @@ export function stepPod(
     ...(res === undefined ? {} : { resources: res }),
   };
   const labels = { ...baseLabels(job.pipeline_id, opts), [LABEL_STEP]: String(step.number) };
-  return {
+  const pod: V1Pod = {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
@@ -301,6 +304,7 @@ export function stepPod(
       ],
     },
   };
+  return applyStepTemplate(pod, opts.stepTemplate);
 }
 
 // ---- reading a step pod's status ----

@@ -21,6 +21,7 @@ import {
   stepNamespace,
   type AgentPool,
 } from './types.ts';
+import { applyAgentTemplate } from './agent-template.ts';
 
 /**
  * The objects a pool is made of, as server-side apply bodies: the agents' ServiceAccount, a
@@ -110,7 +111,7 @@ export function deployment(
   const steps = s.steps ?? {};
   const r = steps.resources;
   const selector = { [LABEL_POOL]: pool.metadata!.name!, 'app.kubernetes.io/component': 'agent' };
-  return {
+  const d: V1Deployment & KubernetesObject = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: meta(pool, n.agents),
@@ -163,6 +164,10 @@ export function deployment(
                 ...env('TRIAD_AGENT_CPU_LIMIT', r?.limits?.cpu),
                 ...env('TRIAD_AGENT_MEMORY_REQUEST', r?.requests?.memory),
                 ...env('TRIAD_AGENT_MEMORY_LIMIT', r?.limits?.memory),
+                ...env(
+                  'TRIAD_AGENT_STEP_TEMPLATE',
+                  s.stepTemplate === undefined ? undefined : JSON.stringify(s.stepTemplate),
+                ),
               ],
               readinessProbe: { httpGet: { path: '/healthz', port: 'metrics' }, periodSeconds: 10 },
               ...(s.resources === undefined ? {} : { resources: s.resources }),
@@ -179,4 +184,7 @@ export function deployment(
       },
     },
   };
+  // spec.template goes after the pool's other fields; what the operator owns is put back.
+  d.spec!.template = applyAgentTemplate(d.spec!.template, s.template);
+  return d;
 }

@@ -8,6 +8,8 @@ import {
   type V1Toleration,
 } from '@kubernetes/client-node';
 import { MAX_LABELS, validLabelKey, validLabelValue } from '../pipelines/labels.ts';
+import { stepTemplateProblems, type PodTemplate } from '../../agent/executors/pod-template.ts';
+import { agentTemplateProblems } from './agent-template.ts';
 
 /** The AgentPool custom resource (`triad.dev/v1alpha1`): its spec, status and the names derived from it. */
 export const GROUP = 'triad.dev';
@@ -63,6 +65,10 @@ export type AgentPoolSpec = {
   /** Resources of the agent container itself. */
   resources?: V1ResourceRequirements;
   steps?: StepSettings;
+  /** Labels, annotations and a strategic-merge pod spec patch for the agent pods (agent-template.ts). */
+  template?: PodTemplate;
+  /** The same for every step pod, passed to the agents as TRIAD_AGENT_STEP_TEMPLATE. */
+  stepTemplate?: PodTemplate;
 };
 
 export type AgentPoolStatus = {
@@ -139,7 +145,17 @@ export function specProblem(pool: AgentPool, stepNamespaces: readonly string[] =
   if (labels !== undefined) return labels;
   const podLabels = labelsProblem('podLabels', pool.spec.podLabels, Number.MAX_SAFE_INTEGER);
   if (podLabels !== undefined) return podLabels;
+  const template = templateProblem(pool);
+  if (template !== undefined) return template;
   return stepNamespaceProblem(pool, stepNamespaces);
+}
+
+/** The first reason `spec.template` or `spec.stepTemplate` cannot be used (the CRD says the same). */
+export function templateProblem(pool: AgentPool): string | undefined {
+  const agent = agentTemplateProblems(pool.spec.template)[0];
+  if (agent !== undefined) return `template: ${agent}`;
+  const step = stepTemplateProblems(pool.spec.stepTemplate)[0];
+  return step === undefined ? undefined : `stepTemplate: ${step}`;
 }
 
 /** Why the pool's step namespace is not allowed (its own, one of `stepNamespaces`, or any with `*`). */
