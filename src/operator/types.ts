@@ -63,6 +63,8 @@ export type AgentPoolSpec = {
   /** Resources of the agent container itself. */
   resources?: V1ResourceRequirements;
   steps?: StepSettings;
+  /** Pins the pool at this many agents (the `scale` subresource); unset: the queue scales it. */
+  replicas?: number;
 };
 
 export type AgentPoolStatus = {
@@ -74,6 +76,8 @@ export type AgentPoolStatus = {
   running?: number;
   agentId?: number;
   agentName?: string;
+  /** The agent pods' label selector (the `scale` subresource's, for autoscalers). */
+  selector?: string;
   conditions?: V1Condition[];
 };
 
