@@ -161,8 +161,10 @@ export function scaleMessage(from: number, to: number, c: ScaleCause): string {
   const need = Math.ceil((pending + running) / Math.max(1, c.capacity));
   if (c.busy > need) parts.push(`${plural(c.busy, 'agent', 'agents')} busy`);
   const asked = Math.max(need, c.busy);
-  if (asked > c.max && to === c.max) parts.push(`at most ${c.max} (maxReplicas)`);
+  // (a count above maxReplicas, left by spec.replicas, comes down to it at once)
+  const capped = to === c.max && (asked > c.max || from > c.max);
+  if (capped) parts.push(`at most ${c.max} (maxReplicas)`);
   if (asked < c.min && to === c.min) parts.push(`at least ${c.min} (minReplicas)`);
-  if (to < from) parts.push(`after ${c.delaySeconds} s with less work`);
+  if (to < from && !capped) parts.push(`after ${c.delaySeconds} s with less work`);
   return head + parts.join(', ');
 }

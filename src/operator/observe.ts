@@ -65,7 +65,7 @@ export class OperatorMetrics {
   constructor() {
     const registers = [this.registry];
     const pool = ['namespace', 'pool'];
-    client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_operator_process_' });
+    client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_operator_' });
     this.pools = new client.Gauge({ name: 'triad_operator_pools', help: 'AgentPools watched', registers });
     this.leader = new client.Gauge({
       name: 'triad_operator_leader',
