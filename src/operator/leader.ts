@@ -64,6 +64,7 @@ export class LeaderElector {
   }
 
   start(): void {
+    this.lastRound = Date.now();
     const tick = async () => {
       if (this.stopped) return;
       try {

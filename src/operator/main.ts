@@ -40,7 +40,8 @@ const envSchema = z.object({
  * (TRIAD_OPERATOR_NAMESPACE, else the pod's, else `default`); the leader reconciles every pool of
  * the cluster. It talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's
  * `server`, which is what the agents use), with a site administrator's token. A replica that
- * loses the lease exits, so its restart starts clean as a follower.
+ * loses the lease exits, so its restart starts clean as a follower. Every replica serves `/healthz`,
+ * `/readyz` and `/metrics` on TRIAD_OPERATOR_METRICS_PORT (docs/operator.md#observing-the-operator).
  */
 export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const env = withSecrets(given);
