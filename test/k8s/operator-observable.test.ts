@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
-import { CHART, clients, helmOk, kubectlOk, waitFor } from './harness/kube.ts';
+import { CHART, clients, helmOk, kubectl, kubectlOk, waitFor } from './harness/kube.ts';
+import { installCrds } from './harness/objects.ts';
 import { operatorWorld } from './harness/operator-world.ts';
 import { condition, createPool, deploymentReplicas, operatorPort, waitForPool } from './harness/operator.ts';
 
@@ -172,7 +173,7 @@ describe('the operator observable', () => {
   test('when the chart runs the operator with monitoring on, then its container has the probes and metrics port, a PodMonitor scrapes it and its rules allow Events', async () => {
     const docs = parseAllDocuments(
       await helmOk([
-        ...['template', 't', CHART, '-n', 'triad', '--set', 'agent.mode=operator'],
+        ...['template', 't', CHART, '-n', w.ns, '--set', 'agent.mode=operator'],
         ...['--set', 'secrets.adminToken=x', '--set', 'metrics.podMonitor.enabled=true'],
       ]),
     ).map((d) => d.toJS());
@@ -199,10 +200,17 @@ describe('the operator observable', () => {
       },
       podMetricsEndpoints: [{ port: 'metrics', path: '/metrics', interval: '30s' }],
     });
-    expect(find('ClusterRole', 't-triad-operator-triad').rules).toContainEqual({
+    expect(find('ClusterRole', `t-triad-operator-${w.ns}`).rules).toContainEqual({
       apiGroups: [''],
       resources: ['events'],
       verbs: ['create', 'patch'],
     });
+    // the API server accepts both as they are (the Prometheus operator's CRD validates the PodMonitor)
+    await installCrds();
+    const input = [find('Deployment', 't-triad-operator'), find('PodMonitor', 't-triad-operator')]
+      .map((d) => JSON.stringify(d))
+      .join('\n');
+    const r = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-f', '-'], { input });
+    expect([r.code, r.stderr]).toEqual([0, '']);
   });
 });
