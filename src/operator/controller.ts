@@ -11,6 +11,7 @@ import {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { formatLabels } from '../pipelines/labels.ts';
+import { NO_OBSERVER, ReportedError, type OperatorMetrics, type PoolObserver } from './observe.ts';
 import { Reconciler } from './reconciler.ts';
 import { QueueWatcher } from './scaling.ts';
 import type { TriadApi } from './triad-api.ts';
@@ -36,6 +37,9 @@ export type ControllerOptions = {
   stepNamespaces: readonly string[];
   /** Only the pools (and objects) of this namespace; undefined: the whole cluster. */
   namespace?: string | undefined;
+  /** Events and metrics of the pools (none: nothing reported). */
+  observer?: PoolObserver;
+  metrics?: OperatorMetrics;
 };
 
 /**
@@ -56,6 +60,10 @@ export class Controller {
   private wake: (() => void) | undefined;
   private running = false;
   private resync: NodeJS.Timeout | undefined;
+  /** Local time the current reconcile started (undefined while waiting): what liveness looks at. */
+  reconcilingSince: number | undefined;
+  /** Every watch has listed its objects once. */
+  synced = false;
 
   private readonly api: TriadApi;
   private readonly log: Logger;
@@ -76,6 +84,7 @@ export class Controller {
       },
       sweepGraceMs: o.sweepGraceMs,
       stepNamespaces: o.stepNamespaces,
+      observer: o.observer,
     });
     const ns = o.namespace;
     const at = (group: string, plural: string) =>
@@ -140,6 +149,8 @@ export class Controller {
       });
       await inf.start();
     }
+    this.synced = true;
+    this.o.metrics?.pools.set(this.pools.list().length);
     this.resync = setInterval(() => {
       for (const p of this.pools.list()) this.enqueue(keyOf(p));
     }, this.o.resyncMs);
@@ -220,6 +231,9 @@ export class Controller {
 
   private async reconcileKey(key: string): Promise<void> {
     const [namespace, name] = key.split('/') as [string, string];
+    this.reconcilingSince = Date.now();
+    const timer = this.o.metrics?.reconcileDuration.startTimer();
+    let result = 'ok';
     try {
       const pool = (await this.custom
         .getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name })
@@ -228,14 +242,24 @@ export class Controller {
           throw err;
         })) as AgentPool | undefined;
       this.syncWatchers();
+      this.o.metrics?.pools.set(this.pools.list().length);
       if (pool === undefined) {
         this.reconciler.timer.forget(key);
+        this.o.metrics?.forgetPool(namespace, name);
         return;
       }
       const r = await this.reconciler.reconcile(pool);
       this.failures.delete(key);
       if (r.requeueAfterMs !== undefined) this.later(key, r.requeueAfterMs);
     } catch (err) {
+      result = 'error';
+      const pool = this.pools.get(name, namespace);
+      if (!(err instanceof ReportedError) && pool !== undefined)
+        (this.o.observer ?? NO_OBSERVER).failed(
+          pool,
+          'ReconcileFailed',
+          err instanceof Error ? err.message : String(err),
+        );
       const n = (this.failures.get(key) ?? 0) + 1;
       this.failures.set(key, n);
       const wait = Math.min(30_000, 500 * 2 ** Math.min(n, 6));
@@ -244,6 +268,9 @@ export class Controller {
         'reconcile failed',
       );
       this.later(key, wait);
+    } finally {
+      timer?.({ result });
+      this.reconcilingSince = undefined;
     }
   }
 }

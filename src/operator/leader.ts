@@ -34,6 +34,9 @@ export class LeaderElector {
   private lastHeld = 0;
   /** The holder and renew time last read, and the local time they were first seen. */
   private observed: { holder: string; renewTime: string; at: number } | undefined;
+  /** Local time the last round ended (what liveness looks at) and whether it reached the API server. */
+  lastRound: number | undefined;
+  lastRoundOk = false;
 
   private readonly o: LeaderOptions;
   private readonly log: Logger;
@@ -61,10 +64,12 @@ export class LeaderElector {
   }
 
   start(): void {
+    this.lastRound = Date.now();
     const tick = async () => {
       if (this.stopped) return;
       try {
         const held = await this.tryHold();
+        this.lastRoundOk = true;
         if (held) this.lastHeld = Date.now();
         if (held && !this.leading) {
           this.leading = true;
@@ -76,6 +81,7 @@ export class LeaderElector {
           this.onLose();
         }
       } catch (err) {
+        this.lastRoundOk = false;
         this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'leader election failed');
         // Renewal failing: once another replica may have taken the lease, stop leading.
         if (this.leading && Date.now() - this.lastHeld >= this.renewDeadlineMs) {
@@ -84,6 +90,7 @@ export class LeaderElector {
           this.onLose();
         }
       }
+      this.lastRound = Date.now();
       if (!this.stopped) this.timer = setTimeout(() => void tick(), this.o.retryMs);
     };
     void tick();

@@ -1,10 +1,12 @@
 import os from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createLogger, LOG_FORMATS } from '../telemetry/logger.ts';
 import { z } from 'zod';
 import { withSecrets } from '../secrets.ts';
 import { Controller } from './controller.ts';
+import { EventRecorder } from './events.ts';
 import { LeaderElector } from './leader.ts';
+import { health, OperatorMetrics, poolObserver } from './observe.ts';
 import { TriadApi } from './triad-api.ts';
 
 const envSchema = z.object({
@@ -27,6 +29,8 @@ const envSchema = z.object({
         .map((x) => x.trim())
         .filter((x) => x !== ''),
     ),
+  TRIAD_OPERATOR_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9090),
+  TRIAD_OPERATOR_STUCK_SECONDS: z.coerce.number().positive().default(300),
   LOG_LEVEL: z.string().default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
 });
@@ -36,7 +40,8 @@ const envSchema = z.object({
  * (TRIAD_OPERATOR_NAMESPACE, else the pod's, else `default`); the leader reconciles every pool of
  * the cluster. It talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's
  * `server`, which is what the agents use), with a site administrator's token. A replica that
- * loses the lease exits, so its restart starts clean as a follower.
+ * loses the lease exits, so its restart starts clean as a follower. Every replica serves `/healthz`,
+ * `/readyz` and `/metrics` on TRIAD_OPERATOR_METRICS_PORT (docs/operator.md#observing-the-operator).
  */
 export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const env = withSecrets(given);
@@ -51,13 +56,17 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const api = new TriadApi(e.TRIAD_OPERATOR_SERVER, e.TRIAD_OPERATOR_TOKEN);
+  const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
+  const metrics = new OperatorMetrics();
+  const events = new EventRecorder(kc.makeApiClient(CoreV1Api), identity, log);
   const controller = new Controller(kc, api, log, {
     resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
     sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
     namespace: e.TRIAD_OPERATOR_WATCH_NAMESPACE,
     stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
+    observer: poolObserver(metrics, events),
+    metrics,
   });
-  const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
   const leaseSeconds = e.TRIAD_OPERATOR_LEASE_SECONDS;
   const elector = new LeaderElector(
     kc,
@@ -70,6 +79,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     },
     log,
     () => {
+      metrics.leader.set(1);
       controller.start().catch((err: unknown) => {
         log.error({ err }, 'controller failed to start');
         process.exit(1);
@@ -81,10 +91,30 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     },
   );
   elector.start();
+  const stuckMs = e.TRIAD_OPERATOR_STUCK_SECONDS * 1000;
+  const probe = () =>
+    health(
+      {
+        reconcilingSince: controller.reconcilingSince,
+        electionTick: elector.lastRound,
+        synced: controller.synced,
+        leader: elector.isLeader,
+        electionOk: elector.lastRoundOk,
+      },
+      Date.now(),
+      stuckMs,
+    );
+  metrics.serve(e.TRIAD_OPERATOR_METRICS_PORT, probe).then(
+    () => log.info({ port: metrics.port }, 'serving /healthz, /readyz and /metrics'),
+    (err: unknown) => {
+      log.error({ err, port: e.TRIAD_OPERATOR_METRICS_PORT }, 'cannot serve /healthz, /readyz and /metrics');
+      process.exit(1);
+    },
+  );
   log.info({ identity, server: api.server }, 'Triad operator started');
   const stop = (signal: string) => {
     log.info({ signal }, 'stopping');
-    void Promise.all([controller.stop(), elector.stop()]).finally(() => process.exit(0));
+    void Promise.all([controller.stop(), elector.stop(), metrics.close()]).finally(() => process.exit(0));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -11,7 +11,9 @@ import {
 import type { Logger } from 'pino';
 import { formatLabels } from '../pipelines/labels.ts';
 import { deployment, role, roleBinding, serviceAccount, tokenSecret } from './resources.ts';
-import { busyInstances, ScaleDownTimer, wantedReplicas } from './scaling.ts';
+import { scaleMessage } from './events.ts';
+import { NO_OBSERVER, ReportedError, type PoolObserver } from './observe.ts';
+import { agentSelector, busyInstances, ScaleDownTimer, wantedReplicas } from './scaling.ts';
 import { sweepSteps, markBusyAgents } from './sweeper.ts';
 import type { QueueFigures, RegisteredAgent, TriadApi } from './triad-api.ts';
 import {
@@ -44,6 +46,8 @@ export type ReconcileDeps = {
   sweepGraceMs: number;
   /** Namespaces besides a pool's own where its steps may run (`*`: any). */
   stepNamespaces: readonly string[];
+  /** Events, metrics (none: nothing reported). */
+  observer?: PoolObserver;
 };
 
 /**
@@ -60,9 +64,11 @@ export class Reconciler {
   readonly timer = new ScaleDownTimer();
 
   private readonly d: ReconcileDeps;
+  private readonly obs: PoolObserver;
 
   constructor(d: ReconcileDeps) {
     this.d = d;
+    this.obs = d.observer ?? NO_OBSERVER;
     this.objects = KubernetesObjectApi.makeApiClient(d.kc);
     this.core = d.kc.makeApiClient(CoreV1Api);
     this.apps = d.kc.makeApiClient(AppsV1Api);
@@ -99,6 +105,7 @@ export class Reconciler {
     }
     const problem = specProblem(pool, this.d.stepNamespaces);
     if (problem !== undefined) {
+      this.obs.failed(pool, 'InvalidSpec', problem);
       await this.writeStatus(pool, {}, [
         cond('Ready', false, 'InvalidSpec', problem),
         cond('Scaling', false, 'InvalidSpec', 'the pool is not scaled until its spec is fixed'),
@@ -117,6 +124,7 @@ export class Reconciler {
       agent = await this.registration(pool, agents);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
+      this.obs.failed(pool, 'RegistrationFailed', message);
       await this.writeStatus(pool, {}, [
         cond('Ready', false, 'ServerUnavailable', message),
         cond('Degraded', true, 'ServerUnavailable', message),
@@ -138,7 +146,12 @@ export class Reconciler {
     let recheck: number | undefined;
     let downAt: number | undefined;
     let wanted = replicas;
-    if (q.figures !== undefined) {
+    // spec.replicas pins the pool (the scale subresource): used as is, the queue does not scale it
+    const pinned = pool.spec.replicas;
+    if (pinned !== undefined) {
+      this.timer.forget(keyOf(pool));
+      replicas = wanted = pinned;
+    } else if (q.figures !== undefined) {
       wanted = wantedReplicas(
         q.figures,
         { capacity: s.capacity, min: s.minReplicas, max: s.maxReplicas },
@@ -149,12 +162,23 @@ export class Reconciler {
       recheck = decided.recheckInMs;
       downAt = decided.downAt;
     }
-    replicas = Math.min(s.maxReplicas, Math.max(s.minReplicas, replicas));
+    if (pinned === undefined) replicas = Math.min(s.maxReplicas, Math.max(s.minReplicas, replicas));
     const d = deployment(pool, replicas, this.d.api.server);
     d.spec!.template.metadata!.annotations = { [ANNOTATION_AGENT_ID]: String(agent.id) };
     // Busy agents get their deletion cost before a lower replica count lets the ReplicaSet choose.
     await markBusyAgents(this.core, pool, agent);
     const applied = await this.apply(d);
+    const before = existing?.spec?.replicas ?? 0;
+    if (replicas !== before) {
+      const cause = {
+        min: s.minReplicas,
+        max: s.maxReplicas,
+        capacity: s.capacity,
+        busy: busyInstances(agent),
+      };
+      const why = { ...cause, pinned, figures: q.figures, delaySeconds: s.scaleDownDelaySeconds };
+      this.obs.scaled(pool, before, replicas, scaleMessage(before, replicas, why));
+    }
 
     await sweepSteps(this.core, pool, stepNamespace(pool), agent, this.d.sweepGraceMs, this.d.log);
 
@@ -185,24 +209,40 @@ export class Reconciler {
               // an absolute time: the status stays the same while the delay runs
               `less work: down to ${wanted} at ${new Date(downAt ?? 0).toISOString()} unless it returns`,
             )
-          : cond('Scaling', false, 'Stable', `${replicas} agents for the queue`),
+          : cond(
+              'Scaling',
+              false,
+              'Stable',
+              `${replicas} agents ${pinned === undefined ? 'for the queue' : '(pinned)'}`,
+            ),
       q.error !== undefined
         ? cond('Degraded', true, 'QueueUnavailable', q.error)
         : cond('Degraded', false, 'AsExpected', 'the pool is reconciled'),
+      pinned === undefined
+        ? cond(
+            'Pinned',
+            false,
+            'QueueScaling',
+            'the queue scales the pool within minReplicas and maxReplicas',
+          )
+        : cond(
+            'Pinned',
+            true,
+            'SpecReplicas',
+            `spec.replicas pins the pool at ${pinned}: the queue does not scale it`,
+          ),
     ];
-    await this.writeStatus(
-      pool,
-      {
-        replicas: have,
-        readyReplicas: ready,
-        desiredReplicas: replicas,
-        pending: q.figures?.pending ?? 0,
-        running: q.figures?.running ?? 0,
-        agentId: agent.id,
-        agentName: agent.name,
-      },
-      conditions,
-    );
+    const fields: AgentPoolStatus = {
+      replicas: have,
+      readyReplicas: ready,
+      desiredReplicas: replicas,
+      pending: q.figures?.pending ?? 0,
+      running: q.figures?.running ?? 0,
+      agentId: agent.id,
+      agentName: agent.name,
+    };
+    await this.writeStatus(pool, fields, conditions);
+    this.obs.reconciled(pool, fields, pinned !== undefined);
     // While agents start or stop, look again soon (the Deployment's informer also wakes us).
     return { requeueAfterMs: recheck ?? (scaling ? 2000 : undefined) };
   }
@@ -258,7 +298,8 @@ export class Reconciler {
           cond('Ready', false, 'Deleting', 'the pool is being deleted'),
           cond('Degraded', true, 'DeregistrationFailed', message),
         ]).catch(() => undefined);
-        throw err;
+        this.obs.failed(pool, 'DeregistrationFailed', message);
+        throw new ReportedError(message);
       }
     }
     // (never in a namespace the pool was not allowed: nothing was made there, and a Role of that
@@ -314,6 +355,7 @@ export class Reconciler {
     });
     const status: AgentPoolStatus = {
       ...fields,
+      selector: agentSelector(pool),
       observedGeneration: pool.metadata!.generation,
       conditions: merged,
     };

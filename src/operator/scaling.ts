@@ -1,5 +1,14 @@
 import type { Logger } from 'pino';
 import type { QueueFigures, RegisteredAgent, TriadApi } from './triad-api.ts';
+import { LABEL_POOL, type AgentPool } from './types.ts';
+
+/**
+ * The agent pods' label selector as a string (`status.selector`, what the `scale` subresource
+ * gives autoscalers): the agents Deployment's own selector (resources.ts).
+ */
+export function agentSelector(pool: AgentPool): string {
+  return `${LABEL_POOL}=${pool.metadata!.name!},app.kubernetes.io/component=agent`;
+}
 
 /**
  * Replicas the work asks for: `clamp(max(ceil((pending + running) / capacity), busy), min, max)`.

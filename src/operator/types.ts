@@ -69,6 +69,8 @@ export type AgentPoolSpec = {
   template?: PodTemplate;
   /** The same for every step pod, passed to the agents as TRIAD_AGENT_STEP_TEMPLATE. */
   stepTemplate?: PodTemplate;
+  /** Pins the pool at this many agents (the `scale` subresource); unset: the queue scales it. */
+  replicas?: number;
 };
 
 export type AgentPoolStatus = {
@@ -80,6 +82,8 @@ export type AgentPoolStatus = {
   running?: number;
   agentId?: number;
   agentName?: string;
+  /** The agent pods' label selector (the `scale` subresource's, for autoscalers). */
+  selector?: string;
   conditions?: V1Condition[];
 };
 

@@ -344,6 +344,7 @@ describe('agent.mode=operator', () => {
       'pods',
       'pods/log',
       'persistentvolumeclaims',
+      'events',
     ]);
     const u = await helm(['uninstall', 'o', '-n', ns, '--wait', '--timeout', '2m']);
     expect(u.code).toBe(0);

@@ -176,4 +176,8 @@ true
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [get, list, create, delete]
+# Events on the pools (scaling decisions and failures; repeats patch the count).
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
 {{- end -}}

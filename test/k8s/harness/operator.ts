@@ -61,6 +61,8 @@ export function startOperator(o: {
       POD_NAME: o.identity ?? `operator-${process.pid}-${Math.random().toString(36).slice(2, 7)}`,
       KUBECONFIG: o.kubeconfig ?? cluster().kubeconfig,
       LOG_LEVEL: 'info',
+      // /healthz, /readyz and /metrics on a port of the system's choice (see operatorPort)
+      TRIAD_OPERATOR_METRICS_PORT: '0',
       ...o.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -78,6 +80,18 @@ export function startOperator(o: {
       return exited;
     },
   };
+}
+
+/** The port an operator serves /healthz, /readyz and /metrics on (from its log). */
+export function operatorPort(op: OperatorProcess): Promise<number> {
+  return waitFor('the operator serving its probes', () => {
+    const line = op
+      .log()
+      .split('\n')
+      .find((l) => l.includes('serving /healthz, /readyz and /metrics'));
+    const port = /"port":(\d+)/.exec(line ?? '')?.[1];
+    return Promise.resolve(port === undefined ? undefined : Number(port));
+  });
 }
 
 const custom = () => clients().kc.makeApiClient(CustomObjectsApi);
