@@ -63,6 +63,7 @@ function countingProxy(plane: ControlPlane) {
       },
       (r) => {
         res.writeHead(r.statusCode ?? 502, r.headers);
+        res.flushHeaders(); // a watch answers its headers at once
         r.pipe(res);
         r.on('error', () => res.destroy());
       },
@@ -206,6 +207,7 @@ try {
       `${running.perStepMinute.toFixed(1)} | ${pending.perStepMinute.toFixed(1)} |`,
   );
 } finally {
+  await sleep(6000); // the executors' watches end a few seconds after their last step
   proxy.server.closeAllConnections();
   proxy.server.close();
   await plane.stop();

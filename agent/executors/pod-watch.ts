@@ -39,6 +39,16 @@ export type PodRef = { name: string; read: number };
  */
 class GuardedWatch extends Watch {
   open = false;
+  /** The API server ends each watch after this long (the informer watches on from there). */
+  static readonly SERVER_TIMEOUT_S = 300;
+
+  constructor(kc: KubeConfig) {
+    super(kc);
+    // client-node drops a watch quiet for 30 s; step pods are quiet for minutes while they run
+    // (a private field in its types, a plain one at run time)
+    Object.assign(this, { requestTimeoutMs: (GuardedWatch.SERVER_TIMEOUT_S + 30) * 1000 });
+  }
+
   override async watch(
     path: string,
     query: Parameters<Watch['watch']>[1],
@@ -47,7 +57,7 @@ class GuardedWatch extends Watch {
   ): Promise<AbortController> {
     const ctrl = await super.watch(
       path,
-      query,
+      { ...query, timeoutSeconds: GuardedWatch.SERVER_TIMEOUT_S, allowWatchBookmarks: true },
       (phase, obj: unknown, w) => {
         if (typeof obj === 'object' && obj !== null) callback(phase, obj, w);
       },

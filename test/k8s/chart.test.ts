@@ -343,6 +343,7 @@ describe('agent.mode=operator', () => {
       'roles,rolebindings',
       'pods',
       'pods/log',
+      'events',
       'persistentvolumeclaims',
     ]);
     const u = await helm(['uninstall', 'o', '-n', ns, '--wait', '--timeout', '2m']);
