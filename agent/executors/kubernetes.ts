@@ -172,7 +172,8 @@ export class KubernetesExecutor implements Executor {
       return { exitCode: EXIT_NOT_STARTED, reason: 'PodDeleted' };
     };
     // 1. Wait until the step container runs (or the pod ends), classifying why it does not start.
-    let lastProgress = Date.now();
+    const t0 = Date.now();
+    let lastProgress = t0;
     let state: StepPodState;
     for (;;) {
       const pod = await this.watch.current(ctx, signal);
@@ -182,12 +183,14 @@ export class KubernetesExecutor implements Executor {
         this.nodes.set(run.job.pipeline_id, node);
       state = stepPodState(pod);
       if (state.kind !== 'pending') break;
-      // why it waits, from its Events (once each); pulling an image or a scale-up stops the timer
+      // why it waits, from its Events (once each, unless it starts soon); a pull or scale-up stops the timer
       const events = this.watch.eventsOf(name);
-      for (const line of eventLines(events, said)) out(line);
       if (state.cloning || pendingPause(events) !== undefined) lastProgress = Date.now();
       const waited = Date.now() - lastProgress;
-      if (state.problem?.fatal === true || waited >= this.o.pendingTimeoutMs) {
+      const ending = state.problem?.fatal === true || waited >= this.o.pendingTimeoutMs;
+      if (ending || Date.now() - t0 >= Math.min(5000, this.o.pendingTimeoutMs / 2))
+        for (const line of eventLines(events, said, node !== undefined)) out(line);
+      if (ending) {
         const why =
           state.problem === undefined
             ? 'Pending'

@@ -32,15 +32,20 @@ function byTime(events: readonly CoreV1Event[]): CoreV1Event[] {
     .map((x) => x.e);
 }
 
+/** Reasons about finding a node: moot once the pod has one. */
+const SCHEDULING_REASONS = new Set(['FailedScheduling', 'TriggeredScaleUp', 'NotTriggerScaleUp']);
+
 /**
  * The `[triad] <reason>: <message>` lines of the events not said yet (by reason and message, so a
- * repeated event is said once), oldest first; adds what it returns to `said`.
+ * repeated event is said once), oldest first; adds what it returns to `said`. Once the pod is
+ * `scheduled`, the scheduler's and autoscaler's earlier words are left out (for example a
+ * FailedScheduling while the workspace volume was being bound).
  */
-export function eventLines(events: readonly CoreV1Event[], said: Set<string>): string[] {
+export function eventLines(events: readonly CoreV1Event[], said: Set<string>, scheduled = false): string[] {
   const lines: string[] = [];
   for (const e of byTime(events)) {
     const reason = e.reason ?? '';
-    if (!REPORTED_REASONS.has(reason)) continue;
+    if (!REPORTED_REASONS.has(reason) || (scheduled && SCHEDULING_REASONS.has(reason))) continue;
     const message = (e.message ?? '').trim();
     const key = `${reason}\n${message}`;
     if (said.has(key)) continue;

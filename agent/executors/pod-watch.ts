@@ -221,17 +221,22 @@ export class PodWatch {
       undefined,
       eventSelector,
     );
+    // indexed by pod (the informer holds them anyway), whichever list comes first
+    const key = (e: CoreV1Event) => e.metadata.uid ?? `${e.metadata.name}`;
     const onEvent = (e: CoreV1Event) => {
       const name = e.involvedObject.name ?? '';
-      const mine = this.waiters.has(name) || this.byPod.has(name) || pods.get(name, ns) !== undefined;
-      if (!mine) return;
       const m = this.byPod.get(name) ?? new Map<string, CoreV1Event>();
-      m.set(e.metadata.uid ?? `${e.reason}/${e.message}`, e);
+      m.set(key(e), e);
       this.byPod.set(name, m);
       this.wake(name);
     };
     events.on('add', onEvent);
     events.on('update', onEvent);
+    events.on('delete', (e: CoreV1Event) => {
+      const m = this.byPod.get(e.involvedObject.name ?? '');
+      m?.delete(key(e));
+      if (m?.size === 0) this.byPod.delete(e.involvedObject.name ?? '');
+    });
     this.pods = { lw: pods, watch: podWatch, delay: 500 };
     this.events = { lw: events, watch: eventWatch, delay: 500 };
     this.run(this.pods, 'step pods');

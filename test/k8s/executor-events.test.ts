@@ -120,12 +120,20 @@ async function podOf(j: Job, stepNumber: number): Promise<string> {
 
 describe('kubernetes executor: why a pod waits, image pulls, workspace placement', () => {
   test('when no node can take the pod, then the step log has the scheduler’s FailedScheduling message and the step fails at the pending timeout', async () => {
-    const ex = executor({ nodeSelector: { 'triad.test/pool': 'none' } });
+    const ex = executor({ nodeSelector: { 'triad.test/pool': 'none' } }, 3000);
     const j = job();
     await ex.prepare(j, new AbortController().signal);
+    // a bound workspace first, so that the scheduler's first word is about the node selector
+    await waitFor('the workspace claim to be bound', async () => {
+      const c = await clients().core.readNamespacedPersistentVolumeClaim({
+        name: `triad-ws-${j.pipeline_id}`,
+        namespace: ns,
+      });
+      return c.status?.phase === 'Bound';
+    });
     const { result, output, ms } = await start(ex, j, step()).done;
     expect(result).toEqual({ exitCode: 125, reason: 'Unschedulable' });
-    expect(ms).toBeGreaterThanOrEqual(2000);
+    expect(ms).toBeGreaterThanOrEqual(3000);
     // the scheduler's Event, said once, before the executor's own conclusion
     const lines = output().split('\n');
     const said = lines.filter((l) => l.startsWith('[triad] FailedScheduling: '));

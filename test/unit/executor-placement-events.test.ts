@@ -94,6 +94,12 @@ describe('Events of a waiting pod', () => {
       '[triad] FailedAttachVolume: Multi-Attach error for volume "pvc-1"\n',
     ]);
     expect(eventLines(more, said)).toEqual([]);
+    // once the pod has a node, what the scheduler said before is moot; the rest is still said
+    const later = [
+      ev('FailedScheduling', 'pod has unbound immediate PersistentVolumeClaims', 1),
+      ev('Pulling', 'Pulling image "a"', 2),
+    ];
+    expect(eventLines(later, new Set(), true)).toEqual(['[triad] Pulling: Pulling image "a"\n']);
   });
 
   test('when an image is being pulled, then the timer stands still until it is pulled or fails', () => {
