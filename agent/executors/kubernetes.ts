@@ -144,7 +144,7 @@ export class KubernetesExecutor implements Executor {
       }
       throw new Error(`creating pod ${name} failed: ${describe(err)}`, { cause: err });
     }
-    const release = this.watch.use();
+    const release = this.watch.use(name);
     try {
       const result = await this.follow(name, run, out);
       await this.deletePod(name);
@@ -158,7 +158,6 @@ export class KubernetesExecutor implements Executor {
       throw err;
     } finally {
       release();
-      this.watch.forget(name);
     }
   }
 

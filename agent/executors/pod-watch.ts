@@ -84,7 +84,8 @@ export class PodWatch {
   private events: Informer<CoreV1Event> | undefined;
   /** Events by pod name, then by event uid. */
   private readonly byPod = new Map<string, Map<string, CoreV1Event>>();
-  /** Pods this watch saw deleted. */
+  /** Pods that steps follow, and those of them this watch saw deleted. */
+  private readonly followed = new Set<string>();
   private readonly deleted = new Set<string>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private users = 0;
@@ -96,9 +97,13 @@ export class PodWatch {
     this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
   }
 
-  /** Starts the watches (unless running); call the returned function when done with them. */
-  use(): () => void {
+  /**
+   * Starts the watches (unless running) for a step following pod `name`; call the returned
+   * function when the step is done with it.
+   */
+  use(name: string): () => void {
     this.users += 1;
+    this.followed.add(name);
     clearTimeout(this.linger);
     this.linger = undefined;
     if (this.pods === undefined) this.start();
@@ -107,6 +112,9 @@ export class PodWatch {
       if (released) return;
       released = true;
       this.users -= 1;
+      this.followed.delete(name);
+      this.byPod.delete(name);
+      this.deleted.delete(name);
       if (this.users > 0) return;
       this.linger = setTimeout(() => this.stop(), this.o.lingerMs);
       this.linger.unref();
@@ -183,12 +191,6 @@ export class PodWatch {
     }
   }
 
-  /** Forgets what the cache holds about a pod the executor is done with. */
-  forget(name: string): void {
-    this.byPod.delete(name);
-    this.deleted.delete(name);
-  }
-
   private wake(name: string): void {
     for (const w of [...(this.waiters.get(name) ?? [])]) w();
   }
@@ -209,7 +211,7 @@ export class PodWatch {
     pods.on('update', onPod);
     pods.on('delete', (p: V1Pod) => {
       const name = p.metadata?.name ?? '';
-      this.deleted.add(name);
+      if (this.followed.has(name)) this.deleted.add(name);
       this.wake(name);
     });
     const eventSelector = 'involvedObject.kind=Pod';
