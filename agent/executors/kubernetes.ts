@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, KubeConfig, Log, type V1OwnerReference, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, Log, type V1OwnerReference } from '@kubernetes/client-node';
 import type { Executor, Job, StepResult, StepRun } from '../types.ts';
 import {
   CLONE_CONTAINER,
@@ -20,6 +20,9 @@ import {
 } from './pod-spec.ts';
 import { parseKubernetesEnv } from './kubernetes-env.ts';
 import { Cancelled, abortable, describe, isStatus, sleep, streamLog, withTimeout } from './kubernetes-io.ts';
+import { eventLines, pendingPause } from './pending-events.ts';
+import { placeStep } from './placement.ts';
+import { PodWatch, type PodRef } from './pod-watch.ts';
 
 export { parseKubernetesEnv, SERVICEACCOUNT_NAMESPACE_FILE, type KubernetesEnv } from './kubernetes-env.ts';
 
@@ -30,8 +33,10 @@ export type KubernetesExecutorOptions = {
   pod: PodSpecOptions;
   /** A step pod that has not started this long (no container running) fails with exit code 125. */
   pendingTimeoutMs: number;
-  /** How often a step pod's status is read while waiting. */
+  /** How often a waiting step looks at its pod (in the pod watch's cache; read while it is down). */
   pollMs?: number;
+  /** A step reads its pod itself at least this often, even when the watch says nothing changed. */
+  resyncMs?: number;
   /** The agent's own pod (same namespace): made the owner of step pods and PVCs for garbage collection. */
   selfPod?: string | undefined;
   /** Called with problems that do not fail a step (a failed delete, a log stream that broke). */
@@ -50,11 +55,23 @@ export class KubernetesExecutor implements Executor {
   private owner: Promise<V1OwnerReference | undefined> | undefined;
   /** Pipelines between prepare and cleanup here: never swept, whatever snapshot the sweeper got. */
   private readonly live = new Set<number>();
+  /** Step pods and their Events, watched while steps run. */
+  private readonly watch: PodWatch;
+  /** The node of each pipeline's first scheduled step pod (later steps follow it, see placement.ts). */
+  private readonly nodes = new Map<number, string>();
 
   constructor(opts: KubernetesExecutorOptions) {
-    this.o = { pollMs: 1000, warn: () => undefined, ...opts, selfPod: opts.selfPod };
+    this.o = { pollMs: 1000, resyncMs: 60_000, warn: () => undefined, ...opts, selfPod: opts.selfPod };
     this.core = opts.kubeConfig.makeApiClient(CoreV1Api);
     this.logs = new Log(opts.kubeConfig);
+    this.watch = new PodWatch({
+      kubeConfig: opts.kubeConfig,
+      namespace: opts.pod.namespace,
+      labelSelector: ownedSelector(opts.pod.instance),
+      pollMs: this.o.pollMs,
+      resyncMs: this.o.resyncMs,
+      warn: this.o.warn,
+    });
   }
 
   get namespace(): string {
@@ -107,7 +124,8 @@ export class KubernetesExecutor implements Executor {
     const { job, step, signal } = run;
     const out = (s: string) => run.onOutput(Buffer.from(s));
     const opts = await this.podOptions();
-    const body = stepPod(job, step, opts, randomBytes(3).toString('hex'), run.env);
+    const built = stepPod(job, step, opts, randomBytes(3).toString('hex'), run.env);
+    const body = placeStep(built, this.nodes.get(job.pipeline_id), opts.workspaceAccessMode);
     const name = body.metadata?.name ?? '';
     const creating = this.core.createNamespacedPod({ namespace: this.namespace, body });
     try {
@@ -126,6 +144,7 @@ export class KubernetesExecutor implements Executor {
       }
       throw new Error(`creating pod ${name} failed: ${describe(err)}`, { cause: err });
     }
+    const release = this.watch.use(name);
     try {
       const result = await this.follow(name, run, out);
       await this.deletePod(name);
@@ -137,36 +156,40 @@ export class KubernetesExecutor implements Executor {
       }
       await this.deletePod(name);
       throw err;
-    }
-  }
-
-  private async readPod(name: string, signal: AbortSignal): Promise<V1Pod | undefined> {
-    try {
-      return await abortable(this.core.readNamespacedPod({ name, namespace: this.namespace }), signal);
-    } catch (err) {
-      if (isStatus(err, 404)) return undefined;
-      throw err;
+    } finally {
+      release();
     }
   }
 
   /** Waits for the step pod to start, follows its log, and reads its outcome. */
   private async follow(name: string, run: StepRun, out: (s: string) => void): Promise<StepResult> {
     const { signal } = run;
+    const ctx: PodRef = { name, read: Date.now() };
+    const said = new Set<string>();
     const gone = (): StepResult => {
       out(`[triad] pod ${name} was deleted before the step ended\n`);
       return { exitCode: EXIT_NOT_STARTED, reason: 'PodDeleted' };
     };
     // 1. Wait until the step container runs (or the pod ends), classifying why it does not start.
-    let lastProgress = Date.now();
+    const t0 = Date.now();
+    let lastProgress = t0;
     let state: StepPodState;
     for (;;) {
-      const pod = await this.readPod(name, signal);
+      const pod = await this.watch.current(ctx, signal);
       if (pod === undefined) return gone();
+      const node = pod.spec?.nodeName;
+      if (node !== undefined && !this.nodes.has(run.job.pipeline_id))
+        this.nodes.set(run.job.pipeline_id, node);
       state = stepPodState(pod);
       if (state.kind !== 'pending') break;
-      if (state.cloning) lastProgress = Date.now();
+      // why it waits, from its Events (once each, unless it starts soon); a pull or scale-up stops the timer
+      const events = this.watch.eventsOf(name);
+      if (state.cloning || pendingPause(events) !== undefined) lastProgress = Date.now();
       const waited = Date.now() - lastProgress;
-      if (state.problem?.fatal === true || waited >= this.o.pendingTimeoutMs) {
+      const ending = state.problem?.fatal === true || waited >= this.o.pendingTimeoutMs;
+      if (ending || Date.now() - t0 >= Math.min(5000, this.o.pendingTimeoutMs / 2))
+        for (const line of eventLines(events, said, node !== undefined)) out(line);
+      if (ending) {
         const why =
           state.problem === undefined
             ? 'Pending'
@@ -174,7 +197,7 @@ export class KubernetesExecutor implements Executor {
         out(`[triad] pod ${name} did not start within ${Math.round(waited / 1000)} s: ${why}\n`);
         return { exitCode: EXIT_NOT_STARTED, reason: state.problem?.reason ?? 'PendingTimeout' };
       }
-      await sleep(this.o.pollMs, signal);
+      await this.watch.changed(name, this.o.pollMs, signal);
     }
     if (state.kind === 'clone-failed') {
       await streamLog(
@@ -213,7 +236,7 @@ export class KubernetesExecutor implements Executor {
       const following = new AbortController();
       const stopFollowing = () => following.abort();
       signal.addEventListener('abort', stopFollowing, { once: true });
-      const watcher = this.closeWhenEnded(name, following);
+      const watcher = this.closeWhenEnded(ctx, following);
       try {
         await pump(true, following.signal);
       } finally {
@@ -222,10 +245,10 @@ export class KubernetesExecutor implements Executor {
         await watcher;
       }
       if (signal.aborted) throw new Cancelled();
-      const pod = await this.readPod(name, signal);
+      const pod = await this.watch.current(ctx, signal);
       if (pod === undefined) return gone();
       state = stepPodState(pod);
-      if (state.kind === 'running') await sleep(this.o.pollMs, signal);
+      if (state.kind === 'running') await this.watch.changed(name, this.o.pollMs, signal);
     }
     // 3. Ended: read the whole log once more and emit what the follow missed.
     if (state.kind === 'terminated' || state.kind === 'failed') await pump(false);
@@ -258,15 +281,16 @@ export class KubernetesExecutor implements Executor {
   }
 
   /**
-   * While a log follow is open: reads the pod every poll and, once its step container is no longer
-   * running (or the pod is gone), gives the stream a moment to end by itself, then aborts
-   * `following`. Ends quietly when `following` is aborted by anyone else.
+   * While a log follow is open: looks at the pod whenever the watch sees it change (at least every
+   * poll) and, once its step container is no longer running (or the pod is gone), gives the stream
+   * a moment to end by itself, then aborts `following`. Ends quietly when `following` is aborted by
+   * anyone else.
    */
-  private async closeWhenEnded(name: string, following: AbortController): Promise<void> {
+  private async closeWhenEnded(ctx: PodRef, following: AbortController): Promise<void> {
     try {
       for (;;) {
-        await sleep(this.o.pollMs, following.signal);
-        const pod = await this.readPod(name, following.signal);
+        await this.watch.changed(ctx.name, this.o.pollMs, following.signal);
+        const pod = await this.watch.current(ctx, following.signal);
         if (pod === undefined || stepPodState(pod).kind !== 'running') {
           await sleep(Math.max(2 * this.o.pollMs, 1000), following.signal);
           following.abort();
@@ -300,6 +324,7 @@ export class KubernetesExecutor implements Executor {
       await this.deleteOwned((pipeline) => pipeline === String(job.pipeline_id), job.pipeline_id);
     } finally {
       this.live.delete(job.pipeline_id);
+      this.nodes.delete(job.pipeline_id);
     }
   }
 

@@ -69,6 +69,7 @@ export function role(pool: AgentPool): V1Role & KubernetesObject {
     rules: [
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
       { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'create', 'delete'] },
     ],
   };

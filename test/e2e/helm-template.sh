@@ -76,8 +76,8 @@ check("agent: kubernetes executor, server URL, POD_NAME from the downward API, c
 check("agent: /healthz probe on the metrics port", agent.spec.template.spec.containers[0].livenessProbe.httpGet.port === "metrics");
 check("agent: no replicas field under the HPA", agent.spec.replicas === undefined);
 const role = find(d, "Role");
-check("role: pods, pods/log, persistentvolumeclaims", JSON.stringify(role.rules.map((r) => r.resources).flat())
-  === JSON.stringify(["pods", "pods/log", "persistentvolumeclaims"]));
+check("role: pods, pods/log, events, persistentvolumeclaims", JSON.stringify(role.rules.map((r) => r.resources).flat())
+  === JSON.stringify(["pods", "pods/log", "events", "persistentvolumeclaims"]));
 check("secret: a generated agent token", find(d, "Secret").stringData["agent-token"].length === 48);
 
 const k = load("keda");

@@ -343,6 +343,7 @@ describe('agent.mode=operator', () => {
       'roles,rolebindings',
       'pods',
       'pods/log',
+      'events',
       'persistentvolumeclaims',
       'events',
     ]);

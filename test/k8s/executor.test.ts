@@ -133,6 +133,7 @@ describe('kubernetes executor on a real API server with kwok nodes', () => {
       (await kubectl(['auth', 'can-i', ...args], { kubeconfig: saKubeconfig })).stdout.trim();
     expect(await can(['create', 'pods', '-n', ns])).toBe('yes');
     expect(await can(['get', 'pods/log', '-n', ns])).toBe('yes');
+    expect(await can(['watch', 'events', '-n', ns])).toBe('yes');
     expect(await can(['delete', 'persistentvolumeclaims', '-n', ns])).toBe('yes');
     expect(await can(['create', 'secrets', '-n', ns])).toBe('no');
     expect(await can(['create', 'pods', '-n', 'default'])).toBe('no');

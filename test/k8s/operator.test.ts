@@ -123,6 +123,7 @@ describe('AgentPool operator', () => {
     expect(role.rules?.map((r) => [r.resources, r.verbs])).toEqual([
       [['pods'], ['get', 'list', 'watch', 'create', 'delete']],
       [['pods/log'], ['get']],
+      [['events'], ['get', 'list', 'watch']],
       [['persistentvolumeclaims'], ['get', 'list', 'create', 'delete']],
     ]);
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'main-agent', namespace: w.ns }]);

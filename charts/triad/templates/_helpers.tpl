@@ -144,7 +144,7 @@ true
 # What the operator does, and nothing else: it reads and patches pools (finalizer, status), writes
 # its objects by server-side apply (create + patch), deletes a pool's step Role in another
 # namespace, patches agent pods' deletion cost and deletes leftover step pods and claims. Pods
-# (create, watch), pods/log and claims (create) are here because Kubernetes only lets it grant a
+# (create, watch), pods/log, events (watch) and claims (create) are here because Kubernetes only lets it grant a
 # pool's step Role the permissions it holds itself.
 - apiGroups: [triad.dev]
   resources: [agentpools]
@@ -173,6 +173,9 @@ true
 - apiGroups: [""]
   resources: [pods/log]
   verbs: [get]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [get, list, watch]
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [get, list, create, delete]
