@@ -82,6 +82,7 @@ const envSchema = z.object({
   TRIAD_ADMIN_USERNAME: optionalString,
   TRIAD_ADMIN_EMAIL: optionalString,
   TRIAD_ADMIN_TOKEN: optionalString,
+  TRIAD_OPERATOR_TOKEN: optionalString,
   TRIAD_AGENT_TOKEN: optionalString,
   TRIAD_EMBEDDED_AGENT: z.enum(['local', 'off']).optional(),
   TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
@@ -157,7 +158,10 @@ export type Config = {
   dataDir: string;
   databaseUrl: string | undefined;
   repoDir: string;
-  admin: { username: string; email: string; token: string | undefined } | undefined;
+  /** The administrator ensured at start; `operatorToken`: its token with only `agents:admin`. */
+  admin:
+    | { username: string; email: string; token: string | undefined; operatorToken?: string | undefined }
+    | undefined;
   agentToken: string | undefined;
   embeddedAgent: 'local' | 'off';
   /** A running pipeline whose agent is silent this long becomes `error`. */
@@ -267,7 +271,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const dataDir = path.resolve(e.TRIAD_DATA_DIR);
-  const adminWanted = e.TRIAD_ADMIN_USERNAME ?? e.TRIAD_ADMIN_TOKEN;
+  const adminWanted = e.TRIAD_ADMIN_USERNAME ?? e.TRIAD_ADMIN_TOKEN ?? e.TRIAD_OPERATOR_TOKEN;
   const s3 = s3Settings(e);
   return {
     port: e.PORT,
@@ -283,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             username: e.TRIAD_ADMIN_USERNAME ?? 'admin',
             email: e.TRIAD_ADMIN_EMAIL ?? `${e.TRIAD_ADMIN_USERNAME ?? 'admin'}@localhost`,
             token: e.TRIAD_ADMIN_TOKEN,
+            operatorToken: e.TRIAD_OPERATOR_TOKEN,
           },
     agentToken: e.TRIAD_AGENT_TOKEN,
     embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
