@@ -125,7 +125,7 @@ true
 {{- end -}}
 
 {{- define "triad.stepNamespace" -}}
-{{- default .Release.Namespace .Values.agent.steps.namespace -}}
+{{- default (printf "%s-steps" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.agent.steps.namespace -}}
 {{- end -}}
 
 {{- define "triad.baseUrl" -}}
@@ -164,6 +164,29 @@ true
 - apiGroups: [""]
   resources: [serviceaccounts]
   verbs: [get, create, patch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, create, delete]
+{{- end -}}
+
+{{- /* The namespaces the operator serves in namespaced mode (operator.clusterWide false). */}}
+{{- define "triad.operatorWatchNamespace" -}}
+{{- default .Release.Namespace .Values.operator.watchNamespace -}}
+{{- end -}}
+
+{{- define "triad.operatorStepRules" -}}
+# In a step namespace it does not serve, the operator only grants and removes a pool's step Role
+# and sweeps leftover step pods and claims: no Secrets, Deployments or pools there. (Pods, pods/log
+# and claims are here because Kubernetes only lets it grant what it holds itself.)
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [get, create, patch, delete]
