@@ -11,7 +11,14 @@ const envSchema = z.object({
   TRIAD_OPERATOR_SERVER: z.url(),
   TRIAD_OPERATOR_TOKEN: z.string().min(1, 'TRIAD_OPERATOR_TOKEN (a site administrator token) is required'),
   TRIAD_OPERATOR_NAMESPACE: z.string().min(1).optional(),
-  TRIAD_OPERATOR_WATCH_NAMESPACE: z.string().min(1).optional(),
+  // comma-separated: one controller per namespace; unset: the whole cluster
+  TRIAD_OPERATOR_WATCH_NAMESPACE: z
+    .string()
+    .refine((v) => v.split(',').some((x) => x.trim() !== ''), 'names no namespace')
+    .optional()
+    .transform((v) =>
+      v === undefined ? [] : [...new Set(v.split(',').map((x) => x.trim()))].filter((x) => x !== ''),
+    ),
   POD_NAMESPACE: z.string().min(1).optional(),
   POD_NAME: z.string().min(1).optional(),
   TRIAD_OPERATOR_LEASE_NAME: z.string().min(1).default('triad-operator'),
@@ -34,8 +41,9 @@ const envSchema = z.object({
 /**
  * `triad operator`: the AgentPool controller. Elects a leader through a Lease in its namespace
  * (TRIAD_OPERATOR_NAMESPACE, else the pod's, else `default`); the leader reconciles every pool of
- * the cluster. It talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's
- * `server`, which is what the agents use), with a site administrator's token. A replica that
+ * the cluster, or of the namespaces of TRIAD_OPERATOR_WATCH_NAMESPACE (one controller each). It
+ * talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's `server`, which is
+ * what the agents use), with a site administrator's token holding `agents:admin`. A replica that
  * loses the lease exits, so its restart starts clean as a follower.
  */
 export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
@@ -51,12 +59,16 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const api = new TriadApi(e.TRIAD_OPERATOR_SERVER, e.TRIAD_OPERATOR_TOKEN);
-  const controller = new Controller(kc, api, log, {
-    resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
-    sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
-    namespace: e.TRIAD_OPERATOR_WATCH_NAMESPACE,
-    stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
-  });
+  const watched = e.TRIAD_OPERATOR_WATCH_NAMESPACE;
+  const controllers = (watched.length === 0 ? [undefined] : watched).map(
+    (namespace) =>
+      new Controller(kc, api, log, {
+        resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
+        sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
+        namespace,
+        stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
+      }),
+  );
   const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
   const leaseSeconds = e.TRIAD_OPERATOR_LEASE_SECONDS;
   const elector = new LeaderElector(
@@ -70,7 +82,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     },
     log,
     () => {
-      controller.start().catch((err: unknown) => {
+      Promise.all(controllers.map((c) => c.start())).catch((err: unknown) => {
         log.error({ err }, 'controller failed to start');
         process.exit(1);
       });
@@ -81,10 +93,10 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     },
   );
   elector.start();
-  log.info({ identity, server: api.server }, 'Triad operator started');
+  log.info({ identity, server: api.server, namespaces: watched }, 'Triad operator started');
   const stop = (signal: string) => {
     log.info({ signal }, 'stopping');
-    void Promise.all([controller.stop(), elector.stop()]).finally(() => process.exit(0));
+    void Promise.all([...controllers.map((c) => c.stop()), elector.stop()]).finally(() => process.exit(0));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -138,7 +138,7 @@ describe('the step namespace (agent.mode=deployment, default values)', () => {
 });
 
 describe("the operator's RBAC (agent.mode=operator)", () => {
-  test('when namespaced (the default), then it reads Secrets only in the namespace it serves; cluster-wide mode reads them everywhere', async () => {
+  test('when namespaced (the default), then it reads Secrets only in the namespaces it serves; cluster-wide mode reads them everywhere', async () => {
     const ns = await applyChart('o', ['agent.mode=operator']);
     const elsewhere = await newNamespace('iso-other');
     made.push(elsewhere);
@@ -154,6 +154,20 @@ describe("the operator's RBAC (agent.mode=operator)", () => {
       expect(await can(op, 'list', 'secrets', where)).toBe(false);
     }
     expect(await can(op, 'list', 'agentpools.triad.dev', elsewhere)).toBe(false);
+
+    // several served namespaces (a comma list): Secrets there, still not in the release namespace
+    const team = await newNamespace('iso-team');
+    made.push(team);
+    const multi = await applyChart('m', [
+      'agent.mode=operator',
+      `operator.watchNamespace=${elsewhere}\\,${team}`,
+    ]);
+    const mop = `${multi}:m-triad-operator`;
+    expect([await can(mop, 'get', 'secrets', elsewhere), await can(mop, 'get', 'secrets', team)]).toEqual([
+      true,
+      true,
+    ]);
+    expect(await can(mop, 'get', 'secrets', multi)).toBe(false);
 
     const wide = await applyChart('w', ['agent.mode=operator', 'operator.clusterWide=true']);
     try {
