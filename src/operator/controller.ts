@@ -28,6 +28,7 @@ import {
   VERSION,
   type AgentPool,
 } from './types.ts';
+import type { StepPolicySettings } from './step-policy.ts';
 
 export type ControllerOptions = {
   resyncMs: number;
@@ -36,6 +37,8 @@ export type ControllerOptions = {
   stepNamespaces: readonly string[];
   /** Only the pools (and objects) of this namespace; undefined: the whole cluster. */
   namespace?: string | undefined;
+  /** Set: each pool's step namespace gets a NetworkPolicy (TRIAD_OPERATOR_STEP_POLICY). */
+  stepPolicy?: StepPolicySettings | undefined;
 };
 
 /**
@@ -76,6 +79,7 @@ export class Controller {
       },
       sweepGraceMs: o.sweepGraceMs,
       stepNamespaces: o.stepNamespaces,
+      stepPolicy: o.stepPolicy,
     });
     const ns = o.namespace;
     const at = (group: string, plural: string) =>

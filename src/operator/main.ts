@@ -6,6 +6,7 @@ import { withSecrets } from '../secrets.ts';
 import { Controller } from './controller.ts';
 import { LeaderElector } from './leader.ts';
 import { TriadApi } from './triad-api.ts';
+import { parseStepPolicy } from './step-policy.ts';
 
 const envSchema = z.object({
   TRIAD_OPERATOR_SERVER: z.url(),
@@ -34,6 +35,8 @@ const envSchema = z.object({
         .map((x) => x.trim())
         .filter((x) => x !== ''),
     ),
+  // JSON {server, serverPort, dns}: each pool's step namespace gets a NetworkPolicy (step-policy.ts)
+  TRIAD_OPERATOR_STEP_POLICY: z.string().optional(),
   LOG_LEVEL: z.string().default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
 });
@@ -60,6 +63,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   kc.loadFromDefault();
   const api = new TriadApi(e.TRIAD_OPERATOR_SERVER, e.TRIAD_OPERATOR_TOKEN);
   const watched = e.TRIAD_OPERATOR_WATCH_NAMESPACE;
+  const stepPolicy = parseStepPolicy(e.TRIAD_OPERATOR_STEP_POLICY);
   const controllers = (watched.length === 0 ? [undefined] : watched).map(
     (namespace) =>
       new Controller(kc, api, log, {
@@ -67,6 +71,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
         sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
         namespace,
         stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
+        stepPolicy,
       }),
   );
   const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;

@@ -11,6 +11,7 @@ import {
 import type { Logger } from 'pino';
 import { formatLabels } from '../pipelines/labels.ts';
 import { deployment, role, roleBinding, serviceAccount, tokenSecret } from './resources.ts';
+import { stepNetworkPolicy, type StepPolicySettings } from './step-policy.ts';
 import { busyInstances, ScaleDownTimer, wantedReplicas } from './scaling.ts';
 import { sweepSteps, markBusyAgents } from './sweeper.ts';
 import type { QueueFigures, RegisteredAgent, TriadApi } from './triad-api.ts';
@@ -44,6 +45,8 @@ export type ReconcileDeps = {
   sweepGraceMs: number;
   /** Namespaces besides a pool's own where its steps may run (`*`: any). */
   stepNamespaces: readonly string[];
+  /** Set: each pool's step namespace gets its NetworkPolicy (step-policy.ts). */
+  stepPolicy?: StepPolicySettings | undefined;
 };
 
 /**
@@ -109,6 +112,7 @@ export class Reconciler {
     await this.apply(serviceAccount(pool));
     await this.apply(role(pool));
     await this.apply(roleBinding(pool));
+    if (this.d.stepPolicy !== undefined) await this.apply(stepNetworkPolicy(pool, this.d.stepPolicy));
 
     let agents: RegisteredAgent[];
     let agent: RegisteredAgent;
@@ -267,7 +271,8 @@ export class Reconciler {
       stepNamespace(pool) !== meta.namespace &&
       stepNamespaceProblem(pool, this.d.stepNamespaces) === undefined
     ) {
-      for (const o of [role(pool), roleBinding(pool)]) {
+      const policy = this.d.stepPolicy === undefined ? [] : [stepNetworkPolicy(pool, this.d.stepPolicy)];
+      for (const o of [role(pool), roleBinding(pool), ...policy]) {
         await this.objects.delete(o).catch((err: unknown) => {
           if (!notFound(err)) throw err;
         });

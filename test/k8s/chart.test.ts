@@ -345,6 +345,7 @@ describe('agent.mode=operator', () => {
       'pods',
       'pods/log',
       'persistentvolumeclaims',
+      'networkpolicies',
     ]);
     const stepRole = JSON.parse(
       await kubectlOk(['get', 'role', 'o-triad-operator', '-n', `${ns}-steps`, '-o', 'json']),
@@ -354,6 +355,7 @@ describe('agent.mode=operator', () => {
       'pods',
       'pods/log',
       'persistentvolumeclaims',
+      'networkpolicies',
     ]);
     expect(await kubectlOk(['get', 'clusterrole', '-l', 'app.kubernetes.io/instance=o', '-o', 'name'])).toBe(
       '',

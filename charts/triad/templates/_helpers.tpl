@@ -176,6 +176,10 @@ true
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [get, list, create, delete]
+# the step namespace's NetworkPolicy of a pool (TRIAD_OPERATOR_STEP_POLICY)
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, create, patch, delete]
 {{- end -}}
 
 {{- /* The namespaces the operator serves in namespaced mode (operator.clusterWide false). */}}
@@ -199,4 +203,14 @@ true
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [get, list, create, delete]
+# the step namespace's NetworkPolicy of a pool (TRIAD_OPERATOR_STEP_POLICY)
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, create, patch, delete]
+{{- end -}}
+
+{{- /* TRIAD_OPERATOR_STEP_POLICY: the server pods and DNS as NetworkPolicy peers (JSON). */}}
+{{- define "triad.operatorStepPolicy" -}}
+{{- $server := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .Release.Namespace)) "podSelector" (dict "matchLabels" (include "triad.serverSelector" . | fromYaml)) -}}
+{{- dict "server" (list $server) "serverPort" (int .Values.server.port) "dns" .Values.agent.steps.networkPolicy.dns | toJson -}}
 {{- end -}}
