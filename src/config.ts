@@ -158,10 +158,9 @@ export type Config = {
   dataDir: string;
   databaseUrl: string | undefined;
   repoDir: string;
-  /** The administrator ensured at start; `operatorToken`: its token with only `agents:admin`. */
-  admin:
-    | { username: string; email: string; token: string | undefined; operatorToken?: string | undefined }
-    | undefined;
+  admin: { username: string; email: string; token: string | undefined } | undefined;
+  /** TRIAD_OPERATOR_TOKEN: ensured at start as a token of the administrator with only `agents:admin`. */
+  operatorToken: string | undefined;
   agentToken: string | undefined;
   embeddedAgent: 'local' | 'off';
   /** A running pipeline whose agent is silent this long becomes `error`. */
@@ -271,7 +270,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const dataDir = path.resolve(e.TRIAD_DATA_DIR);
-  const adminWanted = e.TRIAD_ADMIN_USERNAME ?? e.TRIAD_ADMIN_TOKEN ?? e.TRIAD_OPERATOR_TOKEN;
+  const adminWanted = e.TRIAD_ADMIN_USERNAME ?? e.TRIAD_ADMIN_TOKEN;
   const s3 = s3Settings(e);
   return {
     port: e.PORT,
@@ -287,8 +286,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             username: e.TRIAD_ADMIN_USERNAME ?? 'admin',
             email: e.TRIAD_ADMIN_EMAIL ?? `${e.TRIAD_ADMIN_USERNAME ?? 'admin'}@localhost`,
             token: e.TRIAD_ADMIN_TOKEN,
-            operatorToken: e.TRIAD_OPERATOR_TOKEN,
           },
+    operatorToken: e.TRIAD_OPERATOR_TOKEN,
     agentToken: e.TRIAD_AGENT_TOKEN,
     embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { withOrgServer } from '../helpers/factories.ts';
 
 const operatorToken = `op_${randomBytes(12).toString('hex')}`;
@@ -70,5 +70,25 @@ describe('the agents:admin scope', () => {
     expect((await admin.client.get('/api/v1/admin/agents')).status).toBe(403);
     // the owner's token holds every scope, agents:admin too, but the owner is no site administrator
     expect((await owner.client.get('/api/v1/admin/agents')).status).toBe(403);
+  });
+});
+
+describe('TRIAD_OPERATOR_TOKEN without the TRIAD_ADMIN_* variables', () => {
+  test('when the server starts, then the token belongs to the administrator `admin` and administers agents only', async () => {
+    const token = `op_${randomBytes(12).toString('hex')}`;
+    // blank values count as unset
+    const t = await startTestServer({
+      TRIAD_ADMIN_USERNAME: '',
+      TRIAD_ADMIN_TOKEN: '',
+      TRIAD_OPERATOR_TOKEN: token,
+    });
+    try {
+      const op = t.anon.as(token);
+      expect(await operatorCalls(op)).toEqual([201, 200, 200, 204]);
+      expect((await op.get('/api/v1/user')).body.data).toMatchObject({ username: 'admin', is_admin: true });
+      expect((await op.post('/api/v1/orgs', { name: uniq('org') })).status).toBe(403);
+    } finally {
+      await t.close();
+    }
   });
 });
