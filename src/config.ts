@@ -82,6 +82,7 @@ const envSchema = z.object({
   TRIAD_ADMIN_USERNAME: optionalString,
   TRIAD_ADMIN_EMAIL: optionalString,
   TRIAD_ADMIN_TOKEN: optionalString,
+  TRIAD_OPERATOR_TOKEN: optionalString,
   TRIAD_AGENT_TOKEN: optionalString,
   TRIAD_EMBEDDED_AGENT: z.enum(['local', 'off']).optional(),
   TRIAD_AGENT_TIMEOUT: z.coerce.number().positive().default(60),
@@ -158,6 +159,8 @@ export type Config = {
   databaseUrl: string | undefined;
   repoDir: string;
   admin: { username: string; email: string; token: string | undefined } | undefined;
+  /** TRIAD_OPERATOR_TOKEN: ensured at start as a token of the administrator with only `agents:admin`. */
+  operatorToken: string | undefined;
   agentToken: string | undefined;
   embeddedAgent: 'local' | 'off';
   /** A running pipeline whose agent is silent this long becomes `error`. */
@@ -284,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             email: e.TRIAD_ADMIN_EMAIL ?? `${e.TRIAD_ADMIN_USERNAME ?? 'admin'}@localhost`,
             token: e.TRIAD_ADMIN_TOKEN,
           },
+    operatorToken: e.TRIAD_OPERATOR_TOKEN,
     agentToken: e.TRIAD_AGENT_TOKEN,
     embeddedAgent: e.TRIAD_EMBEDDED_AGENT ?? (e.DATABASE_URL === undefined ? 'local' : 'off'),
     agentTimeoutMs: e.TRIAD_AGENT_TIMEOUT * 1000,

@@ -131,7 +131,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   server.on('request', () => idleGc.request());
   try {
     if (config.admin !== undefined) {
-      const admin = config.admin;
+      const admin = { ...config.admin, operatorToken: config.operatorToken };
       await inContext(orm, () => services.users.bootstrap.ensureAdmin(admin));
     }
     if (config.agentToken !== undefined) {
@@ -166,6 +166,17 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         const link = `${bound}/-/password/set?token=${first.passwordLink}`;
         opts.onFirstAdmin(first.user.username, first.token, link);
       }
+    }
+    // The operator's token alone: a token of the user `admin` (the first start's above, or made an
+    // administrator here), so a fresh database still prints its one-time administrator token.
+    if (config.admin === undefined && config.operatorToken !== undefined) {
+      const admin = {
+        username: 'admin',
+        email: 'admin@localhost',
+        token: undefined,
+        operatorToken: config.operatorToken,
+      };
+      await inContext(orm, () => services.users.bootstrap.ensureAdmin(admin));
     }
   } catch (e) {
     idleGc.stop();

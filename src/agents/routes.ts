@@ -62,9 +62,9 @@ export function agentRoutes(
     method: 'post',
     path: '/api/v1/admin/agents',
     tag: 'admin',
-    auth: 'admin',
+    auth: 'agents-admin',
     operationId: 'createAgent',
-    summary: 'Register a CI agent; the token is shown once (site admin)',
+    summary: 'Register a CI agent; the token is shown once (site admin: `agents:admin` or `admin`)',
     body: createAgentBody,
     returns: respond.created(newAgentSchema, 'the new agent with its token'),
     handler: async ({ body }) => reply.created(await agents.create(body.name)),
@@ -73,9 +73,10 @@ export function agentRoutes(
     method: 'get',
     path: '/api/v1/admin/agents',
     tag: 'admin',
-    auth: 'admin',
+    auth: 'agents-admin',
     operationId: 'listAgents',
-    summary: 'Registered CI agents with their instances, labels and running pipelines (site admin)',
+    summary:
+      'Registered CI agents with their instances, labels and running pipelines (site admin: `agents:admin` or `admin`)',
     returns: respond.data(z.array(agentSchema), 'every agent, oldest first'),
     handler: async () =>
       reply.ok(await agents.list((ids) => pipelines.agentSide.runningByAgent(ids), opts.agentTimeoutMs)),
@@ -85,10 +86,10 @@ export function agentRoutes(
     path: '/api/v1/admin/agents/:id',
     params: ID,
     tag: 'admin',
-    auth: 'admin',
+    auth: 'agents-admin',
     operationId: 'deleteAgent',
     summary:
-      'Deregister a CI agent: its token stops working and its running pipelines become `error` (site admin)',
+      'Deregister a CI agent: its token stops working and its running pipelines become `error` (site admin: `agents:admin` or `admin`)',
     returns: respond.empty('the agent is deregistered'),
     errors: { 404: 'no agent has this id' },
     handler: async ({ params }) => {
@@ -214,14 +215,16 @@ export function agentRoutes(
     auth: 'agent-or-admin',
     operationId: 'getQueue',
     summary:
-      'Queue depth for autoscalers: `{pending, running, agents, version}`, of one label set with `labels`; `since` + `wait` long-poll until the figures change (agent token or site admin)',
+      'Queue depth for autoscalers: `{pending, running, agents, version}`, of one label set with `labels`; `since` + `wait` long-poll until the figures change (agent token, or site admin: `agents:admin` or `admin`)',
     query: queueQuery,
     returns: respond.bare(queueSchema, 'pending and running pipelines and live agent instances'),
-    errors: { 403: 'a user token of someone who is not a site administrator' },
+    errors: {
+      403: 'a user token of someone who is not a site administrator, or without the `agents:admin` or `admin` scope',
+    },
     handler: async ({ access, query, res }) => {
       if (access.principal.kind !== 'agent') {
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
-        access.admin();
+        access.agentsAdmin();
       }
       const live = () => agents.liveInstances(opts.agentTimeoutMs, query.labels);
       const gone = new AbortController();

@@ -17,6 +17,7 @@ export const CURRENT_SCOPES = [
   'releases:write',
   'ci:read',
   'ci:write',
+  'agents:admin',
   'admin',
 ] as const;
 export const EARLIER_SCOPES = ['read', 'write', 'admin'] as const;
@@ -25,10 +26,14 @@ export type Scope = (typeof CURRENT_SCOPES)[number];
 export type TokenLevel = 'personal' | 'org' | 'repo';
 export type Role = 'owner' | 'member';
 
-/** True when the granted scopes include `needed`, counting write => read, the coarse earlier-variant scopes, and admin => all. */
+/**
+ * True when the granted scopes include `needed`, counting write => read, the coarse earlier-variant
+ * scopes, and admin => all. `agents:admin` (the agent administration an operator needs) is implied
+ * by `admin` alone.
+ */
 export function scopeAllows(granted: readonly string[], needed: Scope): boolean {
   if (granted.includes('admin') || granted.includes(needed)) return true;
-  if (needed === 'admin') return false;
+  if (needed === 'admin' || needed === 'agents:admin') return false;
   const [area, action] = needed.split(':') as [string, 'read' | 'write'];
   if (action === 'read' && granted.includes(`${area}:write`)) return true;
   if (granted.includes('write')) return true;

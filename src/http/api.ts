@@ -16,7 +16,7 @@ export { reply, respond, type Reply };
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /** Who may call a route, as documented in the OpenAPI document. Enforcement is `ctx.access`. */
-export type AuthKind = 'public' | 'token' | 'admin' | 'agent' | 'agent-or-admin';
+export type AuthKind = 'public' | 'token' | 'admin' | 'agents-admin' | 'agent' | 'agent-or-admin';
 
 /** The path parameters as their declared schemas parse them. */
 export type ParamsOf<PS> = PS extends ParamSchemas
@@ -381,7 +381,8 @@ function remainders(params: Record<string, string | string[]>): Record<string, s
 
 /**
  * Route-level credential check from the declared `auth` kind: `token` and `admin` routes need a
- * user token (401), `admin` routes a site administrator (403). Finer rules stay in the handler.
+ * user token (401), `admin` routes a site administrator (403), `agents-admin` routes one whose
+ * token holds `agents:admin` or `admin` (403). Finer rules stay in the handler.
  * A path segment with a NUL character names nothing that can exist (404).
  */
 function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFunction): void {
@@ -389,9 +390,10 @@ function gate(auth: AuthKind, req: Request, res: Response, next: express.NextFun
   const params = Object.values(req.params as Record<string, string | string[]>);
   if (params.some((v) => typeof v === 'string' && v.includes('\u0000'))) throw ApiError.notFound();
   const access = res.locals.access as Access | undefined;
-  if (auth === 'token' || auth === 'admin') {
+  if (auth === 'token' || auth === 'admin' || auth === 'agents-admin') {
     if (access?.principal.kind !== 'user') throw ApiError.unauthorized();
     if (auth === 'admin') access.admin();
+    if (auth === 'agents-admin') access.agentsAdmin();
   }
   next();
 }

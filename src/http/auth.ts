@@ -115,6 +115,18 @@ export class Access {
     return u;
   }
 
+  /**
+   * The agent administration (register, list, deregister agents; the queue figures): a site
+   * administrator's personal token with `agents:admin` (or `admin`, which implies it).
+   */
+  agentsAdmin(): AuthUser {
+    const u = this.user('agents:admin');
+    const p = this.principal as Extract<Principal, { kind: 'user' }>;
+    if (!u.isAdmin) throw ApiError.forbidden('site administrator required');
+    if (p.grant.level !== 'personal') throw ApiError.forbidden('administration needs a personal token');
+    return u;
+  }
+
   agent(): Extract<Principal, { kind: 'agent' }> {
     if (this.principal.kind !== 'agent') throw ApiError.unauthorized('agent token required');
     return this.principal;

@@ -89,6 +89,7 @@ const security: Record<AuthKind, unknown[]> = {
   public: [{}, { bearer: [] }],
   token: [{ bearer: [] }],
   admin: [{ bearer: [] }],
+  'agents-admin': [{ bearer: [] }],
   agent: [{ agentBearer: [] }],
   'agent-or-admin': [{ agentBearer: [] }, { bearer: [] }],
 };
@@ -147,6 +148,9 @@ function errorsOf(r: AnyRoute): Map<ErrorStatus, string> {
     );
   }
   if (r.auth === 'admin') m.set(403, 'not a site administrator using a personal token with the admin scope');
+  if (r.auth === 'agents-admin') {
+    m.set(403, 'not a site administrator using a personal token with the `agents:admin` or `admin` scope');
+  }
   if (/[:*]/.test(r.path)) m.set(404, ERROR_TEXT[404]);
   if (r.body !== undefined) {
     m.set(413, ERROR_TEXT[413]);

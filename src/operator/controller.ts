@@ -29,6 +29,7 @@ import {
   VERSION,
   type AgentPool,
 } from './types.ts';
+import type { StepPolicySettings } from './step-policy.ts';
 
 export type ControllerOptions = {
   resyncMs: number;
@@ -40,6 +41,8 @@ export type ControllerOptions = {
   /** Events and metrics of the pools (none: nothing reported). */
   observer?: PoolObserver;
   metrics?: OperatorMetrics;
+  /** Set: each pool's step namespace gets a NetworkPolicy (TRIAD_OPERATOR_STEP_POLICY). */
+  stepPolicy?: StepPolicySettings | undefined;
 };
 
 /**
@@ -85,6 +88,7 @@ export class Controller {
       sweepGraceMs: o.sweepGraceMs,
       stepNamespaces: o.stepNamespaces,
       observer: o.observer,
+      stepPolicy: o.stepPolicy,
     });
     const ns = o.namespace;
     const at = (group: string, plural: string) =>

@@ -8,12 +8,20 @@ import { EventRecorder } from './events.ts';
 import { LeaderElector } from './leader.ts';
 import { health, OperatorMetrics, poolObserver } from './observe.ts';
 import { TriadApi } from './triad-api.ts';
+import { parseStepPolicy } from './step-policy.ts';
 
 const envSchema = z.object({
   TRIAD_OPERATOR_SERVER: z.url(),
   TRIAD_OPERATOR_TOKEN: z.string().min(1, 'TRIAD_OPERATOR_TOKEN (a site administrator token) is required'),
   TRIAD_OPERATOR_NAMESPACE: z.string().min(1).optional(),
-  TRIAD_OPERATOR_WATCH_NAMESPACE: z.string().min(1).optional(),
+  // comma-separated: one controller per namespace; unset: the whole cluster
+  TRIAD_OPERATOR_WATCH_NAMESPACE: z
+    .string()
+    .refine((v) => v.split(',').some((x) => x.trim() !== ''), 'names no namespace')
+    .optional()
+    .transform((v) =>
+      v === undefined ? [] : [...new Set(v.split(',').map((x) => x.trim()))].filter((x) => x !== ''),
+    ),
   POD_NAMESPACE: z.string().min(1).optional(),
   POD_NAME: z.string().min(1).optional(),
   TRIAD_OPERATOR_LEASE_NAME: z.string().min(1).default('triad-operator'),
@@ -31,6 +39,8 @@ const envSchema = z.object({
     ),
   TRIAD_OPERATOR_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9090),
   TRIAD_OPERATOR_STUCK_SECONDS: z.coerce.number().positive().default(300),
+  // JSON {server, serverPort, dns}: each pool's step namespace gets a NetworkPolicy (step-policy.ts)
+  TRIAD_OPERATOR_STEP_POLICY: z.string().optional(),
   LOG_LEVEL: z.string().default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
 });
@@ -38,8 +48,9 @@ const envSchema = z.object({
 /**
  * `triad operator`: the AgentPool controller. Elects a leader through a Lease in its namespace
  * (TRIAD_OPERATOR_NAMESPACE, else the pod's, else `default`); the leader reconciles every pool of
- * the cluster. It talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's
- * `server`, which is what the agents use), with a site administrator's token. A replica that
+ * the cluster, or of the namespaces of TRIAD_OPERATOR_WATCH_NAMESPACE (one controller each). It
+ * talks to the Triad server at TRIAD_OPERATOR_SERVER only (never at a pool's `server`, which is
+ * what the agents use), with a site administrator's token holding `agents:admin`. A replica that
  * loses the lease exits, so its restart starts clean as a follower. Every replica serves `/healthz`,
  * `/readyz` and `/metrics` on TRIAD_OPERATOR_METRICS_PORT (docs/operator.md#observing-the-operator).
  */
@@ -59,14 +70,21 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const identity = e.POD_NAME ?? `${os.hostname()}-${process.pid}`;
   const metrics = new OperatorMetrics();
   const events = new EventRecorder(kc.makeApiClient(CoreV1Api), identity, log);
-  const controller = new Controller(kc, api, log, {
-    resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
-    sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
-    namespace: e.TRIAD_OPERATOR_WATCH_NAMESPACE,
-    stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
-    observer: poolObserver(metrics, events),
-    metrics,
-  });
+  const watched = e.TRIAD_OPERATOR_WATCH_NAMESPACE;
+  const stepPolicy = parseStepPolicy(e.TRIAD_OPERATOR_STEP_POLICY);
+  const observer = poolObserver(metrics, events);
+  const controllers = (watched.length === 0 ? [undefined] : watched).map(
+    (namespace) =>
+      new Controller(kc, api, log, {
+        resyncMs: e.TRIAD_OPERATOR_RESYNC_SECONDS * 1000,
+        sweepGraceMs: e.TRIAD_OPERATOR_SWEEP_GRACE_SECONDS * 1000,
+        namespace,
+        stepNamespaces: e.TRIAD_OPERATOR_STEP_NAMESPACES,
+        stepPolicy,
+        observer,
+        metrics,
+      }),
+  );
   const leaseSeconds = e.TRIAD_OPERATOR_LEASE_SECONDS;
   const elector = new LeaderElector(
     kc,
@@ -80,7 +98,7 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
     log,
     () => {
       metrics.leader.set(1);
-      controller.start().catch((err: unknown) => {
+      Promise.all(controllers.map((c) => c.start())).catch((err: unknown) => {
         log.error({ err }, 'controller failed to start');
         process.exit(1);
       });
@@ -95,9 +113,16 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   const probe = () =>
     health(
       {
-        reconcilingSince: controller.reconcilingSince,
+        // the oldest reconcile under way among the controllers (one per watched namespace)
+        reconcilingSince: controllers.reduce<number | undefined>(
+          (oldest, c) =>
+            c.reconcilingSince === undefined || (oldest !== undefined && oldest <= c.reconcilingSince)
+              ? oldest
+              : c.reconcilingSince,
+          undefined,
+        ),
         electionTick: elector.lastRound,
-        synced: controller.synced,
+        synced: controllers.every((c) => c.synced),
         leader: elector.isLeader,
         electionOk: elector.lastRoundOk,
       },
@@ -111,10 +136,12 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
       process.exit(1);
     },
   );
-  log.info({ identity, server: api.server }, 'Triad operator started');
+  log.info({ identity, server: api.server, namespaces: watched }, 'Triad operator started');
   const stop = (signal: string) => {
     log.info({ signal }, 'stopping');
-    void Promise.all([controller.stop(), elector.stop(), metrics.close()]).finally(() => process.exit(0));
+    void Promise.all([...controllers.map((c) => c.stop()), elector.stop(), metrics.close()]).finally(() =>
+      process.exit(0),
+    );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -14,6 +14,7 @@ import { deployment, role, roleBinding, serviceAccount, tokenSecret } from './re
 import { scaleMessage } from './events.ts';
 import { NO_OBSERVER, ReportedError, type PoolObserver } from './observe.ts';
 import { agentSelector, busyInstances, ScaleDownTimer, wantedReplicas } from './scaling.ts';
+import { stepNetworkPolicy, type StepPolicySettings } from './step-policy.ts';
 import { sweepSteps, markBusyAgents } from './sweeper.ts';
 import type { QueueFigures, RegisteredAgent, TriadApi } from './triad-api.ts';
 import {
@@ -48,6 +49,8 @@ export type ReconcileDeps = {
   stepNamespaces: readonly string[];
   /** Events, metrics (none: nothing reported). */
   observer?: PoolObserver;
+  /** Set: each pool's step namespace gets its NetworkPolicy (step-policy.ts). */
+  stepPolicy?: StepPolicySettings | undefined;
 };
 
 /**
@@ -116,6 +119,7 @@ export class Reconciler {
     await this.apply(serviceAccount(pool));
     await this.apply(role(pool));
     await this.apply(roleBinding(pool));
+    if (this.d.stepPolicy !== undefined) await this.apply(stepNetworkPolicy(pool, this.d.stepPolicy));
 
     let agents: RegisteredAgent[];
     let agent: RegisteredAgent;
@@ -308,7 +312,8 @@ export class Reconciler {
       stepNamespace(pool) !== meta.namespace &&
       stepNamespaceProblem(pool, this.d.stepNamespaces) === undefined
     ) {
-      for (const o of [role(pool), roleBinding(pool)]) {
+      const policy = this.d.stepPolicy === undefined ? [] : [stepNetworkPolicy(pool, this.d.stepPolicy)];
+      for (const o of [role(pool), roleBinding(pool), ...policy]) {
         await this.objects.delete(o).catch((err: unknown) => {
           if (!notFound(err)) throw err;
         });

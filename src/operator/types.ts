@@ -44,6 +44,12 @@ export type StepSettings = {
   storageClass?: string;
   cloneImage?: string;
   pendingTimeoutSeconds?: number;
+  /** Where step pods may connect besides the server and DNS (with TRIAD_OPERATOR_STEP_POLICY). */
+  egressAllow?: {
+    cidr: string;
+    except?: string[];
+    ports?: { port: number | string; protocol?: 'TCP' | 'UDP' | 'SCTP' }[];
+  }[];
 };
 
 export type AgentPoolSpec = {

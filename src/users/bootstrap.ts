@@ -1,7 +1,35 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ALL_SCOPES, hashToken, newTokenValue } from '../domain/access.ts';
+import type { Db } from '../db/query.ts';
 import * as db from './repository.ts';
 import type { UserRow } from './repository.ts';
+
+/** The scopes of the operator's bootstrap token (TRIAD_OPERATOR_TOKEN): the agent administration only. */
+const OPERATOR_SCOPES = ['agents:admin'];
+
+/** `plaintext` is a personal, never-expiring token of `userId` with exactly `OPERATOR_SCOPES`. */
+async function ensureOperatorToken(tx: Db, userId: number, plaintext: string): Promise<void> {
+  const hash = hashToken(plaintext);
+  const existing = await db.tokenByHash(tx, hash);
+  if (existing !== undefined && existing.userId !== userId) {
+    throw new Error('TRIAD_OPERATOR_TOKEN is already a token of another user');
+  }
+  if (existing === undefined) {
+    await db.insertToken(tx, {
+      userId,
+      name: 'bootstrap (TRIAD_OPERATOR_TOKEN)',
+      hash,
+      scopes: OPERATOR_SCOPES,
+      level: 'personal',
+      targetOrgId: null,
+      targetRepoId: null,
+      expiresAt: null,
+    });
+  } else {
+    // also narrows a token that had more (say TRIAD_ADMIN_TOKEN's value before)
+    await db.widenToken(tx, existing.id, OPERATOR_SCOPES);
+  }
+}
 
 /** How long the first administrator's password link is valid. */
 const FIRST_LINK_MS = 7 * 86_400_000;
@@ -16,9 +44,18 @@ export class AdminBootstrap {
 
   /**
    * Bootstrap: the admin user exists (created or promoted) and, when a token is given, that
-   * plaintext is a valid personal token of it with every scope.
+   * plaintext is a valid personal token of it with every scope; an `operatorToken`, one with only
+   * `agents:admin` (TRIAD_OPERATOR_TOKEN: what the AgentPool operator uses).
    */
-  async ensureAdmin(admin: { username: string; email: string; token: string | undefined }): Promise<UserRow> {
+  async ensureAdmin(admin: {
+    username: string;
+    email: string;
+    token: string | undefined;
+    operatorToken?: string | undefined;
+  }): Promise<UserRow> {
+    if (admin.operatorToken !== undefined && admin.operatorToken === admin.token) {
+      throw new Error('TRIAD_OPERATOR_TOKEN must differ from TRIAD_ADMIN_TOKEN');
+    }
     return this.em().transactional(async (tx) => {
       await db.lockAdminBootstrap(tx);
       let user = await db.userByName(tx, admin.username);
@@ -54,6 +91,7 @@ export class AdminBootstrap {
           await db.widenToken(tx, existing.id, ALL_SCOPES);
         }
       }
+      if (admin.operatorToken !== undefined) await ensureOperatorToken(tx, user.id, admin.operatorToken);
       return user;
     });
   }

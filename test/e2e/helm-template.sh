@@ -103,8 +103,8 @@ check("full: step options reach the agent", fae.TRIAD_AGENT_NAMESPACE === "ci-st
   && fae.TRIAD_AGENT_NODE_SELECTOR === "{\"pool\":\"ci\"}" && fae.TRIAD_AGENT_IMAGE_PULL_SECRETS === "reg1,reg2"
   && fae.TRIAD_AGENT_RUN_AS_USER === "0" && fae.TRIAD_AGENT_CLONE_IMAGE === "triad:1.2.3");
 const roles = f.filter((x) => x.kind === "Role");
-check("full: step Role in the step namespace plus a self Role", roles.length === 2
-  && roles.some((r) => r.metadata.namespace === "ci-steps"));
+check("full: the only agent Role is in the step namespace", roles.length === 1
+  && roles[0].metadata.namespace === "ci-steps");
 
 const e = load("existing");
 check("existing secret: no Secret made, env refers to it", !find(e, "Secret")

@@ -158,13 +158,18 @@ describe('helm install with the default values', () => {
         'deployment.apps/t-triad-agent',
         'horizontalpodautoscaler.autoscaling/t-triad-agent',
         'persistentvolumeclaim/t-triad-data',
-        'role.rbac.authorization.k8s.io/t-triad-agent',
-        'rolebinding.rbac.authorization.k8s.io/t-triad-agent',
         'secret/t-triad',
         'service/t-triad',
         'serviceaccount/t-triad-agent',
       ]),
     );
+    // the agent's Role is in the step namespace the chart made, with the steps' NetworkPolicy
+    expect((await everythingIn(ns)).filter((o) => o.startsWith('role'))).toEqual([]);
+    expect(await everythingIn(`${ns}-steps`)).toEqual([
+      'networkpolicy.networking.k8s.io/t-triad-agent-step-isolation',
+      'role.rbac.authorization.k8s.io/t-triad-agent',
+      'rolebinding.rbac.authorization.k8s.io/t-triad-agent',
+    ]);
     // no database.url: no migration hook (the embedded database migrates at start)
     expect(await jobEvents(ns, 't-triad-migrate')).toEqual([]);
     expect(await secretToken(ns, 't-triad')).toMatch(/^[A-Za-z0-9]{48}$/);
@@ -244,7 +249,6 @@ describe('helm install with every optional block on', () => {
         'poddisruptionbudget.policy/a-triad',
         'poddisruptionbudget.policy/a-triad-agent',
         'podmonitor.monitoring.coreos.com/a-triad-agent',
-        'role.rbac.authorization.k8s.io/a-triad-agent-self',
         'scaledobject.keda.sh/a-triad-agent',
         'servicemonitor.monitoring.coreos.com/a-triad',
         'triggerauthentication.keda.sh/a-triad-agent',
@@ -253,6 +257,7 @@ describe('helm install with every optional block on', () => {
     const left = await everythingIn(ns);
     expect(left.filter((o) => /migrate|horizontalpodautoscaler/.test(o))).toEqual([]);
     expect(await everythingIn(steps)).toEqual([
+      'networkpolicy.networking.k8s.io/a-triad-agent-step-isolation',
       'networkpolicy.networking.k8s.io/a-triad-agent-steps',
       'role.rbac.authorization.k8s.io/a-triad-agent',
       'rolebinding.rbac.authorization.k8s.io/a-triad-agent',
@@ -293,15 +298,11 @@ describe('helm install with every optional block on', () => {
 });
 
 describe('agent.mode=operator', () => {
-  test("when installed, then the operator, its RBAC and the chart's AgentPool are admitted instead of the plain agents; without an admin token the chart refuses", async () => {
-    const refused = await helm(['template', 'o', CHART, '--set', 'agent.mode=operator']);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toMatch(/agent.mode=operator needs secrets.adminToken/);
-
+  test("when installed, then the operator, its namespaced RBAC and the chart's AgentPool are admitted instead of the plain agents", async () => {
     const ns = await namespace('operator-chart');
     const r = await helm([
       ...['install', 'o', CHART, '-n', ns, '--wait', '--timeout', '3m'],
-      ...['--set', 'agent.mode=operator', '--set', 'secrets.adminToken=adm_chart_test'],
+      ...['--set', 'agent.mode=operator'],
       ...['--set', 'agent.pool.maxReplicas=3', '--set', 'agent.pool.labels.pool=linux'],
     ]);
     expect(r.stderr).toBe('');
@@ -325,14 +326,14 @@ describe('agent.mode=operator', () => {
       scaleDownDelaySeconds: 300,
       labels: { pool: 'linux' },
       server: `http://o-triad.${ns}.svc:3000`,
-      steps: { namespace: ns },
+      steps: { namespace: `${ns}-steps` },
       podLabels: {
         'app.kubernetes.io/name': 'triad',
         'app.kubernetes.io/instance': 'o',
         'app.kubernetes.io/component': 'agent',
       },
     });
-    const role = JSON.parse(await kubectlOk(['get', 'clusterrole', `o-triad-operator-${ns}`, '-o', 'json']));
+    const role = JSON.parse(await kubectlOk(['get', 'role', 'o-triad-operator', '-n', ns, '-o', 'json']));
     expect(role.rules.map((x: any) => x.resources.join(','))).toEqual([
       'agentpools',
       'agentpools/status',
@@ -346,12 +347,23 @@ describe('agent.mode=operator', () => {
       'events',
       'persistentvolumeclaims',
       'events',
+      'networkpolicies',
     ]);
+    const stepRole = JSON.parse(
+      await kubectlOk(['get', 'role', 'o-triad-operator', '-n', `${ns}-steps`, '-o', 'json']),
+    );
+    expect(stepRole.rules.map((x: any) => x.resources.join(','))).toEqual([
+      'roles,rolebindings',
+      'pods',
+      'pods/log',
+      'persistentvolumeclaims',
+      'networkpolicies',
+    ]);
+    expect(await kubectlOk(['get', 'clusterrole', '-l', 'app.kubernetes.io/instance=o', '-o', 'name'])).toBe(
+      '',
+    );
     const u = await helm(['uninstall', 'o', '-n', ns, '--wait', '--timeout', '2m']);
     expect(u.code).toBe(0);
-    expect(
-      await kubectlOk(['get', 'clusterrole', `o-triad-operator-${ns}`, '--ignore-not-found', '-o', 'name']),
-    ).toBe('');
     await waitUntilOnly(ns, ['persistentvolumeclaim/o-triad-data']);
   });
 });
@@ -363,7 +375,7 @@ describe('the rendered chart applied with kubectl', () => {
   ] as const) {
     test(`when ${name} are rendered and applied from another current namespace, then every object lands in the release namespace`, async () => {
       const ns = await namespace('render');
-      const steps = allOn ? await namespace('render-steps') : ns;
+      const steps = allOn ? await namespace('render-steps') : `${ns}-steps`;
       const args = allOn ? ['-f', ALL_ON, '--set', `agent.steps.namespace=${steps}`] : [];
       const rendered = await helmOk(['template', 'r', CHART, '-n', ns, ...args]);
       // the kubeconfig's current namespace is "default"

@@ -12,6 +12,7 @@ import { everythingIn, installCrds } from './harness/objects.ts';
 
 const DIR = path.join(ROOT, 'manifests');
 const NS = 'triad';
+const STEPS = 'triad-steps';
 const files = fs
   .readdirSync(DIR)
   .filter((f) => f.endsWith('.yaml'))
@@ -23,6 +24,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await deleteNamespace(NS);
+  await deleteNamespace(STEPS);
 });
 
 describe('plain manifests', () => {
@@ -30,16 +32,24 @@ describe('plain manifests', () => {
     expect(files.map((f) => path.basename(f))).toContain('00-namespace.yaml');
     // the namespace first (its file sorts first, but one apply call may race the namespace's creation)
     await kubectlOk(['apply', '--validate=strict', '-f', files[0]!]);
-    await waitFor('service account default in triad', async () => {
-      await clients().core.readNamespacedServiceAccount({ name: 'default', namespace: NS });
-      return true;
-    });
+    for (const ns of [NS, STEPS])
+      await waitFor(`service account default in ${ns}`, async () => {
+        await clients().core.readNamespacedServiceAccount({ name: 'default', namespace: ns });
+        return true;
+      });
     const r = await kubectl(['apply', '--validate=strict', ...files.slice(1).flatMap((f) => ['-f', f])]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const labels = (await clients().core.readNamespace({ name: NS })).metadata?.labels;
     expect(labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
     expect(await everythingIn('default')).toEqual(['service/kubernetes']);
+    // step pods' objects are in their own namespace, the agent's Role there only
+    expect(await everythingIn(STEPS)).toEqual([
+      'networkpolicy.networking.k8s.io/triad-agent-steps',
+      'role.rbac.authorization.k8s.io/triad-agent',
+      'rolebinding.rbac.authorization.k8s.io/triad-agent',
+    ]);
+    expect((await everythingIn(NS)).filter((o) => o.startsWith('role'))).toEqual([]);
     expect(await everythingIn(NS)).toEqual(
       expect.arrayContaining([
         'deployment.apps/postgres',
@@ -47,7 +57,6 @@ describe('plain manifests', () => {
         'deployment.apps/triad-agent',
         'horizontalpodautoscaler.autoscaling/triad-agent',
         'job.batch/triad-migrate',
-        'networkpolicy.networking.k8s.io/triad-agent-steps',
         'poddisruptionbudget.policy/triad',
         'podmonitor.monitoring.coreos.com/triad-agent',
         'scaledobject.keda.sh/triad-agent',

@@ -10,7 +10,7 @@ import {
 import { loadConfig } from '../../src/config.ts';
 
 const AREAS = ['repo', 'issues', 'pulls', 'releases', 'ci'] as const;
-const NON_ADMIN = CURRENT_SCOPES.filter((s) => s !== 'admin');
+const NON_ADMIN = CURRENT_SCOPES.filter((s) => s !== 'admin' && s !== 'agents:admin');
 
 describe('scopeAllows, current variant', () => {
   test.each(CURRENT_SCOPES.map((s) => [s, s]))('when %s is granted, then %s itself is allowed', (scope) => {
@@ -68,13 +68,21 @@ describe('scopeAllows, earlier variant (coarse scopes)', () => {
     expect(scopeAllows(['write'], 'admin')).toBe(false);
   });
 
+  test('when anything but admin is granted, then agents:admin is refused; agents:admin implies nothing else', () => {
+    expect(scopeAllows([...NON_ADMIN, 'read', 'write'], 'agents:admin')).toBe(false);
+    expect(scopeAllows(['agents:admin'], 'agents:admin')).toBe(true);
+    for (const needed of CURRENT_SCOPES.filter((x) => x !== 'agents:admin')) {
+      expect(scopeAllows(['agents:admin'], needed)).toBe(false);
+    }
+  });
+
   test('when the earlier admin scope is granted, then everything is allowed', () => {
     for (const needed of CURRENT_SCOPES) expect(scopeAllows(['admin'], needed)).toBe(true);
   });
 
   test('the accepted scope names are exactly the current and the earlier ones', () => {
     expect([...ALL_SCOPES].sort()).toEqual([...new Set([...CURRENT_SCOPES, ...EARLIER_SCOPES])].sort());
-    expect(ALL_SCOPES).toHaveLength(13);
+    expect(ALL_SCOPES).toHaveLength(14);
   });
 });
 

@@ -125,7 +125,7 @@ true
 {{- end -}}
 
 {{- define "triad.stepNamespace" -}}
-{{- default .Release.Namespace .Values.agent.steps.namespace -}}
+{{- default (printf "%s-steps" .Release.Namespace | trunc 63 | trimSuffix "-") .Values.agent.steps.namespace -}}
 {{- end -}}
 
 {{- define "triad.baseUrl" -}}
@@ -183,4 +183,44 @@ true
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
+# the step namespace's NetworkPolicy of a pool (TRIAD_OPERATOR_STEP_POLICY)
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, create, patch, delete]
+{{- end -}}
+
+{{- /* The namespaces the operator serves in namespaced mode (operator.clusterWide false). */}}
+{{- define "triad.operatorWatchNamespace" -}}
+{{- default .Release.Namespace .Values.operator.watchNamespace -}}
+{{- end -}}
+
+{{- define "triad.operatorStepRules" -}}
+# In a step namespace it does not serve, the operator only grants and removes a pool's step Role
+# and sweeps leftover step pods and claims: no Secrets, Deployments or pools there. (Pods, pods/log
+# and claims are here because Kubernetes only lets it grant what it holds itself.)
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [get, list, create, delete]
+# the step namespace's NetworkPolicy of a pool (TRIAD_OPERATOR_STEP_POLICY)
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, create, patch, delete]
+{{- end -}}
+
+{{- /* TRIAD_OPERATOR_STEP_POLICY: the server pods and DNS as NetworkPolicy peers (JSON). */}}
+{{- define "triad.operatorStepPolicy" -}}
+{{- $server := dict "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .Release.Namespace)) "podSelector" (dict "matchLabels" (include "triad.serverSelector" . | fromYaml)) -}}
+{{- dict "server" (list $server) "serverPort" (int .Values.server.port) "dns" .Values.agent.steps.networkPolicy.dns | toJson -}}
 {{- end -}}

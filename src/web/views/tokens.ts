@@ -30,10 +30,13 @@ const AREAS: { label: string; prefix: string }[] = [
   { label: 'Pull requests', prefix: 'pulls:' },
   { label: 'Releases', prefix: 'releases:' },
   { label: 'CI pipelines', prefix: 'ci:' },
+  { label: 'CI agents', prefix: 'agents:' },
   { label: 'Administration', prefix: 'admin' },
 ];
 
 const SCOPE_HINTS: Record<string, string> = {
+  'agents:admin':
+    'register, list and deregister CI agents (site administrators; what the AgentPool operator needs)',
   admin: 'everything, including deleting repositories and managing members and webhooks',
 };
 

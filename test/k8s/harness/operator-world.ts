@@ -42,12 +42,14 @@ export function operatorWorld(
   opts: { startOperator?: boolean; namespaced?: boolean } = {},
 ): OperatorWorld {
   let kubeconfig = '';
+  // the operator's token: a site administrator's with only agents:admin (what the chart gives it)
+  let operatorToken = '';
   const w = {
     ops: [] as OperatorProcess[],
     operator: (identity?: string, env?: Record<string, string>) => {
       const o = startOperator({
         server: w.s.url,
-        token: w.s.adminToken,
+        token: operatorToken,
         namespace: w.ns,
         kubeconfig,
         identity,
@@ -72,6 +74,9 @@ export function operatorWorld(
     w.s = await startTestServer();
     w.owner = await w.s.newUser();
     w.org = await w.s.newOrg(w.owner);
+    const t = await w.s.admin.post('/api/v1/user/tokens', { name: 'operator', scopes: ['agents:admin'] });
+    if (t.status !== 201) throw new Error(`operator token: ${t.status} ${t.text}`);
+    operatorToken = t.body.data.token;
     w.ns = await newNamespace(prefix);
     await installAgentPoolCrd();
     kubeconfig = await operatorRbac(w.ns, opts.namespaced);

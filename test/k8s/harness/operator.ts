@@ -174,7 +174,8 @@ const RBAC_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role
 
 /**
  * The chart's operator RBAC for a release `t` in `namespace`, applied (`namespaced`: with
- * `operator.watchNamespace` set to it, Roles instead of a ClusterRole); returns the operator's kubeconfig.
+ * `operator.watchNamespace` set to it, Roles; otherwise `operator.clusterWide`, a ClusterRole);
+ * returns the operator's kubeconfig.
  */
 export async function operatorRbac(namespace: string, namespaced = false): Promise<string> {
   const out = await helmOk([
@@ -187,7 +188,11 @@ export async function operatorRbac(namespace: string, namespaced = false): Promi
     'agent.mode=operator',
     '--set',
     'secrets.adminToken=x',
-    ...(namespaced ? ['--set', `operator.watchNamespace=${namespace}`] : []),
+    // the test pools run their steps in their own namespace
+    ...['--set', `agent.steps.namespace=${namespace}`],
+    ...(namespaced
+      ? ['--set', `operator.watchNamespace=${namespace}`]
+      : ['--set', 'operator.clusterWide=true']),
     '--show-only',
     'templates/operator.yaml',
   ]);
