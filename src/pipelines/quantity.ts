@@ -85,3 +85,15 @@ export function aboveMaximum(stepName: string, asked: StepResources, max: StepRe
   }
   return undefined;
 }
+
+/** Bytes as the shortest exact binary quantity: 4294967296 → `4Gi`, 1000 → `1000`. */
+export function bytesQuantity(bytes: number): string {
+  for (const [suffix, size] of [
+    ['Ti', 2 ** 40],
+    ['Gi', 2 ** 30],
+    ['Mi', 2 ** 20],
+    ['Ki', 2 ** 10],
+  ] as const)
+    if (bytes >= size && bytes % size === 0) return `${bytes / size}${suffix}`;
+  return String(bytes);
+}

@@ -1,5 +1,11 @@
 import { describe, expect, test } from '@jest/globals';
-import { aboveMaximum, parseQuantity, quantityNanos, quantityProblem } from '../../src/pipelines/quantity.ts';
+import {
+  aboveMaximum,
+  bytesQuantity,
+  parseQuantity,
+  quantityNanos,
+  quantityProblem,
+} from '../../src/pipelines/quantity.ts';
 import { parsePipelineFile } from '../../src/pipelines/pipeline-file.ts';
 
 describe('Kubernetes quantities', () => {
@@ -31,6 +37,15 @@ describe('Kubernetes quantities', () => {
     expect(quantityNanos('1.1')).toBe(quantityNanos('1100m'));
     expect(quantityNanos('1Gi')).toBe(quantityNanos('1073741824'));
     expect(quantityNanos('0.001')).toBe(quantityNanos('1m'));
+  });
+
+  test('bytes read as the shortest exact binary quantity', () => {
+    expect([4 * 2 ** 30, 1536 * 2 ** 20, 2 ** 10, 1000].map(bytesQuantity)).toEqual([
+      '4Gi',
+      '1536Mi',
+      '1Ki',
+      '1000',
+    ]);
   });
 
   test('cpu needs at least a millicore, memory whole bytes', () => {
