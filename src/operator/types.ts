@@ -42,6 +42,10 @@ export type StepSettings = {
   storageClass?: string;
   cloneImage?: string;
   pendingTimeoutSeconds?: number;
+  /** The most one step may ask for in its `resources` (TRIAD_AGENT_MAX_CPU / _MEMORY of the agents). */
+  maxResources?: { cpu?: string | number; memory?: string | number };
+  /** `ephemeral-storage` request of each step container (TRIAD_AGENT_EPHEMERAL_STORAGE). */
+  ephemeralStorage?: string | number;
 };
 
 export type AgentPoolSpec = {
