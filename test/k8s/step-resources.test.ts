@@ -5,7 +5,8 @@
  * schema takes `spec.steps.maxResources` as Kubernetes quantities and refuses anything else.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
 import { KubernetesExecutor } from '../../agent/executors/kubernetes.ts';
 import { defaultPodSpecOptions } from '../../agent/executors/pod-spec.ts';
 import type { Job, JobStep } from '../../agent/types.ts';
@@ -119,5 +120,37 @@ describe('per-step resources on a real API server', () => {
     }).catch((e: unknown) => e);
     expect(String(err?.body ?? err)).toMatch(/spec\.steps\.maxResources\.memory/);
     await deletePool(ns, 'bounded');
+  });
+
+  test('the chart: agent.steps.maxResources and ephemeralStorage reach the agents, server.scratch the server pod, and the API server takes both', async () => {
+    const rendered = await helmOk([
+      ...['template', 't', CHART, '-n', ns],
+      ...[
+        '--show-only',
+        'templates/server-deployment.yaml',
+        '--show-only',
+        'templates/agent-deployment.yaml',
+      ],
+      ...['--set', 'agent.steps.maxResources.cpu=2', '--set-string', 'agent.steps.maxResources.memory=4Gi'],
+      ...['--set', 'agent.steps.ephemeralStorage=1Gi', '--set', 'server.scratch.sizeLimit=5Gi'],
+    ]);
+    const docs = parseAllDocuments(rendered).map((d) => d.toJS() as V1Deployment);
+    const server = docs.find((d) => d.metadata?.name === 't-triad')!.spec!.template.spec!;
+    expect(server.containers[0]!.resources!.requests).toEqual({
+      cpu: '100m',
+      memory: '256Mi',
+      'ephemeral-storage': '1Gi',
+    });
+    expect(server.volumes!.find((v) => v.name === 'tmp')!.emptyDir).toEqual({ sizeLimit: '5Gi' });
+    const agent = docs.find((d) => d.metadata?.name === 't-triad-agent')!.spec!.template.spec!;
+    const env = Object.fromEntries((agent.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({
+      TRIAD_AGENT_MAX_CPU: '2',
+      TRIAD_AGENT_MAX_MEMORY: '4Gi',
+      TRIAD_AGENT_EPHEMERAL_STORAGE: '1Gi',
+    });
+    await kubectlOk(['apply', '--dry-run=server', '--validate=strict', '-n', ns, '-f', '-'], {
+      input: rendered,
+    });
   });
 });
