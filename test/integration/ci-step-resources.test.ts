@@ -2,6 +2,7 @@ import { describe, expect, test } from '@jest/globals';
 import { pino } from 'pino';
 import { Agent } from '../../agent/agent.ts';
 import { LocalExecutor } from '../../agent/executors/local.ts';
+import { runAgent } from '../../agent/main.ts';
 import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { withOrgServer } from '../helpers/factories.ts';
 import type { TestServer, TestUser } from '../helpers/server.ts';
@@ -115,5 +116,14 @@ describe('per-step resources with the real agent', () => {
     const job = r.body;
     expect(job.steps[0].resources).toEqual({ cpu: '1', memory: '512Mi' });
     expect(job.steps[1]).not.toHaveProperty('resources');
+  });
+
+  test('an agent whose maximum is not a quantity refuses to start, naming the variable', async () => {
+    await expect(runAgent({ TRIAD_AGENT_TOKEN: 't', TRIAD_AGENT_MAX_MEMORY: '4GB' })).rejects.toThrow(
+      'invalid agent configuration: TRIAD_AGENT_MAX_MEMORY: must be a Kubernetes quantity such as 512Mi or 2Gi',
+    );
+    await expect(runAgent({ TRIAD_AGENT_TOKEN: 't', TRIAD_AGENT_MAX_CPU: '0' })).rejects.toThrow(
+      'TRIAD_AGENT_MAX_CPU: must be at least 1m',
+    );
   });
 });
