@@ -5,6 +5,7 @@ import { LogLimiter } from './log-limit.ts';
 import { AgentMetrics } from './metrics.ts';
 import { LogShipper } from './log-shipper.ts';
 import type { Executor, Job, JobStep } from './types.ts';
+import { refusedSteps, reportRefused, type StepResources } from './step-resources.ts';
 import { formatDuration } from '../src/pipelines/pipeline-file.ts';
 
 export type AgentOptions = {
@@ -27,6 +28,7 @@ export type AgentOptions = {
   metricsPort?: number;
   sweepMs?: number;
   labels?: string; // pool labels (`k=v,...`) polled with: pipelines with exactly these
+  maxResources?: StepResources; // the most a step may ask for (step-resources.ts); unset keys: unbounded
 };
 
 type Running = {
@@ -67,7 +69,7 @@ export class Agent {
   constructor(opts: AgentOptions) {
     this.o = {
       ...{ pollWait: 30, heartbeatMs: 10_000, cancelCheckMs: 2_000, drainMs: 60_000 },
-      ...{ stopGraceMs: 5_000, sweepMs: 300_000 },
+      ...{ stopGraceMs: 5_000, sweepMs: 300_000, maxResources: {} },
       ...opts,
       metricsPort: opts.metricsPort,
     };
@@ -223,20 +225,28 @@ export class Agent {
             },
             Math.min(limit * 1000, 2 ** 31 - 1),
           );
+    const refused = refusedSteps(steps, this.o.maxResources);
     try {
       try {
-        await this.o.executor.prepare(job, r.abort.signal);
+        // a step above the pool's maximum: nothing of the pipeline runs, not even the clone
+        if (refused.size > 0) failed = true;
+        else await this.o.executor.prepare(job, r.abort.signal);
       } catch (err) {
         failed = true;
         errorMessage = err instanceof Error ? err.message : String(err);
       }
       for (const step of steps) {
         if (failed || r.cancelled || r.abort.signal.aborted) {
-          await this.report(() =>
-            this.api.stepStatus(step.id, {
-              status: r.cancelled ? 'cancelled' : 'skipped',
-              finished_at: now(),
-            }),
+          const why = refused.get(step.id);
+          await (
+            why !== undefined
+              ? reportRefused(this.api, step, why, (fn) => this.report(fn))
+              : this.report(() =>
+                  this.api.stepStatus(step.id, {
+                    status: r.cancelled ? 'cancelled' : 'skipped',
+                    finished_at: now(),
+                  }),
+                )
           ).catch(() => undefined);
           continue;
         }

@@ -7,6 +7,18 @@ import { sandboxEnvShape, sandboxOptions } from './executors/sandbox.ts';
 import type { Executor } from './types.ts';
 import { withSecrets } from '../src/secrets.ts';
 import { formatLabels, parseLabelQuery } from '../src/pipelines/labels.ts';
+import { bytesQuantity, quantityProblem } from '../src/pipelines/quantity.ts';
+
+/** A quantity variable (the pool's maximum per step); an empty value counts as unset. */
+const maxQuantity = (key: 'cpu' | 'memory') =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()))
+    .superRefine((v, ctx) => {
+      const problem = v === undefined ? undefined : quantityProblem(key, v);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    });
 
 const envSchema = z.object({
   TRIAD_AGENT_SERVER: z.url().default('http://localhost:3000'),
@@ -34,6 +46,9 @@ const envSchema = z.object({
     .union([z.literal('off'), z.coerce.number().int().min(0).max(65535)])
     .default(9090),
   TRIAD_AGENT_WORK_DIR: z.string().optional(),
+  /** The most one step may ask for in its `resources` (an AgentPool's `spec.steps.maxResources`). */
+  TRIAD_AGENT_MAX_CPU: maxQuantity('cpu'),
+  TRIAD_AGENT_MAX_MEMORY: maxQuantity('memory'),
   LOG_LEVEL: z.string().default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   ...sandboxEnvShape,
@@ -92,6 +107,13 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
     heartbeatMs: e.TRIAD_AGENT_HEARTBEAT_SECONDS * 1000,
     drainMs: e.TRIAD_AGENT_DRAIN_SECONDS * 1000,
     metricsPort: e.TRIAD_AGENT_METRICS_PORT === 'off' ? undefined : e.TRIAD_AGENT_METRICS_PORT,
+    maxResources: {
+      cpu: e.TRIAD_AGENT_MAX_CPU,
+      // locally a step's memory replaces the sandbox's limit: by default it may not go above it
+      memory:
+        e.TRIAD_AGENT_MAX_MEMORY ??
+        (kind === 'local' ? bytesQuantity(e.TRIAD_AGENT_SANDBOX_MEMORY) : undefined),
+    },
   });
   if (kind === 'local' && e.TRIAD_AGENT_LOCAL_UNSANDBOXED) {
     log.warn('TRIAD_AGENT_LOCAL_UNSANDBOXED=true: steps run WITHOUT a sandbox, as this user');

@@ -9,6 +9,8 @@ export type JobStep = {
   status: string;
   /** The step is stopped (status failure) after this many seconds; absent from older servers. */
   timeout_seconds?: number;
+  /** Requests and limits the step asks for (Kubernetes quantities); absent when none. */
+  resources?: { cpu?: string; memory?: string };
 };
 
 export type Job = {

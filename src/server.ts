@@ -16,6 +16,8 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Agent } from '../agent/agent.ts';
 import { LocalExecutor } from '../agent/executors/local.ts';
+import { DEFAULT_SANDBOX } from '../agent/executors/sandbox.ts';
+import { bytesQuantity } from './pipelines/quantity.ts';
 
 /** With storage nodes: how often pushes left unrecorded by a node that died are looked for. */
 const RECONCILE_MS = 10_000;
@@ -324,6 +326,8 @@ async function startEmbeddedAgent(
     log: log.child({ component: 'agent' }),
     drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
     stopGraceMs: 2_000,
+    // a step's `resources.memory` replaces the sandbox's memory limit: never above it here
+    maxResources: { memory: bytesQuantity(executor.sandbox?.o.memoryBytes ?? DEFAULT_SANDBOX.memoryBytes) },
   });
   await agent.start();
   const workDir = await executor.root();

@@ -70,6 +70,8 @@ const envSchema = z.object({
   TRIAD_AGENT_CPU_LIMIT: quantity,
   TRIAD_AGENT_MEMORY_REQUEST: quantity,
   TRIAD_AGENT_MEMORY_LIMIT: quantity,
+  /** `ephemeral-storage` request of each step container (unset: none). */
+  TRIAD_AGENT_EPHEMERAL_STORAGE: quantity,
   TRIAD_AGENT_RUN_AS_USER: z.union([z.literal('image'), z.coerce.number().int().min(0)]).default(1000),
   TRIAD_AGENT_RUN_AS_NON_ROOT: bool.optional(),
   TRIAD_AGENT_FS_GROUP: z.union([z.literal('none'), z.coerce.number().int().min(0)]).optional(),
@@ -169,6 +171,7 @@ export function parseKubernetesEnv(
     deadlineSeconds: e.TRIAD_AGENT_POD_DEADLINE_SECONDS,
     requests: { cpu: e.TRIAD_AGENT_CPU_REQUEST, memory: e.TRIAD_AGENT_MEMORY_REQUEST },
     limits: { cpu: e.TRIAD_AGENT_CPU_LIMIT, memory: e.TRIAD_AGENT_MEMORY_LIMIT },
+    ephemeralStorage: e.TRIAD_AGENT_EPHEMERAL_STORAGE,
     nodeSelector: e.TRIAD_AGENT_NODE_SELECTOR ?? {},
     tolerations,
     serviceAccountName: e.TRIAD_AGENT_SERVICE_ACCOUNT,

@@ -4,6 +4,7 @@ import { diskUsage, formatBytes, watchDisk } from './disk-watch.ts';
 import { runProcess, type RunHooks } from './process.ts';
 import { Sandbox, WORKSPACE, type SandboxOptions, type SandboxNetwork } from './sandbox.ts';
 import { Workspaces } from './workspaces.ts';
+import { parseQuantity } from '../../src/pipelines/quantity.ts';
 
 export type LocalExecutorOptions = {
   /**
@@ -90,6 +91,7 @@ export class LocalExecutor implements Executor {
     onOutput: (d: Buffer) => void,
     cwd = `${WORKSPACE}/src`,
     hooks: RunHooks = {},
+    memoryBytes?: number,
   ): Promise<number> {
     if (this.sandbox === undefined) {
       const hostCwd = path.join(dir, path.relative(WORKSPACE, cwd));
@@ -106,7 +108,7 @@ export class LocalExecutor implements Executor {
         hooks,
       );
     }
-    const spec = await this.sandbox.spec(dir, script, env, network, { cwd });
+    const spec = await this.sandbox.spec(dir, script, env, network, { cwd, memoryBytes });
     return runProcess(spec, signal, onOutput, hooks);
   }
 
@@ -197,12 +199,16 @@ export class LocalExecutor implements Executor {
     if (dir === undefined) throw new Error('workspace not prepared');
     const network = this.sandbox?.o.network ?? 'outbound';
     const script = stepScript(run.step.commands);
+    // the step's memory as its address-space limit (RLIMIT_AS), as TRIAD_AGENT_SANDBOX_MEMORY is
+    const asked = run.step.resources?.memory;
+    const memory = asked === undefined ? undefined : parseQuantity(asked);
     const { code, reason } = await this.watched(
       dir,
       run.job.disk_max_bytes,
       'step',
       run.signal,
-      (signal, hooks) => this.exec(dir, script, run.env, network, signal, run.onOutput, undefined, hooks),
+      (signal, hooks) =>
+        this.exec(dir, script, run.env, network, signal, run.onOutput, undefined, hooks, memory),
     );
     return reason === undefined ? { exitCode: code } : { exitCode: code, reason };
   }

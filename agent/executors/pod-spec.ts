@@ -9,12 +9,12 @@ import type {
   V1PersistentVolumeClaim,
   V1Pod,
   V1PodSecurityContext,
-  V1ResourceRequirements,
   V1SecurityContext,
   V1Toleration,
 } from '@kubernetes/client-node';
 import { cloneScript, type Job, type JobStep, stepScript } from '../types.ts';
 import { applyStepTemplate, type PodTemplate } from './pod-template.ts';
+import { containerResources as resources, keepStepResources } from './pod-resources.ts';
 
 export { stepScript };
 
@@ -50,6 +50,8 @@ export type PodSpecOptions = {
   deadlineSeconds: number;
   requests: Quantities;
   limits: Quantities;
+  /** `ephemeral-storage` request of the step container (its writable layer, logs); undefined = none. */
+  ephemeralStorage?: string | undefined;
   nodeSelector: Record<string, string>;
   tolerations: V1Toleration[];
   /** undefined = no service account token is mounted into step pods. */
@@ -188,19 +190,6 @@ export function cloneInitScript(job: Job, workspaceDir: string): string {
   ].join('\n');
 }
 
-function resources(opts: PodSpecOptions): V1ResourceRequirements | undefined {
-  const pick = (q: Quantities) => {
-    const r: Record<string, string> = {};
-    if (q.cpu !== undefined) r.cpu = q.cpu;
-    if (q.memory !== undefined) r.memory = q.memory;
-    return Object.keys(r).length === 0 ? undefined : r;
-  };
-  const requests = pick(opts.requests);
-  const limits = pick(opts.limits);
-  if (requests === undefined && limits === undefined) return undefined;
-  return { ...(requests === undefined ? {} : { requests }), ...(limits === undefined ? {} : { limits }) };
-}
-
 function containerSecurityContext(opts: PodSpecOptions): V1SecurityContext {
   return {
     allowPrivilegeEscalation: false,
@@ -240,6 +229,7 @@ export function stepPod(
   const ws = opts.workspaceDir;
   const mounts = [{ name: WORKSPACE_VOLUME, mountPath: ws }];
   const res = resources(opts);
+  const stepRes = resources(opts, step);
   const sc = containerSecurityContext(opts);
   const clone: V1Container = {
     name: CLONE_CONTAINER,
@@ -264,7 +254,7 @@ export function stepPod(
     workingDir: `${ws}/src`,
     volumeMounts: mounts,
     securityContext: sc,
-    ...(res === undefined ? {} : { resources: res }),
+    ...(stepRes === undefined ? {} : { resources: stepRes }),
   };
   const labels = { ...baseLabels(job.pipeline_id, opts), [LABEL_STEP]: String(step.number) };
   const pod: V1Pod = {
@@ -304,7 +294,7 @@ export function stepPod(
       ],
     },
   };
-  return applyStepTemplate(pod, opts.stepTemplate);
+  return keepStepResources(applyStepTemplate(pod, opts.stepTemplate), step, STEP_CONTAINER);
 }
 
 // ---- reading a step pod's status ----

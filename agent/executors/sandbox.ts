@@ -288,7 +288,7 @@ export class Sandbox {
     script: string,
     env: Record<string, string>,
     network: SandboxNetwork,
-    opts: { cwd?: string } = {},
+    opts: { cwd?: string; memoryBytes?: number | undefined } = {},
   ): Promise<ProcessSpec> {
     const s = await this.setup();
     const args = [...s.fixed];
@@ -311,7 +311,8 @@ export class Sandbox {
       '--',
       s.prlimit,
       `--nproc=${this.o.nproc}`,
-      `--as=${this.o.memoryBytes}`,
+      // a step's own `resources.memory` replaces the default (the agent's maximum bounds it)
+      `--as=${opts.memoryBytes ?? this.o.memoryBytes}`,
       `--fsize=${this.o.fileSizeBytes}`,
       '--core=0',
       '--',

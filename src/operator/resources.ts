@@ -165,6 +165,9 @@ export function deployment(
                 ...env('TRIAD_AGENT_CPU_LIMIT', r?.limits?.cpu),
                 ...env('TRIAD_AGENT_MEMORY_REQUEST', r?.requests?.memory),
                 ...env('TRIAD_AGENT_MEMORY_LIMIT', r?.limits?.memory),
+                ...env('TRIAD_AGENT_MAX_CPU', steps.maxResources?.cpu),
+                ...env('TRIAD_AGENT_MAX_MEMORY', steps.maxResources?.memory),
+                ...env('TRIAD_AGENT_EPHEMERAL_STORAGE', steps.ephemeralStorage),
                 ...env(
                   'TRIAD_AGENT_STEP_TEMPLATE',
                   s.stepTemplate === undefined ? undefined : JSON.stringify(s.stepTemplate),

@@ -50,6 +50,10 @@ export type StepSettings = {
     except?: string[];
     ports?: { port: number | string; protocol?: 'TCP' | 'UDP' | 'SCTP' }[];
   }[];
+  /** The most one step may ask for in its `resources` (TRIAD_AGENT_MAX_CPU / _MEMORY of the agents). */
+  maxResources?: { cpu?: string | number; memory?: string | number };
+  /** `ephemeral-storage` request of each step container (TRIAD_AGENT_EPHEMERAL_STORAGE). */
+  ephemeralStorage?: string | number;
 };
 
 export type AgentPoolSpec = {

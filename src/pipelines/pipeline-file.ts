@@ -2,6 +2,7 @@ import { LineCounter, parseDocument, isMap, isNode, isScalar, type Node } from '
 import { z } from 'zod';
 import { labelsSchema } from './labels.ts';
 import { DEFAULT_PIPELINE_LIMITS } from './model.ts';
+import { quantityProblem } from './quantity.ts';
 
 export const PIPELINE_FILE = '.pipeline.yml';
 export const PIPELINE_EVENTS = ['push', 'tag', 'pull_request'] as const;
@@ -52,6 +53,20 @@ const duration = z.union([z.string(), z.number()]).transform((v, ctx) => {
   return seconds;
 });
 
+/** A quantity for `key` (YAML may give `cpu: 2` or `cpu: 0.5` as a number): kept as written. */
+const quantity = (key: 'cpu' | 'memory') =>
+  z.union([z.string(), z.number()]).transform((v, ctx) => {
+    const text = String(v);
+    const problem = quantityProblem(key, text);
+    if (problem === undefined) return text;
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  });
+/** A step's `resources`: requests and limits of its container (the pool's maximum bounds them). */
+const resources = z
+  .object({ cpu: quantity('cpu').optional(), memory: quantity('memory').optional() })
+  .strict();
+
 const envValue = z.union([z.string(), z.number(), z.boolean()]).transform(String);
 const step = z
   .object({
@@ -66,6 +81,7 @@ const step = z
     when: when.optional(),
     /** Seconds (from `30m` etc.); the server's TRIAD_STEP_TIMEOUT caps it. */
     timeout: duration.optional(),
+    resources: resources.optional(),
   })
   .strict();
 
@@ -168,6 +184,7 @@ function keyOf(map: unknown, key: string): Node | undefined {
 function knownKeys(path: readonly PropertyKey[]): string[] {
   const last = path.at(-1);
   if (last === 'when') return Object.keys(when.shape);
+  if (last === 'resources') return Object.keys(resources.shape);
   if (path.length === 2 && path[0] === 'steps') return Object.keys(step.shape);
   return Object.keys(file.shape);
 }

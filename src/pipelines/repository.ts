@@ -2,6 +2,7 @@ import { count, first, one, type Db } from '../db/query.ts';
 import { nextNumber } from '../db/numbers.ts';
 import { textArray } from '../db/sql.ts';
 import type { PipelineEvent } from './pipeline-file.ts';
+import type { StepResources } from './quantity.ts';
 import { NOTIFY_CHANNEL, type PipelineStatus, type StepStatus } from './model.ts';
 
 /** The queries of CI pipelines, their steps and step log chunks. */
@@ -40,6 +41,8 @@ export type StepRow = {
   log_size: string;
   timeout_seconds: number | null;
   log_truncated: boolean;
+  /** The step's `resources` from the pipeline file (null: none asked for). */
+  resources: StepResources | null;
 };
 export type LogChunkRow = { offset: string; size: number; blob_key: string };
 
@@ -184,6 +187,7 @@ export type NewPipeline = {
     environment: Record<string, string>;
     status: StepStatus;
     timeoutSeconds: number | null;
+    resources?: StepResources | undefined;
   }[];
 };
 
@@ -213,8 +217,8 @@ export async function insertPipeline(tx: Db, p: NewPipeline): Promise<number> {
   for (const [i, s] of p.steps.entries()) {
     await tx.execute(
       `insert into pipeline_steps (pipeline_id, number, name, image, commands, environment, status,
-                                   timeout_seconds)
-       values (?, ?, ?, ?, ?::text[], ?, ?, ?)`,
+                                   timeout_seconds, resources)
+       values (?, ?, ?, ?, ?::text[], ?, ?, ?, ?::jsonb)`,
       [
         row.id,
         i + 1,
@@ -224,6 +228,7 @@ export async function insertPipeline(tx: Db, p: NewPipeline): Promise<number> {
         JSON.stringify(s.environment),
         s.status,
         s.timeoutSeconds,
+        s.resources === undefined ? null : JSON.stringify(s.resources),
       ],
     );
   }

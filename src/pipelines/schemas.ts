@@ -126,6 +126,10 @@ export const jobSchema = z
             .int()
             .min(1)
             .meta({ description: 'the step is stopped after this many seconds' }),
+          resources: z.object({ cpu: z.string().optional(), memory: z.string().optional() }).optional().meta({
+            description:
+              'requests and limits of the step (Kubernetes quantities) from the pipeline file; absent when none',
+          }),
         })
         .meta({ id: 'JobStep' }),
     ),
@@ -238,6 +242,7 @@ export function jobJson(p: PipelineRow, steps: readonly StepRow[], c: JobContext
       environment: s.environment,
       status: s.status,
       timeout_seconds: Math.min(s.timeout_seconds ?? max, max),
+      ...(s.resources === null ? {} : { resources: s.resources }),
     })),
     ci_env: {
       CI: 'true',

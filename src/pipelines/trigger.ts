@@ -160,6 +160,7 @@ export class PipelineTrigger {
         environment: s.environment ?? {},
         status: runnable.includes(s) ? 'pending' : 'skipped',
         timeoutSeconds: s.timeout ?? null,
+        resources: s.resources,
       })),
     });
     if (status === 'pending') await db.notifyQueued(tx);

@@ -16,6 +16,7 @@ import { Migration0017NumberFloors } from './0017-number-floors.ts';
 import { Migration0018PipelineNotify } from './0018-pipeline-notify.ts';
 import { Migration0019ApiVariant } from './0019-api-variant.ts';
 import { Migration0020StorageNodes } from './0020-storage-nodes.ts';
+import { Migration0021StepResources } from './0021-step-resources.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   { name: '0018-pipeline-notify', class: Migration0018PipelineNotify },
   { name: '0019-api-variant', class: Migration0019ApiVariant },
   { name: '0020-storage-nodes', class: Migration0020StorageNodes },
+  { name: '0021-step-resources', class: Migration0021StepResources },
 ];
