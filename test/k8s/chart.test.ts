@@ -356,6 +356,7 @@ describe('agent.mode=operator', () => {
       'roles,rolebindings',
       'pods',
       'pods/log',
+      'events',
       'persistentvolumeclaims',
       'networkpolicies',
     ]);

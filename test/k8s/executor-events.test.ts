@@ -32,7 +32,17 @@ const warnings: string[] = [];
 
 beforeAll(async () => {
   ns = await newNamespace('exev');
-  const rbac = await helmOk(['template', 't', CHART, '-n', ns, '--show-only', 'templates/agent-rbac.yaml']);
+  const rbac = await helmOk([
+    'template',
+    't',
+    CHART,
+    '-n',
+    ns,
+    '--set',
+    `agent.steps.namespace=${ns}`,
+    '--show-only',
+    'templates/agent-rbac.yaml',
+  ]);
   await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
   saKubeconfig = await serviceAccountKubeconfig(ns, 't-triad-agent');
   pods = await PodRecorder.start(ns);

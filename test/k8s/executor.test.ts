@@ -35,7 +35,17 @@ const warnings: string[] = [];
 beforeAll(async () => {
   ns = await newNamespace('exec');
   // The chart's RBAC for the agent, exactly as rendered (ServiceAccount, Role, RoleBinding).
-  const rbac = await helmOk(['template', 't', CHART, '-n', ns, '--show-only', 'templates/agent-rbac.yaml']);
+  const rbac = await helmOk([
+    'template',
+    't',
+    CHART,
+    '-n',
+    ns,
+    '--set',
+    `agent.steps.namespace=${ns}`,
+    '--show-only',
+    'templates/agent-rbac.yaml',
+  ]);
   await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
   saKubeconfig = await serviceAccountKubeconfig(ns, SA);
   pods = await PodRecorder.start(ns);

@@ -200,7 +200,11 @@ describe('the operator observable', () => {
       },
       podMetricsEndpoints: [{ port: 'metrics', path: '/metrics', interval: '30s' }],
     });
-    expect(find('ClusterRole', `t-triad-operator-${w.ns}`).rules).toContainEqual({
+    // namespaced by default: the Role in the namespace it serves
+    const served = docs.find(
+      (d) => d?.kind === 'Role' && d.metadata?.name === 't-triad-operator' && d.metadata?.namespace === w.ns,
+    );
+    expect(served.rules).toContainEqual({
       apiGroups: [''],
       resources: ['events'],
       verbs: ['create', 'patch'],

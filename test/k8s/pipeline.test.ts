@@ -29,7 +29,17 @@ let pods: PodRecorder;
 beforeAll(async () => {
   s = await startTestServer();
   ns = await newNamespace('pipeline');
-  const rbac = await helmOk(['template', 't', CHART, '-n', ns, '--show-only', 'templates/agent-rbac.yaml']);
+  const rbac = await helmOk([
+    'template',
+    't',
+    CHART,
+    '-n',
+    ns,
+    '--set',
+    `agent.steps.namespace=${ns}`,
+    '--show-only',
+    'templates/agent-rbac.yaml',
+  ]);
   await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
   pods = await PodRecorder.start(ns);
 });

@@ -30,7 +30,17 @@ let pods: PodRecorder;
 
 beforeAll(async () => {
   ns = await newNamespace('podtpl');
-  const rbac = await helmOk(['template', 't', CHART, '-n', ns, '--show-only', 'templates/agent-rbac.yaml']);
+  const rbac = await helmOk([
+    'template',
+    't',
+    CHART,
+    '-n',
+    ns,
+    '--set',
+    `agent.steps.namespace=${ns}`,
+    '--show-only',
+    'templates/agent-rbac.yaml',
+  ]);
   await kubectlOk(['apply', '-f', '-'], { input: rbac });
   // The RuntimeClass admission plugin refuses pods naming a RuntimeClass that does not exist.
   await kubectlOk(['apply', '-f', '-'], {

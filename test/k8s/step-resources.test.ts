@@ -28,7 +28,17 @@ let pods: PodRecorder;
 
 beforeAll(async () => {
   ns = await newNamespace('stepres');
-  const rbac = await helmOk(['template', 't', CHART, '-n', ns, '--show-only', 'templates/agent-rbac.yaml']);
+  const rbac = await helmOk([
+    'template',
+    't',
+    CHART,
+    '-n',
+    ns,
+    '--set',
+    `agent.steps.namespace=${ns}`,
+    '--show-only',
+    'templates/agent-rbac.yaml',
+  ]);
   await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
   saKubeconfig = await serviceAccountKubeconfig(ns, SA);
   pods = await PodRecorder.start(ns);
