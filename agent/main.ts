@@ -2,6 +2,7 @@ import os from 'node:os';
 import { z } from 'zod';
 import { createLogger, LOG_FORMATS } from '../src/telemetry/logger.ts';
 import { Agent } from './agent.ts';
+import { stepMaximum } from './step-resources.ts';
 import { LocalExecutor } from './executors/local.ts';
 import { sandboxEnvShape, sandboxOptions } from './executors/sandbox.ts';
 import type { Executor } from './types.ts';
@@ -107,13 +108,16 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
     heartbeatMs: e.TRIAD_AGENT_HEARTBEAT_SECONDS * 1000,
     drainMs: e.TRIAD_AGENT_DRAIN_SECONDS * 1000,
     metricsPort: e.TRIAD_AGENT_METRICS_PORT === 'off' ? undefined : e.TRIAD_AGENT_METRICS_PORT,
-    maxResources: {
-      cpu: e.TRIAD_AGENT_MAX_CPU,
-      // locally a step's memory replaces the sandbox's limit: by default it may not go above it
-      memory:
-        e.TRIAD_AGENT_MAX_MEMORY ??
-        (kind === 'local' ? bytesQuantity(e.TRIAD_AGENT_SANDBOX_MEMORY) : undefined),
-    },
+    // by default a step may not ask for more than the sandbox's or the pool's limits
+    maxResources: stepMaximum(
+      kind,
+      { cpu: e.TRIAD_AGENT_MAX_CPU, memory: e.TRIAD_AGENT_MAX_MEMORY },
+      {
+        sandboxMemory: bytesQuantity(e.TRIAD_AGENT_SANDBOX_MEMORY),
+        cpuLimit: env.TRIAD_AGENT_CPU_LIMIT,
+        memoryLimit: env.TRIAD_AGENT_MEMORY_LIMIT,
+      },
+    ),
   });
   if (kind === 'local' && e.TRIAD_AGENT_LOCAL_UNSANDBOXED) {
     log.warn('TRIAD_AGENT_LOCAL_UNSANDBOXED=true: steps run WITHOUT a sandbox, as this user');

@@ -32,3 +32,26 @@ export async function reportRefused(
     api.stepStatus(step.id, { status: 'failure', started_at: at, finished_at: new Date().toISOString() }),
   );
 }
+
+/**
+ * The maximum an agent applies: TRIAD_AGENT_MAX_* when set; otherwise what the executor would
+ * have bounded a step by without the step's own resources, so that a pipeline file cannot lift
+ * the limits its operator chose — the sandbox's memory for the local executor, the pool's CPU
+ * and memory limits (TRIAD_AGENT_CPU_LIMIT / _MEMORY_LIMIT) for the kubernetes one. Unset
+ * everywhere: unbounded.
+ */
+export function stepMaximum(
+  kind: string,
+  max: StepResources,
+  fallback: {
+    sandboxMemory?: string | undefined;
+    cpuLimit?: string | undefined;
+    memoryLimit?: string | undefined;
+  },
+): StepResources {
+  const set = (v: string | undefined) => (v === undefined || v.trim() === '' ? undefined : v.trim());
+  if (kind === 'local') return { cpu: max.cpu, memory: max.memory ?? set(fallback.sandboxMemory) };
+  if (kind === 'kubernetes')
+    return { cpu: max.cpu ?? set(fallback.cpuLimit), memory: max.memory ?? set(fallback.memoryLimit) };
+  return max;
+}

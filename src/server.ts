@@ -169,17 +169,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         opts.onFirstAdmin(first.user.username, first.token, link);
       }
     }
-    // The operator's token alone: a token of the user `admin` (the first start's above, or made an
-    // administrator here), so a fresh database still prints its one-time administrator token.
-    if (config.admin === undefined && config.operatorToken !== undefined) {
-      const admin = {
-        username: 'admin',
-        email: 'admin@localhost',
-        token: undefined,
-        operatorToken: config.operatorToken,
-      };
-      await inContext(orm, () => services.users.bootstrap.ensureAdmin(admin));
-    }
+    // The operator's token alone: a token of the first site administrator (on a fresh database the
+    // first start's above, whose one-time token is still printed); nobody is promoted for it.
+    const operatorToken = config.admin === undefined ? config.operatorToken : undefined;
+    if (operatorToken !== undefined)
+      await inContext(orm, () => services.users.bootstrap.ensureOperatorToken(operatorToken));
   } catch (e) {
     idleGc.stop();
     return abandon(e, services, server);

@@ -59,16 +59,27 @@ const PULL_REASONS = new Set(['Pulling', 'Pulled', 'Failed', 'BackOff', 'ErrImag
 const IMAGE = /image "([^"]+)"/;
 
 /**
+ * How long a triggered scale-up stops the pending timer: the cluster autoscaler's own default
+ * bound on a new node's provisioning (`--max-node-provision-time`, 15 minutes).
+ */
+export const SCALE_UP_PAUSE_MS = 15 * 60_000;
+
+/**
  * Why the pending timer stands still, if it does: an image is being pulled (its latest pull event
  * is `Pulling`: no `Pulled`, `Failed` or `BackOff` after it), or the cluster autoscaler said it
- * adds a node for the pod (`TriggeredScaleUp`).
+ * adds a node for the pod (`TriggeredScaleUp` with no `NotTriggerScaleUp` after it) less than
+ * SCALE_UP_PAUSE_MS before `now`.
  */
-export function pendingPause(events: readonly CoreV1Event[]): 'pulling' | 'scale-up' | undefined {
+export function pendingPause(
+  events: readonly CoreV1Event[],
+  now = Date.now(),
+): 'pulling' | 'scale-up' | undefined {
   const last = new Map<string, { reason: string; t: number }>();
-  let scaleUp = false;
+  let scaleUp: number | undefined;
   for (const e of byTime(events)) {
     const reason = e.reason ?? '';
-    if (reason === 'TriggeredScaleUp') scaleUp = true;
+    if (reason === 'TriggeredScaleUp') scaleUp = eventTime(e);
+    if (reason === 'NotTriggerScaleUp') scaleUp = undefined;
     if (!PULL_REASONS.has(reason)) continue;
     const image = IMAGE.exec(e.message ?? '')?.[1];
     if (image === undefined) continue;
@@ -79,5 +90,5 @@ export function pendingPause(events: readonly CoreV1Event[]): 'pulling' | 'scale
     last.set(image, { reason, t });
   }
   if ([...last.values()].some((x) => x.reason === 'Pulling')) return 'pulling';
-  return scaleUp ? 'scale-up' : undefined;
+  return scaleUp !== undefined && now - scaleUp < SCALE_UP_PAUSE_MS ? 'scale-up' : undefined;
 }

@@ -137,6 +137,13 @@ export class PodWatch {
     return [...(this.byPod.get(name)?.values() ?? [])];
   }
 
+  /** How many changed() calls wait now (for all pods). */
+  get waiting(): number {
+    let n = 0;
+    for (const set of this.waiters.values()) n += set.size;
+    return n;
+  }
+
   /** Resolves when the pod or its events change, after `ms`, or rejects with Cancelled on abort. */
   changed(name: string, ms: number, signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -146,8 +153,8 @@ export class PodWatch {
       const done = () => {
         clearTimeout(t);
         signal.removeEventListener('abort', onAbort);
-        set.delete(done);
-        if (set.size === 0) this.waiters.delete(name);
+        set.delete(onChange);
+        if (set.size === 0 && this.waiters.get(name) === set) this.waiters.delete(name);
       };
       const onAbort = () => {
         done();
@@ -157,10 +164,11 @@ export class PodWatch {
         done();
         resolve();
       }, ms);
-      set.add(() => {
+      const onChange = () => {
         done();
         resolve();
-      });
+      };
+      set.add(onChange);
       signal.addEventListener('abort', onAbort, { once: true });
     });
   }

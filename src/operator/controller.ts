@@ -129,6 +129,8 @@ export class Controller {
         labelSelector,
       ),
     ];
+    // while it leads (a standby's cache stays empty)
+    o.metrics?.countPools(() => (this.running ? this.pools.list().length : 0));
   }
 
   async start(): Promise<void> {
@@ -154,7 +156,6 @@ export class Controller {
       await inf.start();
     }
     this.synced = true;
-    this.o.metrics?.pools.set(this.pools.list().length);
     this.resync = setInterval(() => {
       for (const p of this.pools.list()) this.enqueue(keyOf(p));
     }, this.o.resyncMs);
@@ -246,7 +247,6 @@ export class Controller {
           throw err;
         })) as AgentPool | undefined;
       this.syncWatchers();
-      this.o.metrics?.pools.set(this.pools.list().length);
       if (pool === undefined) {
         this.reconciler.timer.forget(key);
         this.o.metrics?.forgetPool(namespace, name);

@@ -62,11 +62,28 @@ export class OperatorMetrics {
   readonly reconcileErrors;
   readonly scalings;
 
+  /** What each controller watches now (see countPools). */
+  private readonly poolCounters: (() => number)[] = [];
+
+  /** Adds a controller's pool count to `triad_operator_pools`. */
+  countPools(count: () => number): void {
+    this.poolCounters.push(count);
+  }
+
   constructor() {
     const registers = [this.registry];
     const pool = ['namespace', 'pool'];
     client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_operator_' });
-    this.pools = new client.Gauge({ name: 'triad_operator_pools', help: 'AgentPools watched', registers });
+    const counters = this.poolCounters;
+    this.pools = new client.Gauge({
+      name: 'triad_operator_pools',
+      help: 'AgentPools watched',
+      registers,
+      // the sum over every controller (one per watched namespace), read when scraped
+      collect() {
+        this.set(counters.reduce((n, count) => n + count(), 0));
+      },
+    });
     this.leader = new client.Gauge({
       name: 'triad_operator_leader',
       help: '1 while this replica holds the lease and reconciles, else 0',

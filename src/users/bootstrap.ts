@@ -97,6 +97,33 @@ export class AdminBootstrap {
   }
 
   /**
+   * TRIAD_OPERATOR_TOKEN without a configured administrator: a token with only `agents:admin` of
+   * the site administrator made first. It never makes anyone an administrator (a user who merely
+   * took the name `admin` stays what they are); on an empty database it is the administrator
+   * `admin`; with users but no administrator, the start fails.
+   */
+  async ensureOperatorToken(plaintext: string): Promise<UserRow> {
+    return this.em().transactional(async (tx) => {
+      await db.lockAdminBootstrap(tx);
+      let admin = await db.oldestAdmin(tx);
+      // an empty database (no first start printed an administrator): the administrator `admin`
+      if (admin === undefined && !(await db.anyUser(tx)))
+        admin = await db.insertUser(tx, {
+          username: 'admin',
+          email: 'admin@localhost',
+          displayName: 'admin',
+          isAdmin: true,
+        });
+      if (admin === undefined)
+        throw new Error(
+          'TRIAD_OPERATOR_TOKEN needs a site administrator to own it, and there is none: set TRIAD_ADMIN_USERNAME (or TRIAD_ADMIN_TOKEN) too',
+        );
+      await ensureOperatorToken(tx, admin.id, plaintext);
+      return admin;
+    });
+  }
+
+  /**
    * First start without any user: creates the administrator `username` and a personal token
    * with every scope, returning its plaintext (shown once). Undefined when a user exists already.
    */

@@ -307,6 +307,11 @@ export function updateUser(
   );
 }
 
+/** The site administrator made first (none: undefined). */
+export function oldestAdmin(db: Db): Promise<UserRow | undefined> {
+  return first<UserRow>(db, `select ${USER} from users where is_admin order by id limit 1`, []);
+}
+
 export async function otherAdmins(db: Db, id: number): Promise<number> {
   return count(db, 'select count(*) as n from users where is_admin and id <> ?', [id]);
 }

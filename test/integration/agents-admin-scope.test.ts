@@ -5,7 +5,19 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { startTestServer, uniq, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/server.ts';
+import {
+  Client as ApiClient,
+  startTestServer,
+  uniq,
+  type Client,
+  type TestServer,
+  type TestUser,
+} from '../helpers/server.ts';
 import { withOrgServer } from '../helpers/factories.ts';
 
 const operatorToken = `op_${randomBytes(12).toString('hex')}`;
@@ -89,6 +101,34 @@ describe('TRIAD_OPERATOR_TOKEN without the TRIAD_ADMIN_* variables', () => {
       expect((await op.post('/api/v1/orgs', { name: uniq('org') })).status).toBe(403);
     } finally {
       await t.close();
+    }
+  });
+
+  test('when a user merely named `admin` exists, then a restart gives the token to the first site administrator and promotes nobody', async () => {
+    const first = await startTestServer();
+    await first.newUser('admin');
+    await first.close();
+    const token = `op_${randomBytes(12).toString('hex')}`;
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-test-data-'));
+    const config = loadConfig({
+      DATABASE_URL: first.dbUrl,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TRIAD_DATA_DIR: dataDir,
+      TRIAD_EMBEDDED_AGENT: 'off',
+      LOG_LEVEL: 'silent',
+      TRIAD_OPERATOR_TOKEN: token,
+    });
+    const again = await startServer(config);
+    try {
+      const op = new ApiClient(again.url).as(token);
+      expect((await op.get('/api/v1/user')).body.data).toMatchObject({ username: 'root', is_admin: true });
+      const seen = await new ApiClient(again.url).as(first.adminToken).get('/api/v1/admin/users/admin');
+      expect(seen.body.data).toMatchObject({ username: 'admin', is_admin: false });
+      expect(await operatorCalls(op)).toEqual([201, 200, 200, 204]);
+    } finally {
+      await again.close();
+      await fs.rm(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -7,91 +7,37 @@
  * triad.test/pulled=true).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubernetesExecutor } from '../../agent/executors/kubernetes.ts';
 import { defaultPodSpecOptions, type PodSpecOptions } from '../../agent/executors/pod-spec.ts';
 import type { Job, JobStep, StepResult } from '../../agent/types.ts';
-import {
-  CHART,
-  PodRecorder,
-  clients,
-  cluster,
-  deleteNamespace,
-  helmOk,
-  kubectlOk,
-  newNamespace,
-  serviceAccountKubeconfig,
-  sleep,
-  waitFor,
-} from './harness/kube.ts';
+import { PodRecorder, clients, cluster, kubectlOk, sleep, waitFor } from './harness/kube.ts';
+import { stepWorld, testJob, testStep, type StepWorld } from './harness/step-world.ts';
 
+let w: StepWorld;
 let ns: string;
-let saKubeconfig: string;
 let pods: PodRecorder;
 const warnings: string[] = [];
 
 beforeAll(async () => {
-  ns = await newNamespace('exev');
-  const rbac = await helmOk([
-    'template',
-    't',
-    CHART,
-    '-n',
-    ns,
-    '--set',
-    `agent.steps.namespace=${ns}`,
-    '--show-only',
-    'templates/agent-rbac.yaml',
-  ]);
-  await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
-  saKubeconfig = await serviceAccountKubeconfig(ns, 't-triad-agent');
-  pods = await PodRecorder.start(ns);
+  w = await stepWorld('exev');
+  ({ ns, pods } = w);
 });
 
 afterAll(async () => {
-  pods?.stop();
-  if (ns !== undefined) await deleteNamespace(ns);
+  await w?.close();
 });
 
 let nextId = 2000;
 function job(): Job {
   nextId += 1;
-  return {
-    pipeline_id: nextId,
-    number: 1,
-    commit_node: '0123456789abcdef0123456789abcdef01234567',
-    branch: 'main',
-    tag: '',
-    event: 'push',
-    events: ['push'],
-    clone_url: 'http://triad.triad.svc:3000/acme/widgets',
-    clone_token: 'clone-token',
-    vcs: 'git',
-    org: 'acme',
-    repo: 'widgets',
-    steps: [],
-    ci_env: { CI: 'true' },
-  };
+  return testJob(nextId);
 }
 
-function step(over: Partial<JobStep> = {}): JobStep {
-  return {
-    id: 1,
-    number: 1,
-    name: 'build',
-    image: 'alpine:3.20',
-    commands: ['echo hello'],
-    environment: {},
-    status: 'pending',
-    ...over,
-  };
-}
+const step = testStep;
 
 function executor(over: Partial<PodSpecOptions> = {}, pendingTimeoutMs = 2000): KubernetesExecutor {
-  const kc = new KubeConfig();
-  kc.loadFromFile(saKubeconfig);
   return new KubernetesExecutor({
-    kubeConfig: kc,
+    kubeConfig: w.agentConfig(),
     pod: defaultPodSpecOptions({ namespace: ns, instance: 'agent-ev', cloneImage: 'triad:test', ...over }),
     pendingTimeoutMs,
     pollMs: 200,

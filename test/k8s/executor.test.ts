@@ -10,86 +10,33 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubernetesExecutor } from '../../agent/executors/kubernetes.ts';
 import { defaultPodSpecOptions, type PodSpecOptions } from '../../agent/executors/pod-spec.ts';
 import type { Job, JobStep, StepResult } from '../../agent/types.ts';
-import {
-  CHART,
-  PodRecorder,
-  clients,
-  cluster,
-  deleteNamespace,
-  helmOk,
-  kubectl,
-  kubectlOk,
-  newNamespace,
-  objectsIn,
-  serviceAccountKubeconfig,
-  waitFor,
-} from './harness/kube.ts';
+import { PodRecorder, clients, cluster, kubectl, kubectlOk, objectsIn, waitFor } from './harness/kube.ts';
+import { stepWorld, testJob, testStep, type StepWorld } from './harness/step-world.ts';
 
-const SA = 't-triad-agent';
 const INSTANCE = 'agent-a';
+let w: StepWorld;
 let ns: string;
 let saKubeconfig: string;
 let pods: PodRecorder;
 const warnings: string[] = [];
 
 beforeAll(async () => {
-  ns = await newNamespace('exec');
   // The chart's RBAC for the agent, exactly as rendered (ServiceAccount, Role, RoleBinding).
-  const rbac = await helmOk([
-    'template',
-    't',
-    CHART,
-    '-n',
-    ns,
-    '--set',
-    `agent.steps.namespace=${ns}`,
-    '--show-only',
-    'templates/agent-rbac.yaml',
-  ]);
-  await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
-  saKubeconfig = await serviceAccountKubeconfig(ns, SA);
-  pods = await PodRecorder.start(ns);
+  w = await stepWorld('exec');
+  ({ ns, pods, kubeconfig: saKubeconfig } = w);
 });
 
 afterAll(async () => {
-  pods?.stop();
-  if (ns !== undefined) await deleteNamespace(ns);
+  await w?.close();
 });
 
 let nextId = 1000;
 function job(over: Partial<Job> = {}): Job {
   nextId += 1;
-  return {
-    pipeline_id: nextId,
-    number: 1,
-    commit_node: '0123456789abcdef0123456789abcdef01234567',
-    branch: 'main',
-    tag: '',
-    event: 'push',
-    events: ['push'],
-    clone_url: 'http://triad.triad.svc:3000/acme/widgets',
-    clone_token: 'clone-token',
-    vcs: 'git',
-    org: 'acme',
-    repo: 'widgets',
-    steps: [],
-    ci_env: { CI: 'true' },
-    ...over,
-  };
+  return testJob(nextId, over);
 }
 
-function step(over: Partial<JobStep> = {}): JobStep {
-  return {
-    id: 1,
-    number: 1,
-    name: 'build',
-    image: 'alpine:3.20',
-    commands: ['echo hello'],
-    environment: {},
-    status: 'pending',
-    ...over,
-  };
-}
+const step = testStep;
 
 function executor(
   over: Partial<PodSpecOptions> = {},

@@ -50,6 +50,14 @@ describe('plain manifests', () => {
       'rolebinding.rbac.authorization.k8s.io/triad-agent',
     ]);
     expect((await everythingIn(NS)).filter((o) => o.startsWith('role'))).toEqual([]);
+    // what the executor does there, reading why a step pod waits (its Events) included
+    const agent = `system:serviceaccount:${NS}:triad-agent`;
+    const can = async (...a: string[]) =>
+      (await kubectl(['auth', 'can-i', ...a, '--as', agent])).stdout.trim();
+    for (const verb of ['create', 'watch', 'delete'])
+      expect(await can(verb, 'pods', '-n', STEPS)).toBe('yes');
+    for (const verb of ['list', 'watch']) expect(await can(verb, 'events', '-n', STEPS)).toBe('yes');
+    expect(await can('create', 'pods', '-n', NS)).toBe('no');
     expect(await everythingIn(NS)).toEqual(
       expect.arrayContaining([
         'deployment.apps/postgres',

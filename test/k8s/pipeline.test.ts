@@ -8,46 +8,23 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { commitFiles, gitRepo } from '../helpers/ci.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import {
-  CHART,
-  PodRecorder,
-  ROOT,
-  cluster,
-  deleteNamespace,
-  helmOk,
-  kubectlOk,
-  newNamespace,
-  objectsIn,
-  serviceAccountKubeconfig,
-  waitFor,
-} from './harness/kube.ts';
+import { PodRecorder, ROOT, cluster, objectsIn, waitFor } from './harness/kube.ts';
+import { stepWorld, type StepWorld } from './harness/step-world.ts';
 
 let s: TestServer;
+let w: StepWorld;
 let ns: string;
 let pods: PodRecorder;
 
 beforeAll(async () => {
   s = await startTestServer();
-  ns = await newNamespace('pipeline');
-  const rbac = await helmOk([
-    'template',
-    't',
-    CHART,
-    '-n',
-    ns,
-    '--set',
-    `agent.steps.namespace=${ns}`,
-    '--show-only',
-    'templates/agent-rbac.yaml',
-  ]);
-  await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
-  pods = await PodRecorder.start(ns);
+  w = await stepWorld('pipeline');
+  ({ ns, pods } = w);
 });
 
 afterAll(async () => {
-  pods?.stop();
   await s?.close();
-  if (ns !== undefined) await deleteNamespace(ns);
+  await w?.close();
 });
 
 const PIPELINE = `steps:
@@ -66,7 +43,7 @@ describe('a pushed pipeline on the control plane', () => {
     const org = await s.newOrg(owner);
     const agentReg = await s.admin.post('/api/v1/admin/agents', { name: 'k8s-agent' });
     expect(agentReg.status).toBe(201);
-    const kubeconfig = await serviceAccountKubeconfig(ns, 't-triad-agent');
+    const kubeconfig = w.kubeconfig;
 
     const agent = spawn(process.execPath, [path.join(ROOT, 'src', 'cli.ts'), 'agent'], {
       cwd: ROOT,

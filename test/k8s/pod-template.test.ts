@@ -5,82 +5,36 @@
  * operator own; the agents' Deployment with `spec.template` accepted by the API server.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig } from '@kubernetes/client-node';
 import { KubernetesExecutor } from '../../agent/executors/kubernetes.ts';
 import { parseKubernetesEnv } from '../../agent/executors/kubernetes-env.ts';
-import type { Job, JobStep } from '../../agent/types.ts';
 import { deployment } from '../../src/operator/resources.ts';
 import type { AgentPool } from '../../src/operator/types.ts';
-import {
-  CHART,
-  PodRecorder,
-  clients,
-  deleteNamespace,
-  helmOk,
-  kubectlOk,
-  newNamespace,
-  serviceAccountKubeconfig,
-} from './harness/kube.ts';
+import { PodRecorder, clients, kubectlOk } from './harness/kube.ts';
+import { stepWorld, testJob, testStep, type StepWorld } from './harness/step-world.ts';
 import { createPool, getPool, installAgentPoolCrd } from './harness/operator.ts';
 
 const RUNTIME_CLASS = 'triad-test-sandboxed';
+let w: StepWorld;
 let ns: string;
-let saKubeconfig: string;
 let pods: PodRecorder;
 
 beforeAll(async () => {
-  ns = await newNamespace('podtpl');
-  const rbac = await helmOk([
-    'template',
-    't',
-    CHART,
-    '-n',
-    ns,
-    '--set',
-    `agent.steps.namespace=${ns}`,
-    '--show-only',
-    'templates/agent-rbac.yaml',
-  ]);
-  await kubectlOk(['apply', '-f', '-'], { input: rbac });
+  w = await stepWorld('podtpl');
+  ns = w.ns;
+  pods = w.pods;
   // The RuntimeClass admission plugin refuses pods naming a RuntimeClass that does not exist.
   await kubectlOk(['apply', '-f', '-'], {
     input: `{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "${RUNTIME_CLASS}"}, "handler": "runsc"}`,
   });
   await installAgentPoolCrd();
-  saKubeconfig = await serviceAccountKubeconfig(ns, 't-triad-agent');
-  pods = await PodRecorder.start(ns);
 });
 
 afterAll(async () => {
-  pods?.stop();
-  if (ns !== undefined) await deleteNamespace(ns);
+  await w?.close();
 });
 
-const job: Job = {
-  pipeline_id: 7001,
-  number: 1,
-  commit_node: '0123456789abcdef0123456789abcdef01234567',
-  branch: 'main',
-  tag: '',
-  event: 'push',
-  events: ['push'],
-  clone_url: 'http://triad.triad.svc:3000/acme/widgets',
-  clone_token: 'clone-token',
-  vcs: 'git',
-  org: 'acme',
-  repo: 'widgets',
-  steps: [],
-  ci_env: { CI: 'true' },
-};
-const step: JobStep = {
-  id: 1,
-  number: 1,
-  name: 'build',
-  image: 'alpine:3.20',
-  commands: ['echo hello'],
-  environment: {},
-  status: 'pending',
-};
+const job = testJob(7001);
+const step = testStep();
 
 const stepTemplate = {
   metadata: { labels: { team: 'web' }, annotations: { 'example.com/cost-center': 'ci-42' } },
@@ -132,12 +86,10 @@ describe('pod templates on a real API server', () => {
 
     // an agent configured the way that Deployment configures it runs a step
     const { options } = parseKubernetesEnv({ TRIAD_AGENT_NAMESPACE: ns, TRIAD_AGENT_STEP_TEMPLATE: passed });
-    const kc = new KubeConfig();
-    kc.loadFromFile(saKubeconfig);
     const ex = new KubernetesExecutor({
       ...options,
       pod: { ...options.pod, instance: 'agent-t', cloneImage: 'triad:test' },
-      kubeConfig: kc,
+      kubeConfig: w.agentConfig(),
       pendingTimeoutMs: 5000,
       pollMs: 200,
     });

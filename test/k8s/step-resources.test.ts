@@ -5,83 +5,34 @@
  * schema takes `spec.steps.maxResources` as Kubernetes quantities and refuses anything else.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { KubeConfig, type V1Deployment } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { KubernetesExecutor } from '../../agent/executors/kubernetes.ts';
 import { defaultPodSpecOptions } from '../../agent/executors/pod-spec.ts';
-import type { Job, JobStep } from '../../agent/types.ts';
 import { createPool, deletePool, getPool, installAgentPoolCrd } from './harness/operator.ts';
-import {
-  CHART,
-  PodRecorder,
-  deleteNamespace,
-  helmOk,
-  kubectlOk,
-  newNamespace,
-  serviceAccountKubeconfig,
-} from './harness/kube.ts';
+import { CHART, PodRecorder, helmOk, kubectlOk } from './harness/kube.ts';
+import { stepWorld, testJob, testStep, type StepWorld } from './harness/step-world.ts';
 
-const SA = 't-triad-agent';
+let w: StepWorld;
 let ns: string;
-let saKubeconfig: string;
 let pods: PodRecorder;
 
 beforeAll(async () => {
-  ns = await newNamespace('stepres');
-  const rbac = await helmOk([
-    'template',
-    't',
-    CHART,
-    '-n',
-    ns,
-    '--set',
-    `agent.steps.namespace=${ns}`,
-    '--show-only',
-    'templates/agent-rbac.yaml',
-  ]);
-  await kubectlOk(['apply', '--validate=strict', '-f', '-'], { input: rbac });
-  saKubeconfig = await serviceAccountKubeconfig(ns, SA);
-  pods = await PodRecorder.start(ns);
+  w = await stepWorld('stepres');
+  ({ ns, pods } = w);
 });
 
 afterAll(async () => {
-  pods?.stop();
-  if (ns !== undefined) await deleteNamespace(ns);
+  await w?.close();
 });
 
-const job: Job = {
-  pipeline_id: 7001,
-  number: 1,
-  commit_node: '0123456789abcdef0123456789abcdef01234567',
-  branch: 'main',
-  tag: '',
-  event: 'push',
-  events: ['push'],
-  clone_url: 'http://triad.triad.svc:3000/acme/widgets',
-  clone_token: null,
-  vcs: 'git',
-  org: 'acme',
-  repo: 'widgets',
-  steps: [],
-  ci_env: { CI: 'true' },
-};
-const step: JobStep = {
-  id: 1,
-  number: 1,
-  name: 'build',
-  image: 'alpine:3.20',
-  commands: ['echo hello'],
-  environment: {},
-  status: 'pending',
-  resources: { cpu: '500m', memory: '256Mi' },
-};
+const job = testJob(7001, { clone_token: null });
+const step = testStep({ resources: { cpu: '500m', memory: '256Mi' } });
 
 describe('per-step resources on a real API server', () => {
   test("when a step asks for resources, then its pod's step container has them as requests and limits, plus ephemeral-storage", async () => {
-    const kc = new KubeConfig();
-    kc.loadFromFile(saKubeconfig);
     const ex = new KubernetesExecutor({
-      kubeConfig: kc,
+      kubeConfig: w.agentConfig(),
       pod: defaultPodSpecOptions({
         namespace: ns,
         instance: 'agent-r',

@@ -4,7 +4,12 @@
  */
 import { describe, expect, test } from '@jest/globals';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { eventLines, pendingPause } from '../../agent/executors/pending-events.ts';
+import {
+  SCALE_UP_PAUSE_MS,
+  eventLines,
+  eventTime,
+  pendingPause,
+} from '../../agent/executors/pending-events.ts';
 import { followsFirstNode, pinToNode, placeStep } from '../../agent/executors/placement.ts';
 
 const pod = (spec: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod => ({
@@ -130,6 +135,17 @@ describe('Events of a waiting pod', () => {
 
   test('when the autoscaler triggered a scale-up, then the timer stands still', () => {
     expect(pendingPause([ev('NotTriggerScaleUp', "pod didn't trigger scale-up", 1)])).toBeUndefined();
-    expect(pendingPause([ev('TriggeredScaleUp', 'pod triggered scale-up', 1)])).toBe('scale-up');
+    const scaleUp = ev('TriggeredScaleUp', 'pod triggered scale-up', 1);
+    expect(pendingPause([scaleUp], eventTime(scaleUp) + 5000)).toBe('scale-up');
+  });
+
+  test('when a scale-up is followed by a refusal, or is older than the autoscaler gives a new node, then the timer runs again', () => {
+    const triggered = ev('TriggeredScaleUp', 'pod triggered scale-up', 1);
+    expect(
+      pendingPause([triggered, ev('NotTriggerScaleUp', "pod didn't trigger scale-up", 2)]),
+    ).toBeUndefined();
+    const at = eventTime(triggered);
+    expect(pendingPause([triggered], at + SCALE_UP_PAUSE_MS - 1000)).toBe('scale-up');
+    expect(pendingPause([triggered], at + SCALE_UP_PAUSE_MS)).toBeUndefined();
   });
 });

@@ -49,6 +49,9 @@ describe('operator probes', () => {
         true,
       );
       m.reconcileErrors.inc({ reason: 'InvalidSpec' });
+      // one controller per watched namespace: the pools of all of them
+      m.countPools(() => 2);
+      m.countPools(() => 3);
       const text = await (await at('/metrics')).text();
       for (const line of [
         'triad_operator_pool_desired_replicas{namespace="ci",pool="linux"} 3',
@@ -60,6 +63,7 @@ describe('operator probes', () => {
         'triad_operator_reconcile_errors_total{reason="InvalidSpec"} 1',
         'triad_operator_reconcile_errors_total{reason="ReconcileFailed"} 0',
         'triad_operator_leader 0',
+        'triad_operator_pools 5',
       ])
         expect(text.split('\n')).toContain(line);
       expect(text).toMatch(/^triad_operator_process_cpu_seconds_total [0-9.]+$/m);

@@ -203,7 +203,7 @@ true
   verbs: [get, create, patch, delete]
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch, create, patch, delete]
+  verbs: [get, list, watch, create, delete]
 - apiGroups: [""]
   resources: [pods/log]
   verbs: [get]
