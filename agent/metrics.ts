@@ -1,5 +1,5 @@
-import http from 'node:http';
 import client from 'prom-client';
+import { ProbeServer } from '../src/telemetry/probe-server.ts';
 
 /**
  * The agent's own metrics (its registry, with the process's default metrics) and the small HTTP
@@ -7,7 +7,7 @@ import client from 'prom-client';
  */
 export class AgentMetrics {
   readonly registry = new client.Registry();
-  private server: http.Server | undefined;
+  private readonly probes = new ProbeServer(this.registry);
   readonly capacity;
   readonly running;
   readonly polls;
@@ -50,25 +50,14 @@ export class AgentMetrics {
 
   /** The port `/metrics` and `/healthz` are served on (undefined: not serving). */
   get port(): number | undefined {
-    const a = this.server?.address();
-    return a !== null && typeof a === 'object' ? a.port : undefined;
+    return this.probes.port;
   }
 
-  async serve(port: number): Promise<void> {
-    this.server = http.createServer((req, res) => {
-      if (req.url === '/healthz') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'ok' }));
-      } else if (req.url === '/metrics') {
-        this.registry.metrics().then(
-          (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-          () => res.writeHead(500).end(),
-        );
-      } else res.writeHead(404).end();
-    });
-    await new Promise<void>((resolve) => this.server!.listen(port, resolve));
+  serve(port: number): Promise<void> {
+    return this.probes.listen(port, { '/healthz': () => [] });
   }
 
   close(): Promise<void> {
-    return new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    return this.probes.close();
   }
 }

@@ -21,9 +21,10 @@ import { parseArgs } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { KubernetesExecutor } from '../agent/executors/kubernetes.ts';
 import { defaultPodSpecOptions, type PodSpecOptions } from '../agent/executors/pod-spec.ts';
-import type { Job, JobStep, StepResult } from '../agent/types.ts';
+import type { Job, StepResult } from '../agent/types.ts';
 import { buildTools } from '../scripts/tools/build.ts';
 import { startControlPlane, type ControlPlane } from '../test/k8s/harness/control-plane.ts';
+import { testJob, testStep } from '../test/helpers/agent-jobs.ts';
 
 const { values } = parseArgs({
   options: { steps: { type: 'string', default: '5' }, seconds: { type: 'string', default: '60' } },
@@ -118,32 +119,9 @@ kc.loadFromOptions({
 let nextId = 1;
 function job(): Job {
   nextId += 1;
-  return {
-    pipeline_id: nextId,
-    number: 1,
-    commit_node: '0123456789abcdef0123456789abcdef01234567',
-    branch: 'main',
-    tag: '',
-    event: 'push',
-    events: ['push'],
-    clone_url: 'http://triad.triad.svc:3000/bench/repo',
-    clone_token: 'clone-token',
-    vcs: 'git',
-    org: 'bench',
-    repo: 'repo',
-    steps: [],
-    ci_env: { CI: 'true' },
-  };
+  return testJob(nextId, { clone_url: 'http://triad.triad.svc:3000/bench/repo', org: 'bench', repo: 'repo' });
 }
-const step: JobStep = {
-  id: 1,
-  number: 1,
-  name: 'hold',
-  image: 'alpine:3.20',
-  commands: ['sleep 3600'],
-  environment: { KWOK_STEP_HOLD: 'true' },
-  status: 'pending',
-};
+const step = testStep({ name: 'hold', commands: ['sleep 3600'], environment: { KWOK_STEP_HOLD: 'true' } });
 
 type Phase = { name: string; perStepMinute: number; total: number; counts: Map<string, number> };
 

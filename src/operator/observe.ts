@@ -1,5 +1,5 @@
-import http from 'node:http';
 import client from 'prom-client';
+import { ProbeServer } from '../telemetry/probe-server.ts';
 import type { EventRecorder } from './events.ts';
 import type { AgentPool, AgentPoolStatus } from './types.ts';
 
@@ -49,7 +49,7 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
  */
 export class OperatorMetrics {
   readonly registry = new client.Registry();
-  private server: http.Server | undefined;
+  private readonly probes = new ProbeServer(this.registry);
   readonly pools;
   readonly leader;
   readonly desired;
@@ -138,43 +138,15 @@ export class OperatorMetrics {
 
   /** The port the endpoints are served on (undefined: not serving). */
   get port(): number | undefined {
-    const a = this.server?.address();
-    return a !== null && typeof a === 'object' ? a.port : undefined;
+    return this.probes.port;
   }
 
-  async serve(port: number, probe: () => { live: string[]; ready: string[] }): Promise<void> {
-    const answer = (res: http.ServerResponse, problems: string[]) =>
-      res
-        .writeHead(problems.length === 0 ? 200 : 503, { 'content-type': 'application/json' })
-        .end(JSON.stringify(problems.length === 0 ? { status: 'ok' } : { status: 'failing', problems }));
-    const server = http.createServer((req, res) => {
-      const path = (req.url ?? '').split('?')[0];
-      if (path === '/healthz') answer(res, probe().live);
-      else if (path === '/readyz') answer(res, probe().ready);
-      else if (path === '/metrics') {
-        this.registry.metrics().then(
-          (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
-          () => res.writeHead(500).end(),
-        );
-      } else res.writeHead(404).end();
-    });
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+  serve(port: number, probe: () => { live: string[]; ready: string[] }): Promise<void> {
+    return this.probes.listen(port, { '/healthz': () => probe().live, '/readyz': () => probe().ready });
   }
 
   close(): Promise<void> {
-    const server = this.server;
-    if (server === undefined) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    return this.probes.close();
   }
 }
 

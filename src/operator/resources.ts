@@ -31,7 +31,8 @@ import { applyAgentTemplate } from './agent-template.ts';
  * owned: its Role and RoleBinding are deleted by the finalizer).
  */
 
-function owner(pool: AgentPool): V1OwnerReference {
+/** The pool as the controlling owner of an object in its namespace. */
+export function owner(pool: AgentPool): V1OwnerReference {
   return {
     apiVersion: API_VERSION,
     kind: KIND,

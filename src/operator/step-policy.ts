@@ -9,8 +9,8 @@ import {
   LABEL_MANAGED_BY as STEP_LABEL_MANAGED_BY,
   MANAGED_BY as STEP_MANAGED_BY,
 } from '../../agent/executors/pod-spec.ts';
-import { poolLabels } from './resources.ts';
-import { API_VERSION, KIND, names, stepNamespace, type AgentPool, type StepSettings } from './types.ts';
+import { owner, poolLabels } from './resources.ts';
+import { names, stepNamespace, type AgentPool, type StepSettings } from './types.ts';
 
 /**
  * The NetworkPolicy the operator gives a pool's step namespace when it is configured with
@@ -93,20 +93,7 @@ export function stepNetworkPolicy(
       name: names(pool).role,
       namespace: ns,
       labels: { ...poolLabels(pool), 'app.kubernetes.io/component': 'steps' },
-      ...(same
-        ? {
-            ownerReferences: [
-              {
-                apiVersion: API_VERSION,
-                kind: KIND,
-                name: pool.metadata!.name!,
-                uid: pool.metadata!.uid!,
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          }
-        : {}),
+      ...(same ? { ownerReferences: [owner(pool)] } : {}),
     },
     spec: {
       podSelector: { matchLabels: { [STEP_LABEL_MANAGED_BY]: STEP_MANAGED_BY } },

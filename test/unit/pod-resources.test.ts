@@ -2,34 +2,18 @@ import { describe, expect, test } from '@jest/globals';
 import type { V1Pod } from '@kubernetes/client-node';
 import { defaultPodSpecOptions, stepPod } from '../../agent/executors/pod-spec.ts';
 import { parseKubernetesEnv } from '../../agent/executors/kubernetes-env.ts';
-import type { Job, JobStep } from '../../agent/types.ts';
+import type { JobStep } from '../../agent/types.ts';
+import { testJob, testStep } from '../helpers/agent-jobs.ts';
 
-const job: Job = {
-  pipeline_id: 42,
-  number: 7,
-  commit_node: 'abc123',
-  branch: 'main',
-  tag: '',
-  event: 'push',
-  events: ['push'],
-  clone_url: 'http://triad.example:3000/acme/widgets',
-  clone_token: null,
-  vcs: 'git',
-  org: 'acme',
-  repo: 'widgets',
-  steps: [],
-  ci_env: {},
-};
-const step = (resources?: JobStep['resources']): JobStep => ({
-  id: 9,
-  number: 2,
-  name: 'build',
-  image: 'node:24',
-  commands: ['make'],
-  environment: {},
-  status: 'pending',
-  ...(resources === undefined ? {} : { resources }),
-});
+const job = testJob(42, { number: 7, clone_token: null, ci_env: {} });
+const step = (resources?: JobStep['resources']): JobStep =>
+  testStep({
+    id: 9,
+    number: 2,
+    image: 'node:24',
+    commands: ['make'],
+    ...(resources === undefined ? {} : { resources }),
+  });
 const byName = (pod: V1Pod, name: string) =>
   [...pod.spec!.containers, ...(pod.spec!.initContainers ?? [])].find((c) => c.name === name)!;
 

@@ -7,33 +7,10 @@ import {
   strategicMerge,
   type PodTemplate,
 } from '../../agent/executors/pod-template.ts';
-import type { Job, JobStep } from '../../agent/types.ts';
+import { testJob, testStep } from '../helpers/agent-jobs.ts';
 
-const job: Job = {
-  pipeline_id: 42,
-  number: 7,
-  commit_node: 'abc123',
-  branch: 'main',
-  tag: '',
-  event: 'push',
-  events: ['push'],
-  clone_url: 'http://triad.example:3000/acme/widgets',
-  clone_token: null,
-  vcs: 'git',
-  org: 'acme',
-  repo: 'widgets',
-  steps: [],
-  ci_env: { CI: 'true' },
-};
-const step: JobStep = {
-  id: 9,
-  number: 2,
-  name: 'test',
-  image: 'node:24',
-  commands: ['npm test'],
-  environment: {},
-  status: 'pending',
-};
+const job = testJob(42, { number: 7, clone_token: null });
+const step = testStep({ id: 9, number: 2, name: 'test', image: 'node:24', commands: ['npm test'] });
 
 function pod(stepTemplate: PodTemplate | undefined, over = {}): V1Pod {
   return stepPod(
