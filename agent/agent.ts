@@ -136,7 +136,7 @@ export class Agent {
   private async heartbeat(): Promise<void> {
     try {
       const running = [...this.running.values()].filter((r) => !r.reported).map((r) => r.job.pipeline_id);
-      const cancelled = await this.api.heartbeat(running);
+      const cancelled = await this.api.heartbeat(running, Math.max(5_000, this.o.heartbeatMs));
       this.o.log.debug({ cancelled }, 'heartbeat');
       for (const id of cancelled) {
         const r = this.running.get(id);

@@ -95,8 +95,21 @@ export class ServerClient {
     return r;
   }
 
-  private json(method: string, path: string, what: string, payload: unknown): Promise<Response> {
-    return this.call(method, path, what, JSON.stringify(payload), { 'content-type': 'application/json' });
+  private json(
+    method: string,
+    path: string,
+    what: string,
+    payload: unknown,
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    return this.call(
+      method,
+      path,
+      what,
+      JSON.stringify(payload),
+      { 'content-type': 'application/json' },
+      signal,
+    );
   }
 
   /** A job, or undefined after `waitSeconds` with nothing to do. */
@@ -107,15 +120,26 @@ export class ServerClient {
       'poll',
       undefined,
       {},
-      signal,
+      // a long poll the server never answers (a half-open connection) ends too
+      AbortSignal.any([signal, AbortSignal.timeout(waitSeconds * 1000 + 30_000)]),
     );
     if (r.status === 204) return undefined;
     return (await r.json()) as Job;
   }
 
-  /** Reports the pipelines this process runs; answers those of them the server has finished (stop them). */
-  async heartbeat(running: number[]): Promise<number[]> {
-    const r = await this.json('POST', '/api/v1/ci/heartbeat', 'heartbeat', { running });
+  /**
+   * Reports the pipelines this process runs; answers those of them the server has finished (stop
+   * them). A heartbeat slower than `timeoutMs` is abandoned: the next one asks again, so one stuck
+   * request does not hold back cancellations.
+   */
+  async heartbeat(running: number[], timeoutMs = 60_000): Promise<number[]> {
+    const r = await this.json(
+      'POST',
+      '/api/v1/ci/heartbeat',
+      'heartbeat',
+      { running },
+      AbortSignal.timeout(timeoutMs),
+    );
     const body = (await r.json()) as { cancelled_pipelines?: number[] };
     return body.cancelled_pipelines ?? [];
   }

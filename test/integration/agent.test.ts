@@ -9,14 +9,29 @@ import { startTestServer, type TestServer, type TestUser } from '../helpers/serv
 import { withOrgServer } from '../helpers/factories.ts';
 import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { processesWith } from '../helpers/serve.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 
 let s: TestServer;
 let owner: TestUser;
 let org: string;
 withOrgServer({}, (w) => ({ s, owner, org } = w));
 
-const quiet = pino({ level: process.env.TRIAD_TEST_AGENT_LOG ?? 'silent' });
+/** The agents' log lines (debug and up) since the last `startAgent`: printed when a test fails. */
+let agentLines: string[] = [];
+const quiet =
+  process.env.TRIAD_TEST_AGENT_LOG !== undefined
+    ? pino({ level: process.env.TRIAD_TEST_AGENT_LOG })
+    : pino({ level: 'debug' }, { write: (line: string) => agentLines.push(line) });
+
+/** Runs a test's body; when it fails, the agent's log goes to the test output with the error. */
+async function showingAgentLog(body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    console.error(`the agent's log:\n${agentLines.join('')}`);
+    throw err;
+  }
+}
 
 async function agentToken(): Promise<string> {
   const r = await s.admin.post('/api/v1/admin/agents', { name: 'test-agent' });
@@ -28,6 +43,7 @@ function startAgent(
   server = s.url,
   extra: Partial<ConstructorParameters<typeof Agent>[0]> = {},
 ) {
+  agentLines = [];
   const agent = new Agent({
     server,
     token,
@@ -37,6 +53,8 @@ function startAgent(
     log: quiet,
     pollWait: 1,
     cancelCheckMs: 500,
+    // a failing test stops quickly and reports its own error, not the test's time limit
+    drainMs: 5_000,
     ...extra,
   });
   return agent;
@@ -157,30 +175,25 @@ describe('the agent with the local executor', () => {
   test('when the pipeline is cancelled mid-step, then the agent stops it', async () => {
     const agent = startAgent(await agentToken());
     await agent.start();
-    try {
-      const repo = await pipelineWith([
-        // far past this test's time limit: only the cancel ends it
-        { name: 'slow', commands: ['echo started', 'sleep 600', 'echo not reached'] },
-        { name: 'after', commands: ['echo no'] },
-      ]);
-      const t0 = Date.now();
-      await waitFor(repo, (p) => p.steps[0].status === 'running');
-      if (process.env.TRIAD_TEST_AGENT_LOG !== undefined) console.log('running after', Date.now() - t0);
-      await waitUntil('the step to start', async () => (await stepLog(repo, 1)) === 'started\n');
-      const cancelledAt = Date.now();
-      const c = await owner.client.post(`/api/v1/repos/${org}/${repo.name}/pipelines/1/cancel`);
-      expect(c.status).toBe(200);
-      if (process.env.TRIAD_TEST_AGENT_LOG !== undefined)
-        console.log('cancel answered', Date.now() - cancelledAt);
-      await waitUntil('the step to stop', () => agent.runningCount === 0);
-      expect(agent.runningCount).toBe(0);
-      const p = await waitFor(repo, finished);
-      expect(p.status).toBe('cancelled');
-      expect(p.steps.map((x: any) => x.status)).toEqual(['cancelled', 'cancelled']);
-      expect(await stepLog(repo, 1)).toBe('started\n');
-    } finally {
-      await agent.stop();
-    }
+    await showingAgentLog(async () => {
+      try {
+        const repo = await pipelineWith([
+          // far past this test's time limit: only the cancel ends it
+          { name: 'slow', commands: ['echo started', 'sleep 600', 'echo not reached'] },
+          { name: 'after', commands: ['echo no'] },
+        ]);
+        await waitUntil('the step to run', async () => (await stepLog(repo, 1)) === 'started\n', 20_000);
+        const c = await owner.client.post(`/api/v1/repos/${org}/${repo.name}/pipelines/1/cancel`);
+        expect(c.status).toBe(200);
+        await waitUntil('the agent to stop the step', () => agent.runningCount === 0, 20_000);
+        const p = await waitFor(repo, finished);
+        expect(p.status).toBe('cancelled');
+        expect(p.steps.map((x: any) => x.status)).toEqual(['cancelled', 'cancelled']);
+        expect(await stepLog(repo, 1)).toBe('started\n');
+      } finally {
+        await agent.stop();
+      }
+    });
   });
   test('when a step leaves a background process behind, then it ends with the step', async () => {
     const agent = startAgent(await agentToken());
@@ -265,16 +278,26 @@ describe('step log limit (TRIAD_STEP_LOG_MAX_BYTES)', () => {
   });
 });
 
-/** A TCP proxy in front of the server that can refuse connections for a while. */
-async function flakyProxy(
-  target: number,
-): Promise<{ url: string; down: () => void; up: () => Promise<void>; close: () => void }> {
+/**
+ * A TCP proxy in front of the server that can refuse connections for a while (`down`), or
+ * accept them and never answer (`stall`: a half-open path, as behind a broken load balancer).
+ */
+async function flakyProxy(target: number): Promise<{
+  url: string;
+  down: () => void;
+  up: () => Promise<void>;
+  stall: (on: boolean) => void;
+  close: () => void;
+}> {
   let server: net.Server;
   const sockets = new Set<net.Socket>();
   let port = 0;
+  let stalled = false;
   const listen = () =>
     new Promise<void>((resolve) => {
       server = net.createServer((c) => {
+        sockets.add(c);
+        if (stalled) return;
         const up = net.connect(target, '127.0.0.1');
         sockets.add(c).add(up);
         c.pipe(up).pipe(c);
@@ -299,6 +322,10 @@ async function flakyProxy(
       sockets.clear();
     },
     up: listen,
+    stall: (on) => {
+      stalled = on;
+      if (on) for (const x of sockets) x.destroy();
+    },
     close: () => {
       server.close();
       for (const x of sockets) x.destroy();
@@ -347,6 +374,29 @@ describe('agent resilience', () => {
       proxy.close();
     }
   }, 90_000);
+
+  test('when a heartbeat gets no answer, then the next one still brings a cancellation', async () => {
+    const proxy = await flakyProxy(Number(new URL(s.url).port));
+    const agent = startAgent(await agentToken(), proxy.url, { heartbeatMs: 2_000 });
+    await agent.start();
+    await showingAgentLog(async () => {
+      try {
+        const repo = await pipelineWith([{ name: 'slow', commands: ['echo started', 'sleep 600'] }]);
+        await waitUntil('the step to run', async () => (await stepLog(repo, 1)) === 'started\n', 20_000);
+        // the requests in flight now (a heartbeat among them) never get an answer
+        proxy.stall(true);
+        await sleep(1_000);
+        proxy.stall(false);
+        const c = await owner.client.post(`/api/v1/repos/${org}/${repo.name}/pipelines/1/cancel`);
+        expect(c.status).toBe(200);
+        await waitUntil('the agent to stop the step', () => agent.runningCount === 0, 20_000);
+        expect((await waitFor(repo, finished)).status).toBe('cancelled');
+      } finally {
+        await agent.stop();
+        proxy.close();
+      }
+    });
+  }, 60_000);
 
   test('when the server is gone while the agent stops, then the agent gives up on its reports and stops', async () => {
     const proxy = await flakyProxy(Number(new URL(s.url).port));
