@@ -236,6 +236,16 @@ describe('the trusted proxy and the NetworkPolicy', () => {
     expect(refused.stderr).toMatch(/schema[\s\S]*trustProxy/);
   });
 
+  test('when the server trusts a hop and nothing limits who reaches it, then the install notes say so', async () => {
+    const notes = async (set: string[]) =>
+      helmOk(['install', 'notes', CHART, '-n', ns, '--dry-run=client', ...set.flatMap((x) => ['--set', x])]);
+    expect(await notes(['ingress.enabled=true'])).toMatch(
+      /The server trusts 1 proxy hop\(s\)[\s\S]*networkPolicy.serverFrom/,
+    );
+    expect(await notes(['ingress.enabled=true', ...NP])).not.toMatch(/The server trusts/);
+    expect(await notes([])).not.toMatch(/The server trusts/);
+  });
+
   test('when the server trusts a hop, then its port admits serverFrom and the agents but no step pod (which could forge X-Forwarded-For)', async () => {
     const peers = await peersOfHttp([...NP, 'ingress.enabled=true']);
     expect(peers).toEqual([
