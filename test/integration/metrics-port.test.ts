@@ -3,6 +3,7 @@
  * second listener answers `/metrics` and nothing else, and the main port (the one an Ingress
  * routes to) answers 404 there.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Client, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -60,6 +61,39 @@ describe('TRIAD_METRICS_PORT set', () => {
       const r = await metrics.get(p);
       expect([p, r.status]).toEqual([p, 404]);
     }
+  });
+
+  test('when the server drains a request in flight, then the metrics port still answers; once it has stopped, it is closed', async () => {
+    const s = await startTestServer({ TRIAD_METRICS_PORT: '0', TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '60' });
+    const scrape = new Client(`http://127.0.0.1:${s.running.metricsPort}`);
+    // a request whose body is still arriving (a push being uploaded, say)
+    const upload = net.connect(s.running.port, '127.0.0.1');
+    await new Promise<void>((resolve) => upload.once('connect', () => resolve()));
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      upload.on('data', (d: Buffer) => (text += d.toString()));
+      upload.on('close', () => resolve(text));
+    });
+    const body = JSON.stringify({ name: 'drained', description: 'arrived during the drain' });
+    upload.write(
+      `POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminToken}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 5)}`,
+    );
+    const stopped = s.close();
+    // once the main port no longer takes connections (the drain), the metrics port still does
+    const refused = () =>
+      fetch(`http://127.0.0.1:${s.running.port}/healthz`).then(
+        () => false,
+        () => true,
+      );
+    while (!(await refused())) await new Promise((r) => setTimeout(r, 50));
+    const during = await scrape.get('/metrics');
+    expect(during.status).toBe(200);
+    // the request in flight ends normally
+    upload.write(body.slice(5));
+    expect(await answer).toMatch(/^HTTP\/1.1 201/);
+    await stopped;
+    await expect(fetch(`http://127.0.0.1:${s.running.metricsPort}/metrics`)).rejects.toThrow();
   });
 
   test('when the server stops, then the metrics port closes too', async () => {
