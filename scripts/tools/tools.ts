@@ -48,7 +48,7 @@ export const MINIO_VERSION = 'v0.0.0-20250907161309-07c3a429bfed';
 /** CRDs the chart's optional objects need (ScaledObject, TriggerAuthentication, ServiceMonitor, PodMonitor). */
 export const KEDA_VERSION = 'v2.20.2';
 export const PROMETHEUS_OPERATOR_VERSION = 'v0.85.0';
-/** The Gateway API's standard channel (the chart's HTTPRoute). */
+/** The Gateway API's standard channel (the chart's HTTPRoute); v1.7.0 needs Go 1.27. */
 export const GATEWAY_API_VERSION = 'v1.6.3';
 
 export const TOOLS: Record<ToolName, Tool> = {
