@@ -136,21 +136,24 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
       }
     },
   });
-  api.route({
-    method: 'get',
-    path: '/metrics',
-    tag: 'ops',
-    auth: 'public',
-    operationId: 'metrics',
-    summary: 'Prometheus metrics (text exposition format)',
-    returns: respond.text(metrics.registry.contentType, 'the metrics'),
-    handler: async ({ res }) => {
-      const text = await metrics.registry.metrics();
-      res.setHeader('Content-Type', metrics.registry.contentType);
-      res.send(text);
-      return reply.handled();
-    },
-  });
+  // With TRIAD_METRICS_PORT, /metrics is served only on that port (server.ts), never here.
+  if (config.metricsPort !== undefined) app.all('/metrics', notFoundRoute);
+  else
+    api.route({
+      method: 'get',
+      path: '/metrics',
+      tag: 'ops',
+      auth: 'public',
+      operationId: 'metrics',
+      summary: 'Prometheus metrics (text exposition format)',
+      returns: respond.text(metrics.registry.contentType, 'the metrics'),
+      handler: async ({ res }) => {
+        const text = await metrics.registry.metrics();
+        res.setHeader('Content-Type', metrics.registry.contentType);
+        res.send(text);
+        return reply.handled();
+      },
+    });
   api.route({
     method: 'get',
     path: '/api/v1/openapi.json',

@@ -72,6 +72,7 @@ const corsOrigins = z.string().transform((v, ctx): string[] => {
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
+  TRIAD_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TRIAD_BASE_URL: optionalString.refine(
     (v) => v === undefined || /^https?:\/\/[^/?#\s]+(\/[^?#\s]*)?$/.test(v),
     'must be an http(s) URL without query or fragment',
@@ -153,6 +154,8 @@ const envSchema = z.object({
 export type Config = {
   port: number;
   host: string;
+  /** Port of a second listener serving only `/metrics` (then 404 on `port`); unset: `/metrics` on `port`. */
+  metricsPort: number | undefined;
   /** Explicit public address; when unset it follows the port actually bound. */
   baseUrl: string | undefined;
   dataDir: string;
@@ -275,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: e.PORT,
     host: e.HOST,
+    metricsPort: e.TRIAD_METRICS_PORT,
     baseUrl: e.TRIAD_BASE_URL?.replace(/\/+$/, ''),
     dataDir,
     databaseUrl: e.DATABASE_URL,

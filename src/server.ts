@@ -8,6 +8,7 @@ import { createApp } from './app.ts';
 import { createServices, type Services } from './services.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
+import { ProbeServer } from './telemetry/probe-server.ts';
 import { startTracing } from './telemetry/tracing.ts';
 import { IdleCollector } from './telemetry/idle-gc.ts';
 import { RequestContext } from '@mikro-orm/core';
@@ -25,6 +26,8 @@ const RECONCILE_MS = 10_000;
 export type Running = {
   url: string;
   port: number;
+  /** The port of the `/metrics` listener (TRIAD_METRICS_PORT); undefined: `/metrics` is on `port`. */
+  metricsPort: number | undefined;
   orm: Orm;
   services: Services;
   log: Logger;
@@ -68,9 +71,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await embedded?.close();
     throw e;
   });
+  let metricsServer: ProbeServer | undefined;
   /** Undoes a partial start (e.g. the port is taken), so no PostgreSQL or connection outlives it. */
   const abandon = async (e: unknown, services?: Services, srv?: http.Server): Promise<never> => {
     srv?.close(() => undefined);
+    await metricsServer?.close();
     await services?.pipelines.stop().catch(() => undefined);
     await services?.webhookDispatcher.stop().catch(() => undefined);
     services?.releases.stop();
@@ -94,6 +99,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
+  // TRIAD_METRICS_PORT: /metrics on a listener of its own (the main port answers 404 there)
+  if (config.metricsPort !== undefined) metricsServer = new ProbeServer(deps.metrics.registry);
   const server = http.createServer();
   server.keepAliveTimeout = 65_000;
   // A push upload may take as long as the transport allows (Node's default cuts it at 300 s).
@@ -158,6 +165,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       server.once('error', reject);
       server.listen(config.port, config.host, () => resolve());
     });
+    await metricsServer?.listen(config.metricsPort ?? 0, {}, config.host);
     // After listening, so a start that fails (a taken port) does not use up the one-time token.
     if (config.admin === undefined && opts.onFirstAdmin !== undefined) {
       const first = await inContext(orm, () =>
@@ -238,8 +246,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);
+      // scraped until the end of the drain
+      await metricsServer?.close();
     })());
-  return { url: baseUrl, port, orm, services, log, close };
+  return { url: baseUrl, port, metricsPort: metricsServer?.port, orm, services, log, close };
 }
 
 /** Waits for `p` at most `ms`; on timeout calls `late` and goes on (the promise is abandoned). */

@@ -10,6 +10,7 @@
  *     kwok-v0.8.0/kwok
  *     minio-v0.0.0-…/minio
  *     keda-crds-v2.20.2/*.yaml, prometheus-operator-crds-v0.85.0/*.yaml   (copied from the Go modules)
+ *     gateway-api-crds-v1.6.3/*.yaml                                       (likewise)
  *
  * Changing a version here makes the next run build the new one (the old directory stays until
  * removed by hand).
@@ -19,7 +20,14 @@ import os from 'node:os';
 import path from 'node:path';
 
 export type ToolName =
-  'kubernetes' | 'etcd' | 'helm' | 'kwok' | 'minio' | 'keda-crds' | 'prometheus-operator-crds';
+  | 'kubernetes'
+  | 'etcd'
+  | 'helm'
+  | 'kwok'
+  | 'minio'
+  | 'keda-crds'
+  | 'prometheus-operator-crds'
+  | 'gateway-api-crds';
 
 export type Tool = {
   name: ToolName;
@@ -40,6 +48,8 @@ export const MINIO_VERSION = 'v0.0.0-20250907161309-07c3a429bfed';
 /** CRDs the chart's optional objects need (ScaledObject, TriggerAuthentication, ServiceMonitor, PodMonitor). */
 export const KEDA_VERSION = 'v2.20.2';
 export const PROMETHEUS_OPERATOR_VERSION = 'v0.85.0';
+/** The Gateway API's standard channel (the chart's HTTPRoute); v1.7.0 needs Go 1.27. */
+export const GATEWAY_API_VERSION = 'v1.6.3';
 
 export const TOOLS: Record<ToolName, Tool> = {
   kubernetes: {
@@ -72,6 +82,18 @@ export const TOOLS: Record<ToolName, Tool> = {
       files: [
         'example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml',
         'example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml',
+      ],
+    },
+  },
+  'gateway-api-crds': {
+    name: 'gateway-api-crds',
+    version: GATEWAY_API_VERSION,
+    binaries: [],
+    module: {
+      path: 'sigs.k8s.io/gateway-api',
+      files: [
+        'config/crd/standard/gateway.networking.k8s.io_gateways.yaml',
+        'config/crd/standard/gateway.networking.k8s.io_httproutes.yaml',
       ],
     },
   },

@@ -20,8 +20,11 @@ export class ProbeServer {
     return a !== null && typeof a === 'object' ? a.port : undefined;
   }
 
-  /** Listens on `port` (0: any free one); `probes` maps a path to the problems it finds now. */
-  async listen(port: number, probes: Record<string, () => string[]>): Promise<void> {
+  /**
+   * Listens on `port` (0: any free one) of `host` (default: every address); `probes` maps a path to
+   * the problems it finds now.
+   */
+  async listen(port: number, probes: Record<string, () => string[]>, host?: string): Promise<void> {
     const server = http.createServer((req, res) => {
       const path = (req.url ?? '').split('?')[0] ?? '';
       const probe = probes[path];
@@ -40,7 +43,7 @@ export class ProbeServer {
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, () => {
+      server.listen(port, host, () => {
         server.off('error', reject);
         resolve();
       });

@@ -243,6 +243,7 @@ describe('helm install with every optional block on', () => {
       expect.arrayContaining([
         'deployment.apps/a-triad',
         'deployment.apps/a-triad-agent',
+        'httproute.gateway.networking.k8s.io/a-triad',
         'ingress.networking.k8s.io/a-triad',
         'networkpolicy.networking.k8s.io/a-triad',
         'networkpolicy.networking.k8s.io/a-triad-agent',

@@ -5,13 +5,17 @@ import { kubectlOk, waitFor } from './kube.ts';
 let crds: Promise<void> | undefined;
 
 /**
- * KEDA's ScaledObject/TriggerAuthentication and the Prometheus operator's ServiceMonitor/PodMonitor
- * CRDs, from their Go modules (copied into the tools cache by the build). Server-side apply, so
- * test files may call it concurrently.
+ * KEDA's ScaledObject/TriggerAuthentication, the Prometheus operator's ServiceMonitor/PodMonitor and
+ * the Gateway API's Gateway/HTTPRoute CRDs, from their Go modules (copied into the tools cache by
+ * the build). Server-side apply, so test files may call it concurrently.
  */
 export function installCrds(): Promise<void> {
   crds ??= (async () => {
-    const files = [...toolFiles('keda-crds'), ...toolFiles('prometheus-operator-crds')];
+    const files = [
+      ...toolFiles('keda-crds'),
+      ...toolFiles('prometheus-operator-crds'),
+      ...toolFiles('gateway-api-crds'),
+    ];
     await kubectlOk(['apply', '--server-side', '--force-conflicts', ...files.flatMap((f) => ['-f', f])]);
     await kubectlOk([
       'wait',
@@ -21,6 +25,8 @@ export function installCrds(): Promise<void> {
       'crd/triggerauthentications.keda.sh',
       'crd/servicemonitors.monitoring.coreos.com',
       'crd/podmonitors.monitoring.coreos.com',
+      'crd/gateways.gateway.networking.k8s.io',
+      'crd/httproutes.gateway.networking.k8s.io',
     ]);
   })();
   return crds;
