@@ -8,8 +8,6 @@ import { releaseLease, takeLease } from './lease-repository.ts';
 export const METRICS_LEASE = 'cluster-metrics';
 /** How long a replica keeps the lease without renewing it (it renews on every scrape). */
 export const METRICS_LEASE_SECONDS = 60;
-/** A scrape asks the database once: answers within this long are reused. */
-const ANSWER_MS = 1000;
 
 /**
  * The election of one replica among those sharing a database: whoever takes the lease first holds
@@ -24,7 +22,9 @@ export class ClusterLease {
   private readonly log: Logger;
   private readonly name: string;
   private readonly seconds: number;
-  private answer: { at: number; holds: Promise<boolean> } | undefined;
+  /** The question under way: the gauges of one scrape, collected at once, share it. */
+  private asking: Promise<boolean> | undefined;
+  private released = false;
 
   constructor(deps: { em: () => EntityManager; log: Logger; name?: string; seconds?: number }) {
     this.em = deps.em;
@@ -35,19 +35,21 @@ export class ClusterLease {
 
   /** Takes or renews the lease; whether this replica holds it (false when the database fails). */
   holds(): Promise<boolean> {
-    const now = Date.now();
-    if (this.answer !== undefined && now - this.answer.at < ANSWER_MS) return this.answer.holds;
-    const holds = takeLease(this.em().fork(), this.name, this.holder, this.seconds).catch((err: unknown) => {
-      this.log.warn({ err }, 'the cluster metrics lease could not be renewed');
-      return false;
-    });
-    this.answer = { at: now, holds };
-    return holds;
+    if (this.released) return Promise.resolve(false);
+    this.asking ??= takeLease(this.em().fork(), this.name, this.holder, this.seconds)
+      .catch((err: unknown) => {
+        this.log.warn({ err }, 'the cluster metrics lease could not be renewed');
+        return false;
+      })
+      .finally(() => {
+        this.asking = undefined;
+      });
+    return this.asking;
   }
 
   /** Gives the lease up at shutdown. */
   async release(): Promise<void> {
-    this.answer = { at: Number.POSITIVE_INFINITY, holds: Promise.resolve(false) };
+    this.released = true;
     await releaseLease(this.em().fork(), this.name, this.holder).catch(() => undefined);
   }
 }
