@@ -4,13 +4,15 @@
  * and clones with the stock git and hg clients.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import pg from 'pg';
 import { freePort } from '../../src/db/database.ts';
+import { PUSH_LOCK } from '../../src/repos/repository.ts';
 import { newRepo, serverWithOrg, type OrgServer } from '../helpers/factories.ts';
 import { sample } from '../helpers/metrics.ts';
 import { postMultipart } from '../helpers/multipart.ts';
 import { pushFiles } from '../helpers/push-files.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
-import { ok, tempDir, withCreds } from '../helpers/vcs.ts';
+import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
 
 let w: OrgServer;
 const names: string[] = [];
@@ -97,6 +99,37 @@ describe('transfer metrics', () => {
     expect(sample(text, 'triad_vcs_transfers_total', { kind: 'git', op: 'fetch', result: 'too_large' })).toBe(
       1,
     );
+  });
+});
+
+describe('push-lock metrics', () => {
+  test('when another push holds the push lock past the transfer timeout, then the timeout is counted, and the next push its wait', async () => {
+    const s = await startTestServer({ TRIAD_TRANSPORT_TIMEOUT_SECONDS: '2' });
+    closers.push(() => s.close());
+    const owner = await s.newUser();
+    const repo = await newRepo(owner, await s.newOrg(owner), { vcs: 'git' });
+    const work = await tempDir('triad-metrics-lock-');
+    await ok('git', ['init', '-q', '-b', 'main', '.'], work);
+    await writeFile(work, 'a.txt', 'a\n');
+    await ok('git', ['add', '.'], work);
+    await ok('git', ['commit', '-q', '-m', 'a'], work);
+    // a push of another replica holds the repository's lock (in its transaction)
+    const other = new pg.Client({ connectionString: s.dbUrl });
+    await other.connect();
+    await other.query('begin');
+    await other.query('select pg_advisory_xact_lock($1, $2)', [PUSH_LOCK, repo.id]);
+    const refused = await sh('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    await other.query('rollback');
+    await other.end();
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('504');
+    let text = await scrape(s);
+    expect(sample(text, 'triad_push_lock_timeouts_total', { kind: 'git' })).toBe(1);
+    expect(sample(text, 'triad_vcs_transfers_total', { kind: 'git', op: 'push', result: 'timeout' })).toBe(1);
+    await ok('git', ['push', '-q', withCreds(repo.clone, owner.token), 'main'], work);
+    text = await scrape(s);
+    expect(sample(text, 'triad_push_lock_wait_seconds_count', { kind: 'git' })).toBe(1);
+    expect(sample(text, 'triad_vcs_transfers_total', { kind: 'git', op: 'push', result: 'ok' })).toBe(1);
   });
 });
 
