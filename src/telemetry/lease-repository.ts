@@ -23,12 +23,3 @@ export async function takeLease(db: Db, name: string, holder: string, seconds: n
 export async function releaseLease(db: Db, name: string, holder: string): Promise<void> {
   await db.execute('delete from cluster_leases where name = ? and holder = ?', [name, holder]);
 }
-
-/** Who holds the lease now (undefined: nobody, or the holder's time ran out). */
-export async function leaseHolder(db: Db, name: string): Promise<string | undefined> {
-  const rows = await db.execute<{ holder: string }[]>(
-    'select holder from cluster_leases where name = ? and expires_at >= now()',
-    [name],
-  );
-  return rows[0]?.holder;
-}
