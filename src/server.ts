@@ -237,6 +237,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       idleGc.stop();
       services.releases.stop();
       services.transports.close();
+      // another replica exports the cluster-wide gauges from its next scrape on
+      await within(services.clusterLease.release(), 1_000, () => undefined);
       // the pooled readers, command servers and workers end on their closed input
       await services.vcs.close(Math.min(5_000, Math.max(500, left())));
       // no transfer runs any more: this process's spool directory goes

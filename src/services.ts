@@ -35,6 +35,10 @@ import path from 'node:path';
 import { StorageNodes } from './storage-node/service.ts';
 import { StorageClient } from './vcs/remote/client.ts';
 import { createRemoteVcs } from './vcs/remote/vcs.ts';
+import { TransportMetrics } from './telemetry/transport-metrics.ts';
+import { MeteredBlobStore } from './storage/metered.ts';
+import { observeDbPools, ormPool } from './telemetry/db-pool-metrics.ts';
+import { ClusterLease } from './telemetry/cluster-lease.ts';
 
 export type Services = {
   users: UsersService;
@@ -69,6 +73,8 @@ export type Services = {
   compare: CompareService;
   /** With `TRIAD_STORAGE=nodes`: the node registry and the client of the nodes' internal port. */
   storage: { nodes: StorageNodes; client: StorageClient } | undefined;
+  /** The replica that exports the cluster-wide gauges holds it; released at shutdown. */
+  clusterLease: ClusterLease;
 };
 
 export type AppDeps = {
@@ -129,7 +135,7 @@ export function createServices(deps: AppDeps): Services {
   });
   const tokenTargets = new TokenTargets({ orgs, repos });
   const agents = new AgentsService({ em });
-  const blobs = blobStore(deps.config);
+  const blobs = new MeteredBlobStore(blobStore(deps.config), deps.metrics);
   const pipelines = new PipelinesService({
     em,
     blobs,
@@ -161,6 +167,10 @@ export function createServices(deps: AppDeps): Services {
     contents,
   });
   const { concurrency, queue, hgWorkers, hgStreamClones } = deps.config.transport;
+  const transportMetrics = new TransportMetrics(deps.metrics);
+  observeDbPools(deps.metrics, { main: ormPool(deps.orm) });
+  const clusterLease = new ClusterLease({ em, log: deps.log });
+  deps.metrics.electWith(() => clusterLease.holds());
   const transports = new TransportServers({
     concurrency,
     queue,
@@ -169,6 +179,7 @@ export function createServices(deps: AppDeps): Services {
     nice: deps.config.backendNice,
     timeoutMs: deps.config.transport.timeoutMs,
     pool,
+    metrics: transportMetrics,
   });
   const lookups = webhookLookups({ em, users, repos });
   const webhookDispatcher = new Dispatcher({
@@ -195,6 +206,7 @@ export function createServices(deps: AppDeps): Services {
         ? path.join(deps.config.repoDir, '.triad-pushes')
         : path.join(deps.config.dataDir, 'push-markers'),
     repos,
+    metrics: transportMetrics,
   });
   const releases = new ReleasesService({
     em,
@@ -253,5 +265,6 @@ export function createServices(deps: AppDeps): Services {
     refs: new RefsService(repos, vcs, revs),
     compare,
     storage,
+    clusterLease,
   };
 }

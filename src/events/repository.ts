@@ -48,3 +48,12 @@ export async function markDispatched(tx: Db, ids: readonly string[]): Promise<vo
     `{${ids.join(',')}}`,
   ]);
 }
+
+/** Seconds since the oldest event not yet dispatched was recorded (0 when none waits). */
+export async function oldestUndispatchedAge(db: Db): Promise<number> {
+  const rows = await db.execute<{ age: string | number }[]>(
+    `select extract(epoch from now() - created_at) as age from outbox_events
+     where dispatched_at is null order by id limit 1`,
+  );
+  return Math.max(0, Number(rows[0]?.age ?? 0));
+}

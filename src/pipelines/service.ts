@@ -69,10 +69,12 @@ export class PipelinesService {
     this.d = deps;
     this.waker = new QueueWaker(deps.databaseUrl, deps.log);
     const count = (status: 'pending' | 'running') => db.countByStatus(deps.em().fork(), status);
-    deps.metrics.gauge('triad_ci_pipelines_pending', 'Pipelines waiting for an agent', () =>
+    deps.metrics.clusterGauge('triad_ci_pipelines_pending', 'Pipelines waiting for an agent', () =>
       count('pending'),
     );
-    deps.metrics.gauge('triad_ci_pipelines_running', 'Pipelines claimed by an agent', () => count('running'));
+    deps.metrics.clusterGauge('triad_ci_pipelines_running', 'Pipelines claimed by an agent', () =>
+      count('running'),
+    );
     const claimed = deps.metrics.counter(
       'triad_ci_pipelines_claimed_total',
       'Pipelines claimed by agents',

@@ -12,6 +12,7 @@ import type { HeadMove, RefMove, Snapshot } from '../vcs/driver.ts';
 import { headMoves } from '../vcs/refs.ts';
 import { Gate } from '../vcs/process/gate.ts';
 import * as db from './repository.ts';
+import type { TransportMetrics } from '../telemetry/transport-metrics.ts';
 import type { SnapshotJson } from './repository.ts';
 import type { ReposService } from './service.ts';
 
@@ -76,6 +77,8 @@ type Deps = {
   markerDir: string;
   /** The repositories a start-up reconciliation finds by id. */
   repos: Pick<ReposService, 'findHandle'>;
+  /** The push-lock wait histogram and timeout counter. */
+  metrics?: Pick<TransportMetrics, 'lockWaited' | 'lockTimedOut'>;
 };
 
 /** Waiting for the push lock took longer than the request's deadline. */
@@ -123,9 +126,11 @@ export class RepoChanges {
     mutate: (because: (cause: ChangeCause) => void) => Promise<T>,
     opts: { signal: AbortSignal; deadline: number },
   ): Promise<T> {
+    const since = performance.now(); // the push-lock wait: the queue in memory, then the database lock
     const out = await this.serialised(repo.id, opts.signal, () =>
-      this.locked(repo, senderId, mutate, { wait: opts.deadline }),
+      this.locked(repo, senderId, mutate, { wait: opts.deadline, since }),
     );
+    if (out === undefined) this.deps.metrics?.lockTimedOut(repo.driver.kind);
     if (out === undefined) throw new PushLockTimeout('push lock not acquired');
     if ('error' in out) throw out.error;
     return out.value;
@@ -205,7 +210,7 @@ export class RepoChanges {
     repo: RepoHandle,
     senderId: number | null,
     mutate: ((because: (cause: ChangeCause) => void) => Promise<T>) | undefined,
-    opts: { wait: number | 'try' },
+    opts: { wait: number | 'try'; since?: number },
   ): Promise<{ value: T } | { error: unknown } | undefined> {
     const { log } = this.deps;
     const own = path.join(this.deps.markerDir, `${repo.id}-${randomUUID()}.json`);
@@ -233,6 +238,8 @@ export class RepoChanges {
             if (!(await db.pushLock(tx, repo.id, ms))) throw new PushLockTimeout('push lock wait timed out');
           }
           locked = true;
+          if (opts.since !== undefined)
+            this.deps.metrics?.lockWaited(driver.kind, (performance.now() - opts.since) / 1000);
           const repaired = await driver.recover(repo.path);
           if (repaired.length > 0)
             log.warn({ repo: repo.id, repaired }, 'repaired leftovers of an interrupted write');

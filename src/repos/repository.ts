@@ -275,7 +275,7 @@ export async function deleteRepo(db: Db, id: number): Promise<void> {
 // ----- changes: the push lock and the recorded ref state (see changes.ts) -------------------------
 
 /** The lock class of a repository's push lock (any constant every Triad process shares). */
-const PUSH_LOCK = 0x70757368; // "push"
+export const PUSH_LOCK = 0x70757368; // "push"
 
 /** Takes the repository's push lock for the transaction if it is free; false when it is held. */
 export async function tryPushLock(tx: Db, repoId: number): Promise<boolean> {

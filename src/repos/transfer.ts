@@ -61,6 +61,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
   };
   res.on('close', onClose);
   if (req.socket.destroyed) onClose(); // it left while the request was being authorised
+  const watch = limits.servers.metrics?.watch(r.driver.kind, res);
   push?.changes.prepare(push.repo);
   const ws = await limits.spool.workspace();
   let leave: (() => void) | undefined;
@@ -69,6 +70,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
     if (hasBody(req)) {
       const file = path.join(ws.dir, 'body');
       input = { file, size: await receiveBody(req, file, limits.maxBodyBytes, ac.signal) };
+      watch?.received(input.size);
     }
     const tmpDir = path.join(ws.dir, 'tmp');
     await fs.mkdir(tmpDir);
@@ -82,6 +84,7 @@ export async function transfer(r: Request, push: Push | undefined, limits: Trans
       return;
     }
     const output = path.join(ws.dir, 'response');
+    watch?.push();
     // A push takes its slot once it holds the repository's push lock: pushes queued behind a slow
     // push to one repository must not hold the slots other repositories' clones and pushes need.
     // (Lock order: push lock, then slot; reads take only the slot.) `GateFull` thrown in there

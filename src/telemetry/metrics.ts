@@ -7,6 +7,8 @@ import client from 'prom-client';
 export class Metrics {
   readonly registry = new client.Registry();
   readonly httpDuration: client.Histogram<'method' | 'route' | 'status'>;
+  /** Whether this replica exports the cluster-wide gauges now (`clusterGauge`); see `electWith`. */
+  private leads: () => Promise<boolean> = () => Promise.resolve(true);
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry, prefix: 'triad_' });
@@ -30,7 +32,61 @@ export class Metrics {
     });
   }
 
+  /** A gauge with labels whose `collect` sets the value of each label set. */
+  labelledGauge<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    collect: (set: (labels: Record<L, string>, value: number) => void) => Promise<void>,
+  ): client.Gauge<L> {
+    return new client.Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      async collect() {
+        await collect((labels, value) => this.set(labels as client.LabelValues<L>, value));
+      },
+    });
+  }
+
   counter<L extends string>(name: string, help: string, labelNames: readonly L[]): client.Counter<L> {
     return new client.Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  histogram<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    buckets: number[],
+  ): client.Histogram<L> {
+    return new client.Histogram({ name, help, labelNames, buckets, registers: [this.registry] });
+  }
+
+  /**
+   * A gauge read from the database that is the same on every replica (a queue's length, a lag):
+   * exported only while this replica is the one elected for the cluster-wide gauges (`electWith`),
+   * so a sum over the replicas counts it once. Elsewhere the gauge has no sample (and `collect`
+   * does not run).
+   */
+  clusterGauge(name: string, help: string, collect: () => Promise<number> | number): void {
+    const leads = () => this.leads();
+    const metric = {
+      name,
+      help,
+      type: 'gauge',
+      aggregator: 'first',
+      reset: () => undefined,
+      async get() {
+        const values = (await leads()) ? [{ value: await collect(), labels: {} }] : [];
+        return { name, help, type: 'gauge', values, aggregator: 'first' };
+      },
+    };
+    this.registry.registerMetric(metric as unknown as client.Metric);
+  }
+
+  /** How this replica learns whether it exports the cluster-wide gauges (default: always). */
+  electWith(leads: () => Promise<boolean>): void {
+    this.leads = leads;
   }
 }

@@ -5,6 +5,7 @@ import { Gate, GateFull, holdWhileRead } from './process/gate.ts';
 import type { ArchiveFormat } from './process/stream.ts';
 import type { ProcessPool } from './process/pool.ts';
 import { WsgiPool, type WsgiApp } from './process/wsgi.ts';
+import type { TransportMetrics } from '../telemetry/transport-metrics.ts';
 
 /**
  * What a request to a repository's clone URL asks for: `read` (pull: repo:read), `write` (push:
@@ -140,6 +141,8 @@ export type TransportServerOptions = {
   nice?: number;
   /** Longest a source archive may wait for its slot and run (`archive`); none when absent. */
   timeoutMs?: number;
+  /** Transfer, queue and refusal metrics (telemetry/transport-metrics.ts). */
+  metrics?: TransportMetrics;
 };
 
 /**
@@ -154,7 +157,13 @@ export class TransportServers {
 
   constructor(opts: TransportServerOptions) {
     this.opts = opts;
-    this.limiter = new Gate(opts.concurrency, opts.queue);
+    this.limiter = new Gate(opts.concurrency, opts.queue, () => opts.metrics?.refused('queue_full'));
+    opts.metrics?.observeQueue(() => this.limiter.load());
+  }
+
+  /** The transfer metrics, when the server keeps them. */
+  get metrics(): TransportMetrics | undefined {
+    return this.opts.metrics;
   }
 
   /** The pool of a WSGI program (started on first use). */
@@ -193,7 +202,10 @@ export class TransportServers {
     try {
       leave = await this.limiter.enter(run);
     } catch (e) {
-      if (!signal.aborted && run.aborted) throw new GateFull('no slot free within the transfer timeout');
+      if (!signal.aborted && run.aborted) {
+        this.opts.metrics?.refused('slot_timeout');
+        throw new GateFull('no slot free within the transfer timeout');
+      }
       throw e;
     }
     const body = driver.archive(a.dir, a.commit, a.format, a.prefix, this.nice, run);

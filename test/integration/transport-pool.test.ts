@@ -15,6 +15,7 @@ import {
   waitNoProcesses,
 } from '../helpers/transport.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { sample } from '../helpers/metrics.ts';
 
 // One backend run at a time, one request waiting, one hgweb worker: the smallest bounded pool.
 let s: TestServer;
@@ -134,6 +135,13 @@ describe('the transports concurrency cap', () => {
     expect(pushRefused.headers.get('retry-after')).toBe('7');
     expect(await pushRefused.text()).toMatch(/too many clone and push requests/);
     expect(await outboxEvents(s, other.body.data.id)).toEqual([]);
+    // /metrics shows the slot taken, the request waiting and the two refusals
+    const m = (await s.anon.get('/metrics')).text;
+    expect(sample(m, 'triad_transport_running_requests')).toBe(1);
+    expect(sample(m, 'triad_transport_queued_requests')).toBe(1);
+    expect(sample(m, 'triad_transport_refusals_total', { reason: 'queue_full' })).toBe(2);
+    expect(sample(m, 'triad_vcs_transfers_total', { kind: 'hg', result: 'busy' })).toBe(1);
+    expect(sample(m, 'triad_vcs_transfers_total', { kind: 'git', result: 'busy' })).toBe(1);
     // the API is not behind the cap
     const api = await owner.client.get(`/api/v1/repos/${org}/${repo.name}`);
     expect(api.status).toBe(200);

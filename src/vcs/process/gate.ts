@@ -11,10 +11,13 @@ export class Gate {
   private readonly limit: number;
   private readonly maxQueue: number;
   private readonly waiters: (() => void)[] = [];
+  private readonly onFull: (() => void) | undefined;
 
-  constructor(limit: number, maxQueue = Number.POSITIVE_INFINITY) {
+  /** `onFull` is told of each refusal (`GateFull`), for metrics. */
+  constructor(limit: number, maxQueue = Number.POSITIVE_INFINITY, onFull?: () => void) {
     this.limit = Math.max(1, limit);
     this.maxQueue = maxQueue;
+    this.onFull = onFull;
   }
 
   idle(): boolean {
@@ -31,7 +34,10 @@ export class Gate {
     signal.throwIfAborted();
     if (this.active < this.limit && this.waiters.length === 0) this.active += 1;
     else {
-      if (this.waiters.length >= this.maxQueue) throw new GateFull('too many requests waiting');
+      if (this.waiters.length >= this.maxQueue) {
+        this.onFull?.();
+        throw new GateFull('too many requests waiting');
+      }
       await new Promise<void>((resolve, reject) => {
         const wake = () => {
           signal.removeEventListener('abort', onAbort);

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { claimUndispatched, markDispatched, type OutboxEvent } from '../../events/outbox.ts';
+import { oldestUndispatchedAge } from '../../events/repository.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { insertJobs, type NewJob } from '../repository.ts';
 import * as repo from './repository.ts';
@@ -83,8 +84,18 @@ export class Dispatcher {
       'Webhook delivery attempts by result',
       ['result'],
     );
-    deps.metrics.gauge('triad_webhook_jobs_queued', 'Webhook deliveries waiting for an attempt', () =>
+    deps.metrics.clusterGauge('triad_webhook_jobs_queued', 'Webhook deliveries waiting for an attempt', () =>
       repo.queued(this.em()),
+    );
+    deps.metrics.clusterGauge(
+      'triad_webhook_delivery_lag_seconds',
+      'Age of the oldest webhook delivery still to make (first attempt or retry)',
+      () => repo.oldestPendingAge(this.em()),
+    );
+    deps.metrics.clusterGauge(
+      'triad_outbox_lag_seconds',
+      'Age of the oldest event recorded but not yet turned into webhook deliveries',
+      () => oldestUndispatchedAge(this.em()),
     );
   }
 

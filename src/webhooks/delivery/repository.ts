@@ -252,3 +252,16 @@ function attemptParams(r: AttemptRecord): unknown[] {
     r.response === null ? null : JSON.stringify(r.response),
   ];
 }
+
+/**
+ * Seconds since the oldest delivery still to make (first attempt or retry) was queued; paused jobs
+ * of inactive webhooks do not count (0 when none waits).
+ */
+export async function oldestPendingAge(db: Db): Promise<number> {
+  const r = await first<{ age: string | number | null }>(
+    db,
+    `select extract(epoch from now() - min(created_at)) as age from webhook_jobs
+     where next_attempt_at < 'infinity'`,
+  );
+  return Math.max(0, Number(r?.age ?? 0));
+}
