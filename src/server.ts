@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
+import { poolOptions, sessionUrl } from './db/settings.ts';
 import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
 import { serveConnections } from './http/connections.ts';
 import { createApp } from './app.ts';
@@ -64,7 +65,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     dbUrl = embedded.url;
     log.info({ dataDir: config.dataDir, port: embedded.embedded?.port }, 'embedded PostgreSQL started');
   }
-  const orm = await openOrm(dbUrl).catch(async (e: unknown) => {
+  // LISTEN, the migration lock and the push locks need a session: DATABASE_DIRECT_URL when set
+  const sessionDb = sessionUrl(dbUrl, config.databaseUrl, config.database);
+  const orm = await openOrm(dbUrl, poolOptions(config.database)).catch(async (e: unknown) => {
     await embedded?.close();
     throw e;
   });
@@ -83,7 +86,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
   try {
     if (opts.migrate !== false) {
-      const applied = await migrate(dbUrl, orm);
+      const applied = await migrate(sessionDb, orm);
       if (applied.length > 0) log.info({ applied }, 'migrations applied');
     }
   } catch (e) {
@@ -91,7 +94,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
   let embeddedAgent: EmbeddedAgentSetup | undefined;
-  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
+  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: sessionDb };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
   const server = http.createServer();

@@ -77,6 +77,7 @@ export type AppDeps = {
   log: Logger;
   metrics: Metrics;
   baseUrl: () => string;
+  /** For session-level connections (LISTEN, push locks): DATABASE_DIRECT_URL when set (db/settings.ts). */
   databaseUrl: string;
 };
 
