@@ -238,6 +238,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await services.spool
         .close()
         .catch((err: unknown) => log.warn({ err }, 'shutdown: the spool directory could not be removed'));
+      await within(services.changes.close(), reserve / 4, () =>
+        log.warn('shutdown: push locks did not close in time'),
+      );
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);

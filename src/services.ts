@@ -196,6 +196,7 @@ export function createServices(deps: AppDeps): Services {
         ? path.join(deps.config.repoDir, '.triad-pushes')
         : path.join(deps.config.dataDir, 'push-markers'),
     repos,
+    lockUrl: deps.databaseUrl,
   });
   const releases = new ReleasesService({
     em,
