@@ -9,7 +9,7 @@ import { TWO_STEPS, commitFiles, gitRepo, newAgent } from '../helpers/ci.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { startPgBouncer, type PgBouncer } from '../helpers/pgbouncer.ts';
 import { CLI, NODE, childEnv } from '../helpers/process.ts';
-import { waitUntil } from '../helpers/wait.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
 
 /**
  * The server behind a real PgBouncer in transaction mode (Debian's package), with one server
@@ -31,6 +31,9 @@ beforeAll(async () => {
   const admin = new pg.Client({ connectionString: `${base}/postgres` });
   await admin.connect();
   await admin.query(`create database ${dbName}`);
+  // a bound on idle transactions, which a push that held a transaction through its backend run
+  // would run into (the held push below waits longer than this)
+  await admin.query(`alter database ${dbName} set idle_in_transaction_session_timeout = '3s'`);
   await admin.end();
   bouncer = await startPgBouncer(`${base}/postgres`, { poolMode: 'transaction', poolSize: 1 });
   s = await startTestServer({
@@ -93,9 +96,9 @@ describe('PostgreSQL behind PgBouncer in transaction mode', () => {
     expect(bouncer.log()).toContain(`login attempt: db=${dbName}`);
   }, 60_000);
 
-  test('when a push is held in its backend, then its push lock is held by a session outside any transaction, and the API and a push to another repository go on through the one pooled server connection', async () => {
+  test('when a push is held in its backend past idle_in_transaction_session_timeout, then its push lock is held by a session outside any transaction, the API and a push to another repository go on through the one pooled server connection, and the push is recorded', async () => {
     const held = await gitRepo(s, owner, org);
-    await commitFiles(held, { 'a.txt': 'a\n' }, 'first');
+    const first = await commitFiles(held, { 'a.txt': 'a\n' }, 'first');
     await held.push();
     const hosted = path.join(s.dataDir, 'repos', `${held.id}.git`);
     const flags = await fs.mkdtemp(path.join(s.dataDir, 'held-'));
@@ -123,6 +126,14 @@ describe('PostgreSQL behind PgBouncer in transaction mode', () => {
         [0x70757368, held.id],
       );
       expect(lock.rows).toEqual([{ state: 'idle', xact_start: null }]);
+      // longer than idle_in_transaction_session_timeout: the lock session is not in a transaction
+      await sleep(3500);
+      const still = await direct.query<{ state: string }>(
+        `select a.state from pg_locks l join pg_stat_activity a on a.pid = l.pid
+          where l.locktype = 'advisory' and l.classid = $1 and l.objid = $2 and l.granted`,
+        [0x70757368, held.id],
+      );
+      expect(still.rows).toEqual([{ state: 'idle' }]);
       // with a transaction open for the push, PgBouncer's only server connection would be taken
       expect((await owner.client.get(`/api/v1/repos/${org}/${held.name}`)).status).toBe(200);
       const other = await gitRepo(s, owner, org);
@@ -138,6 +149,12 @@ describe('PostgreSQL behind PgBouncer in transaction mode', () => {
     }
     await pushing;
     await fs.rm(hookFile);
+    // the held push was recorded (its event), after the wait
+    const events = await direct.query<{ after: string }>(
+      `select payload->>'after' as after from outbox_events where repo_id = $1 and event_type = 'push' order by id`,
+      [held.id],
+    );
+    expect(events.rows.map((r) => r.after)).toEqual([first, second]);
     const branches = await s.anon.get(`/api/v1/repos/${org}/${held.name}/branches`);
     expect(branches.body.data).toEqual([
       expect.objectContaining({ name: 'main', commit: expect.objectContaining({ id: second }) }),
