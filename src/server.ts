@@ -79,6 +79,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     services?.releases.stop();
     services?.vcs.closeProcesses();
     await services?.spool.close().catch(() => undefined);
+    await services?.changes.close().catch(() => undefined);
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
     await tracing?.shutdown().catch(() => undefined);
