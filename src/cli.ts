@@ -5,6 +5,7 @@ import { serve } from './main.ts';
 import { createServices, type Services } from './services.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
 import { embeddedDatabaseForCli } from './db/datadir.ts';
+import { poolOptions, sessionUrl } from './db/settings.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { createLogger } from './telemetry/logger.ts';
 import { createUserBody, createTokenBody } from './users/schemas.ts';
@@ -52,9 +53,10 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
       ? await embeddedDatabaseForCli(config.dataDir, process.argv.slice(2).join(' '), log)
       : { url: config.databaseUrl, close: () => Promise.resolve() };
   try {
-    const orm = await openOrm(db.url, { poolMax: 2 });
+    const orm = await openOrm(db.url, poolOptions(config.database, 2));
+    const sessionDb = sessionUrl(db.url, config.databaseUrl, config.database);
     try {
-      await migrate(db.url, orm);
+      await migrate(sessionDb, orm);
       const baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
       const services = createServices({
         config,
@@ -62,7 +64,7 @@ async function withServices<T>(fn: (s: { orm: Orm; services: Services }) => Prom
         log,
         metrics: new Metrics(),
         baseUrl: () => baseUrl,
-        databaseUrl: db.url,
+        databaseUrl: sessionDb,
       });
       try {
         return await fn({ orm, services });

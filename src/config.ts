@@ -11,6 +11,7 @@ import type { S3Settings } from './storage/index.ts';
 import { LOG_FORMATS, type LogFormat } from './telemetry/logger.ts';
 import { API_VARIANTS, type ApiVariant } from './domain/variant.ts';
 import { storageEnvShape, storageSettings, type StorageSettings } from './storage-node/settings.ts';
+import { databaseEnvShape, databaseSettings, type DatabaseSettings } from './db/settings.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -79,6 +80,7 @@ const envSchema = z.object({
   ),
   TRIAD_DATA_DIR: z.string().default('./data'),
   DATABASE_URL: optionalString,
+  ...databaseEnvShape,
   TRIAD_REPO_DIR: optionalString,
   TRIAD_ADMIN_USERNAME: optionalString,
   TRIAD_ADMIN_EMAIL: optionalString,
@@ -160,6 +162,8 @@ export type Config = {
   baseUrl: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** DATABASE_DIRECT_URL, DATABASE_POOL_MODE, TRIAD_DB_POOL_MAX (db/settings.ts). */
+  database: DatabaseSettings;
   repoDir: string;
   admin: { username: string; email: string; token: string | undefined } | undefined;
   /** TRIAD_OPERATOR_TOKEN: ensured at start as a token of the administrator with only `agents:admin`. */
@@ -282,6 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrl: e.TRIAD_BASE_URL?.replace(/\/+$/, ''),
     dataDir,
     databaseUrl: e.DATABASE_URL,
+    database: databaseSettings(e),
     repoDir: path.resolve(e.TRIAD_REPO_DIR ?? path.join(dataDir, 'repos')),
     admin:
       adminWanted === undefined

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { migrate, openOrm, type Orm } from './db/database.ts';
+import { poolOptions, sessionUrl } from './db/settings.ts';
 import { ownEmbeddedDatabase, type OwnedDatabase } from './db/datadir.ts';
 import { serveConnections } from './http/connections.ts';
 import { createApp } from './app.ts';
@@ -67,7 +68,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     dbUrl = embedded.url;
     log.info({ dataDir: config.dataDir, port: embedded.embedded?.port }, 'embedded PostgreSQL started');
   }
-  const orm = await openOrm(dbUrl).catch(async (e: unknown) => {
+  // LISTEN, the migration lock and the push locks need a session: DATABASE_DIRECT_URL when set
+  const sessionDb = sessionUrl(dbUrl, config.databaseUrl, config.database);
+  const orm = await openOrm(dbUrl, poolOptions(config.database)).catch(async (e: unknown) => {
     await embedded?.close();
     throw e;
   });
@@ -81,6 +84,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     services?.releases.stop();
     services?.vcs.closeProcesses();
     await services?.spool.close().catch(() => undefined);
+    await services?.changes.close().catch(() => undefined);
     await orm.close().catch(() => undefined);
     await embedded?.close().catch(() => undefined);
     await tracing?.shutdown().catch(() => undefined);
@@ -88,7 +92,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   };
   try {
     if (opts.migrate !== false) {
-      const applied = await migrate(dbUrl, orm);
+      const applied = await migrate(sessionDb, orm);
       if (applied.length > 0) log.info({ applied }, 'migrations applied');
     }
   } catch (e) {
@@ -96,7 +100,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
   let embeddedAgent: EmbeddedAgentSetup | undefined;
-  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: dbUrl };
+  const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: sessionDb };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
   // TRIAD_METRICS_PORT: /metrics on a listener of its own (the main port answers 404 there)
@@ -245,6 +249,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await services.spool
         .close()
         .catch((err: unknown) => log.warn({ err }, 'shutdown: the spool directory could not be removed'));
+      await within(services.changes.close(), reserve / 4, () =>
+        log.warn('shutdown: push locks did not close in time'),
+      );
       await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
       await embedded?.close(Math.max(300, end - Date.now()));
       await within(tracing?.shutdown(), 1_000, () => undefined);

@@ -83,6 +83,7 @@ export type AppDeps = {
   log: Logger;
   metrics: Metrics;
   baseUrl: () => string;
+  /** For session-level connections (LISTEN, push locks): DATABASE_DIRECT_URL when set (db/settings.ts). */
   databaseUrl: string;
 };
 
@@ -207,6 +208,7 @@ export function createServices(deps: AppDeps): Services {
         : path.join(deps.config.dataDir, 'push-markers'),
     repos,
     metrics: transportMetrics,
+    lockUrl: deps.databaseUrl,
   });
   const releases = new ReleasesService({
     em,

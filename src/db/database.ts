@@ -3,6 +3,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { migrations } from './migrations/index.ts';
 import { entities } from './entities.ts';
+import { plainStatementsOnly } from './query.ts';
 
 export type Orm = MikroORM;
 
@@ -12,8 +13,15 @@ const MIGRATION_LOCK_ID = 0x7472_6961; // "tria"
 export { freePort } from './ports.ts';
 export { startEmbeddedPostgres, type EmbeddedDb } from './embedded.ts';
 
-export async function openOrm(url: string, opts: { poolMax?: number } = {}): Promise<Orm> {
-  return MikroORM.init({
+/**
+ * The ORM on `url`, with at most `poolMax` connections; `prepared: false` when `url` goes through
+ * a transaction-mode pooler (no named prepared statements then).
+ */
+export async function openOrm(
+  url: string,
+  opts: { poolMax?: number; prepared?: boolean } = {},
+): Promise<Orm> {
+  const orm = await MikroORM.init({
     clientUrl: url,
     entities,
     discovery: { warnWhenNoEntities: false },
@@ -23,6 +31,8 @@ export async function openOrm(url: string, opts: { poolMax?: number } = {}): Pro
     allowGlobalContext: false,
     debug: false,
   });
+  if (opts.prepared === false) plainStatementsOnly(orm.config);
+  return orm;
 }
 
 /** Resolves once the database answers a trivial query on a pool connection (readiness). */
@@ -32,7 +42,9 @@ export async function ping(orm: Orm): Promise<void> {
 
 /**
  * Applies pending migrations while holding a PostgreSQL advisory lock, so several servers
- * starting at once against one database migrate it exactly once and all come up.
+ * starting at once against one database migrate it exactly once and all come up. `url` is where
+ * the lock is taken: a session of its own, so never through a transaction-mode pooler
+ * (DATABASE_DIRECT_URL then).
  */
 export async function migrate(url: string, orm: Orm): Promise<string[]> {
   const lockClient = new pg.Client({ connectionString: url });

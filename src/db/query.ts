@@ -46,6 +46,18 @@ export function placeholders(values: readonly unknown[]): string {
 
 const preparedNames = new Set<string>();
 
+/** ORM configurations whose pool goes through a transaction-mode pooler: no named statements there. */
+const unprepared = new WeakSet<object>();
+
+/**
+ * Makes `Prepared` statements of this ORM run as plain statements: behind a transaction-mode
+ * pooler (DATABASE_POOL_MODE=transaction) consecutive statements may reach different server
+ * connections, which do not know a name prepared on another (PgBouncer before 1.21).
+ */
+export function plainStatementsOnly(config: object): void {
+  unprepared.add(config);
+}
+
 /**
  * A fixed statement run as a named prepared statement: PostgreSQL parses and plans it once per
  * pool connection instead of at every run. For the lookups nearly every request makes (token,
@@ -59,7 +71,8 @@ const preparedNames = new Set<string>();
  *
  * (MikroORM's own statements are sent as text with the values written in, so PostgreSQL plans
  * each one afresh. A connection pooler in front of PostgreSQL must keep named statements per
- * client: PgBouncer from 1.21 with `max_prepared_statements`, or session pooling.)
+ * client: PgBouncer from 1.21 with `max_prepared_statements`, or session pooling; with
+ * DATABASE_POOL_MODE=transaction they run as plain statements, see `plainStatementsOnly`.)
  */
 export class Prepared<T> {
   private readonly name: string;
@@ -77,7 +90,7 @@ export class Prepared<T> {
 
   /** The first row, or undefined when there is none. */
   async first(db: Db, params: readonly unknown[]): Promise<T | undefined> {
-    if (db.isInTransaction()) return first<T>(db, this.sql, params);
+    if (db.isInTransaction() || unprepared.has(db.config)) return first<T>(db, this.sql, params);
     // shown to the ORM's `onQuery` hook (which tests use to count statements); the text is fixed,
     // whatever the hook answers, and the ORM's query logger does not see it
     db.config.get('onQuery')(this.sql, params);

@@ -13,10 +13,11 @@ import { headMoves } from '../vcs/refs.ts';
 import { Gate } from '../vcs/process/gate.ts';
 import * as db from './repository.ts';
 import type { TransportMetrics } from '../telemetry/transport-metrics.ts';
+import { PushLocks } from './push-locks.ts';
 import type { SnapshotJson } from './repository.ts';
 import type { ReposService } from './service.ts';
 
-/** Pushes (to different repositories) holding a database connection at once, per process. */
+/** Pushes (to different repositories) holding a push lock connection at once, per process. */
 const MAX_CONCURRENT_PUSHES = 8;
 
 /** Why a change happened, when it is more than a client's push: a pull request's merge. */
@@ -77,6 +78,8 @@ type Deps = {
   markerDir: string;
   /** The repositories a start-up reconciliation finds by id. */
   repos: Pick<ReposService, 'findHandle'>;
+  /** Where the push locks' sessions connect (DATABASE_DIRECT_URL when set). */
+  lockUrl: string;
   /** The push-lock wait histogram and timeout counter. */
   metrics?: Pick<TransportMetrics, 'lockWaited' | 'lockTimedOut'>;
 };
@@ -88,12 +91,14 @@ type Marker = { file: string; at: number; base: Snapshot };
 
 /**
  * The one path that changes a repository: the push lock, ref snapshots, the mutation, events, the
- * listeners (pull requests, CI) and the recorded ref state, in one transaction.
+ * listeners (pull requests, CI) and the recorded ref state. The lock is a session lock held on a
+ * connection of its own for the whole change; the database writes are short transactions before
+ * and after the mutation, none open while it runs.
  *
  * Each repository's refs as last recorded live in `repo_ref_states`, written in the same
  * transaction as the push events. Before a mutation runs, a marker file names the repository
- * and its refs at that moment; it is removed once the transaction committed. When the process dies
- * between the mutation and the commit, the marker stays: at the next start (or the next push to
+ * and its refs at that moment; it is removed once the change is recorded. When the process dies
+ * between the mutation and the recording, the marker stays: at the next start (or the next push to
  * that repository, whichever comes first) the refs on disk are compared with the recorded state,
  * and whatever moved gets its events and CI triggers then.
  */
@@ -101,10 +106,17 @@ export class RepoChanges {
   private readonly deps: Deps;
   private readonly gate = new Gate(MAX_CONCURRENT_PUSHES);
   private readonly repoGates = new Map<number, Gate>();
+  private readonly locks: PushLocks;
   private listeners: ChangeListener[] = [];
 
   constructor(deps: Deps) {
     this.deps = deps;
+    this.locks = new PushLocks(deps.lockUrl, MAX_CONCURRENT_PUSHES);
+  }
+
+  /** Closes the push locks' connections (at shutdown, once no change runs). */
+  async close(): Promise<void> {
+    await this.locks.close();
   }
 
   /** Adds listeners; they run in the order of their phase (`PHASES`), whatever the order added. */
@@ -130,8 +142,10 @@ export class RepoChanges {
     const out = await this.serialised(repo.id, opts.signal, () =>
       this.locked(repo, senderId, mutate, { wait: opts.deadline, since }),
     );
-    if (out === undefined) this.deps.metrics?.lockTimedOut(repo.driver.kind);
-    if (out === undefined) throw new PushLockTimeout('push lock not acquired');
+    if (out === undefined) {
+      this.deps.metrics?.lockTimedOut(repo.driver.kind);
+      throw new PushLockTimeout('push lock not acquired');
+    }
     if ('error' in out) throw out.error;
     return out.value;
   }
@@ -203,8 +217,10 @@ export class RepoChanges {
   }
 
   /**
-   * One transaction: lock, repair leftovers of interrupted writes, catch up with unrecorded
-   * changes, mutate, record. Resolves undefined when the lock was not acquired.
+   * Under the push lock (a session lock on a connection of its own, push-locks.ts): repair
+   * leftovers of interrupted writes, catch up with unrecorded changes (a short transaction),
+   * mutate (no transaction open), record (a second short transaction, only while the lock is
+   * still held). Resolves undefined when the lock was not acquired.
    */
   private async locked<T>(
     repo: RepoHandle,
@@ -213,10 +229,13 @@ export class RepoChanges {
     opts: { wait: number | 'try'; since?: number },
   ): Promise<{ value: T } | { error: unknown } | undefined> {
     const { log } = this.deps;
+    const wait = opts.wait === 'try' ? 'try' : Math.max(1000, Math.floor(opts.wait - Date.now()));
+    const lock = await this.locks.acquire(repo.id, wait);
+    if (lock === undefined) return undefined;
+    if (opts.since !== undefined)
+      this.deps.metrics?.lockWaited(repo.driver.kind, (performance.now() - opts.since) / 1000);
     const own = path.join(this.deps.markerDir, `${repo.id}-${randomUUID()}.json`);
-    let seen: Marker[] = [];
     let outcome: { value: T } | { error: unknown } | undefined;
-    let changed = false;
     let cause: ChangeCause | undefined;
     const driver = repo.driver;
     const links: CommitLinks = {
@@ -225,70 +244,61 @@ export class RepoChanges {
     };
     const moveOpts = { defaultBranch: repo.defaultBranch, maxCommits: MAX_PUSH_COMMITS };
     const moves = (from: Snapshot, to: Snapshot) => driver.moves(repo.path, from, to, moveOpts);
-    let locked = false;
-    try {
-      await this.deps
+    /** Records one change and the ref state after it, in a transaction, while the lock holds. */
+    const commit = (from: Snapshot, to: Snapshot, found: RefMove[], sender: number | null) =>
+      this.deps
         .em()
         .fork()
         .transactional(async (tx) => {
-          if (opts.wait === 'try') {
-            if (!(await db.tryPushLock(tx, repo.id))) return;
-          } else {
-            const ms = Math.max(1000, Math.floor(opts.wait - Date.now()));
-            if (!(await db.pushLock(tx, repo.id, ms))) throw new PushLockTimeout('push lock wait timed out');
-          }
-          locked = true;
-          if (opts.since !== undefined)
-            this.deps.metrics?.lockWaited(driver.kind, (performance.now() - opts.since) / 1000);
-          const repaired = await driver.recover(repo.path);
-          if (repaired.length > 0)
-            log.warn({ repo: repo.id, repaired }, 'repaired leftovers of an interrupted write');
-          const before = await driver.snapshot(repo.path);
-          seen = await this.markers(repo.id);
-          const recorded = (await loadState(tx, repo.id)) ?? seen[0]?.base ?? before;
-          const missed = await moves(recorded, before);
-          if (missed.length > 0)
-            log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
-          await this.record(
-            tx,
-            repo,
-            links,
-            { before: recorded, after: before, moves: missed },
-            null,
-            undefined,
-          );
-          let final = before;
-          if (mutate !== undefined) {
-            await fs.mkdir(this.deps.markerDir, { recursive: true });
-            await fs.writeFile(own, JSON.stringify({ at: Date.now(), base: toJson(before) }));
-            try {
-              outcome = {
-                value: await mutate((c) => {
-                  cause = c;
-                }),
-              };
-            } catch (error) {
-              outcome = { error };
-            }
-            final = await driver.snapshot(repo.path);
-            const change = { before, after: final, moves: await moves(before, final) };
-            await this.record(tx, repo, links, change, senderId, cause);
-          }
-          await db.saveRefState(tx, repo.id, toJson(final));
-          changed = JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final));
+          if (lock.lost || !(await db.pushLockHeld(tx, repo.id, lock.pid)))
+            throw new Error('the push lock was lost (its database connection failed)');
+          await this.record(tx, repo, links, { before: from, after: to, moves: found }, sender, cause);
+          await db.saveRefState(tx, repo.id, toJson(to));
         });
-    } catch (e) {
-      if (e instanceof PushLockTimeout) return undefined;
-      if (outcome === undefined) throw e;
-      // The repository changed, but the change is not recorded: the marker stays, so the next
-      // push or start records it.
-      log.error({ err: e, repo: repo.id }, 'repository changed but its events could not be recorded yet');
-      return outcome;
+    try {
+      let seen: Marker[] = [];
+      let recorded: Snapshot;
+      let final: Snapshot;
+      try {
+        const repaired = await driver.recover(repo.path);
+        if (repaired.length > 0)
+          log.warn({ repo: repo.id, repaired }, 'repaired leftovers of an interrupted write');
+        const before = await driver.snapshot(repo.path);
+        seen = await this.markers(repo.id);
+        recorded = (await loadState(this.deps.em().fork(), repo.id)) ?? seen[0]?.base ?? before;
+        const missed = await moves(recorded, before);
+        if (missed.length > 0)
+          log.warn({ repo: repo.id, events: missed.length }, 'recording unrecorded ref changes');
+        if (missed.length > 0 || mutate === undefined) await commit(recorded, before, missed, null);
+        final = before;
+        if (mutate !== undefined) {
+          await fs.mkdir(this.deps.markerDir, { recursive: true });
+          await fs.writeFile(own, JSON.stringify({ at: Date.now(), base: toJson(before) }));
+          try {
+            outcome = {
+              value: await mutate((c) => {
+                cause = c;
+              }),
+            };
+          } catch (error) {
+            outcome = { error };
+          }
+          final = await driver.snapshot(repo.path);
+          await commit(before, final, await moves(before, final), senderId);
+        }
+      } catch (e) {
+        if (outcome === undefined) throw e;
+        // The repository changed, but the change is not recorded: the marker stays, so the next
+        // push or start records it.
+        log.error({ err: e, repo: repo.id }, 'repository changed but its events could not be recorded yet');
+        return outcome;
+      }
+      for (const m of [...seen.map((x) => x.file), own]) await fs.rm(m, { force: true });
+      if (JSON.stringify(toJson(recorded)) !== JSON.stringify(toJson(final))) this.committed(repo);
+      return outcome ?? { value: undefined as T };
+    } finally {
+      await lock.release();
     }
-    if (!locked) return undefined;
-    for (const m of [...seen.map((x) => x.file), own]) await fs.rm(m, { force: true });
-    if (changed) this.committed(repo);
-    return outcome ?? { value: undefined as T };
   }
 
   /** Markers of a repository's pushes that died before their transaction committed, oldest first. */

@@ -274,32 +274,21 @@ export async function deleteRepo(db: Db, id: number): Promise<void> {
 
 // ----- changes: the push lock and the recorded ref state (see changes.ts) -------------------------
 
-/** The lock class of a repository's push lock (any constant every Triad process shares). */
+/** The lock class of a repository's push lock (any constant every Triad process shares; push-locks.ts). */
 export const PUSH_LOCK = 0x70757368; // "push"
 
-/** Takes the repository's push lock for the transaction if it is free; false when it is held. */
-export async function tryPushLock(tx: Db, repoId: number): Promise<boolean> {
-  const row = await first<{ ok: boolean }>(tx, 'select pg_try_advisory_xact_lock(?, ?) as ok', [
-    PUSH_LOCK,
-    repoId,
-  ]);
-  return row?.ok === true;
-}
-
 /**
- * Waits up to `timeoutMs` for the repository's push lock and holds it for the transaction; false
- * when the wait timed out (the transaction is then aborted: end it).
+ * Whether backend `pid` still holds repository `repoId`'s push lock, asked on any connection (a
+ * lock connection lost mid-change has released it: another replica may hold it now).
  */
-export async function pushLock(tx: Db, repoId: number, timeoutMs: number): Promise<boolean> {
-  await tx.execute(`set local lock_timeout = ${Math.floor(timeoutMs)}`);
-  try {
-    await tx.execute('select pg_advisory_xact_lock(?, ?)', [PUSH_LOCK, repoId]);
-  } catch (e) {
-    if ((e as { code?: string }).code === '55P03') return false;
-    throw e;
-  }
-  await tx.execute('set local lock_timeout = 0');
-  return true;
+export async function pushLockHeld(db: Db, repoId: number, pid: number): Promise<boolean> {
+  const row = await first<{ held: boolean }>(
+    db,
+    `select exists (select 1 from pg_locks where locktype = 'advisory' and classid = ? and objid = ?
+       and objsubid = 2 and pid = ? and granted) as held`,
+    [PUSH_LOCK, repoId, pid],
+  );
+  return row?.held === true;
 }
 
 /** A ref snapshot as `repo_ref_states` stores it (JSON). */

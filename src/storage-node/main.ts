@@ -13,6 +13,7 @@ import client from 'prom-client';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../config.ts';
 import { migrate, openOrm, type Orm } from '../db/database.ts';
+import { poolOptions } from '../db/settings.ts';
 import { openBlobStore, type BlobStore } from '../storage/index.ts';
 import { createLogger } from '../telemetry/logger.ts';
 import { createVcs } from '../vcs/index.ts';
@@ -37,8 +38,8 @@ export async function openNodeResources(
   if (config.databaseUrl === undefined)
     throw new Error('a storage node needs DATABASE_URL (it registers itself there)');
   if (config.storage.secret === undefined) throw new Error('a storage node needs TRIAD_STORAGE_SECRET');
-  const orm = await openOrm(config.databaseUrl, { poolMax: 4 });
-  await migrate(config.databaseUrl, orm);
+  const orm = await openOrm(config.databaseUrl, poolOptions(config.database, 4));
+  await migrate(config.database.directUrl ?? config.databaseUrl, orm);
   let blob: BlobStore | undefined;
   if (config.blobs.s3 !== undefined) {
     blob = openBlobStore(config.blobs);
