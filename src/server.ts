@@ -9,6 +9,7 @@ import { createServices, type Services } from './services.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { traceQueries } from './telemetry/db-spans.ts';
 import { IdleCollector } from './telemetry/idle-gc.ts';
 import { RequestContext } from '@mikro-orm/core';
 import { randomBytes } from 'node:crypto';
@@ -66,8 +67,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   }
   const orm = await openOrm(dbUrl).catch(async (e: unknown) => {
     await embedded?.close();
+    await tracing?.shutdown().catch(() => undefined);
     throw e;
   });
+  if (tracing !== undefined) traceQueries(orm);
   /** Undoes a partial start (e.g. the port is taken), so no PostgreSQL or connection outlives it. */
   const abandon = async (e: unknown, services?: Services, srv?: http.Server): Promise<never> => {
     srv?.close(() => undefined);

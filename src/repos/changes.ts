@@ -12,6 +12,7 @@ import type { HeadMove, RefMove, Snapshot } from '../vcs/driver.ts';
 import { headMoves } from '../vcs/refs.ts';
 import { Gate } from '../vcs/process/gate.ts';
 import * as db from './repository.ts';
+import { inSpan } from '../telemetry/spans.ts';
 import type { SnapshotJson } from './repository.ts';
 import type { ReposService } from './service.ts';
 
@@ -123,8 +124,9 @@ export class RepoChanges {
     mutate: (because: (cause: ChangeCause) => void) => Promise<T>,
     opts: { signal: AbortSignal; deadline: number },
   ): Promise<T> {
-    const out = await this.serialised(repo.id, opts.signal, () =>
-      this.locked(repo, senderId, mutate, { wait: opts.deadline }),
+    const attributes = { 'repo.id': repo.id, 'vcs.kind': repo.driver.kind };
+    const out = await inSpan('repo.change', { attributes }, () =>
+      this.serialised(repo.id, opts.signal, () => this.locked(repo, senderId, mutate, { wait: opts.deadline })),
     );
     if (out === undefined) throw new PushLockTimeout('push lock not acquired');
     if ('error' in out) throw out.error;
@@ -181,9 +183,11 @@ export class RepoChanges {
     }
     const repoGate = g;
     try {
-      const leaveRepo = await repoGate.enter(signal);
+      // (spans: the wait behind this process's other pushes to the repository, then for a slot)
+      const attributes = { 'repo.id': id };
+      const leaveRepo = await inSpan('push.lock.queue', { attributes }, () => repoGate.enter(signal));
       try {
-        const leave = await this.gate.enter(signal);
+        const leave = await inSpan('push.slot', { attributes }, () => this.gate.enter(signal));
         try {
           return await fn();
         } finally {
@@ -226,11 +230,14 @@ export class RepoChanges {
         .em()
         .fork()
         .transactional(async (tx) => {
+          // (span: the wait for the repository's lock, held by a push of any replica)
+          const attributes = { 'repo.id': repo.id };
           if (opts.wait === 'try') {
-            if (!(await db.tryPushLock(tx, repo.id))) return;
+            if (!(await inSpan('push.lock', { attributes }, () => db.tryPushLock(tx, repo.id)))) return;
           } else {
             const ms = Math.max(1000, Math.floor(opts.wait - Date.now()));
-            if (!(await db.pushLock(tx, repo.id, ms))) throw new PushLockTimeout('push lock wait timed out');
+            const got = await inSpan('push.lock', { attributes }, () => db.pushLock(tx, repo.id, ms));
+            if (!got) throw new PushLockTimeout('push lock wait timed out');
           }
           locked = true;
           const repaired = await driver.recover(repo.path);

@@ -1,0 +1,60 @@
+import type { MikroORM } from '@mikro-orm/core';
+import { inSpan, SpanKind } from './spans.ts';
+
+/** The connection methods every statement passes (`execute`) and the transaction boundaries. */
+type Traced = {
+  executeQuery<T>(query: string, cb: () => Promise<T>, ctx?: { query?: string }): Promise<T>;
+  begin(options?: { ctx?: unknown }): Promise<unknown>;
+  commit(ctx: unknown, ...rest: unknown[]): Promise<void>;
+  rollback(ctx: unknown, ...rest: unknown[]): Promise<void>;
+};
+
+const TEXT_MAX = 2000;
+
+/**
+ * Gives every SQL statement of `orm` a client span (`SELECT repo_ref_states`, `COMMIT`…), a child
+ * of the span active when it was issued. Installed on the ORM's connection only while tracing is
+ * on (server.ts), so an untraced server runs MikroORM untouched. The statement text is kept with
+ * its placeholders (`db.query.text`), never with the values bound to them.
+ */
+export function traceQueries(orm: MikroORM): void {
+  const conn = orm.em.getConnection() as unknown as Traced;
+  const execute = conn.executeQuery.bind(conn);
+  conn.executeQuery = (query, cb, ctx) => {
+    const text = ctx?.query ?? query;
+    const { operation, target } = describe(text);
+    return inSpan(
+      target === undefined ? operation : `${operation} ${target}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'db.system.name': 'postgresql',
+          'db.operation.name': operation,
+          ...(target === undefined ? {} : { 'db.collection.name': target }),
+          'db.query.text': text.length > TEXT_MAX ? `${text.slice(0, TEXT_MAX)}…` : text,
+        },
+      },
+      () => execute(query, cb, ctx),
+    );
+  };
+  const boundary = <A extends unknown[], R>(what: (...a: A) => Promise<R>, name: (a: A) => string) => {
+    const run = what.bind(conn);
+    return (...a: A) =>
+      inSpan(name(a), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql' } }, () =>
+        run(...a),
+      );
+  };
+  const nested = (ctx: unknown) => typeof ctx === 'object' && ctx !== null && 'savepointName' in ctx;
+  conn.begin = boundary(conn.begin, ([o]) => (o?.ctx === undefined ? 'BEGIN' : 'SAVEPOINT'));
+  conn.commit = boundary(conn.commit, ([c]) => (nested(c) ? 'RELEASE SAVEPOINT' : 'COMMIT'));
+  conn.rollback = boundary(conn.rollback, ([c]) => (nested(c) ? 'ROLLBACK TO SAVEPOINT' : 'ROLLBACK'));
+}
+
+/** The statement's first keyword and the table it names first (`from`, `into`, `update`), if any. */
+export function describe(sql: string): { operation: string; target: string | undefined } {
+  const head = /^\s*([a-z]+)/i.exec(sql);
+  const operation = (head?.[1] ?? 'SQL').toUpperCase();
+  const t = /\b(?:from|into|update|join)\s+("?[\w.]+"?)/i.exec(sql);
+  const target = t?.[1]?.replaceAll('"', '');
+  return { operation, target };
+}
