@@ -126,7 +126,9 @@ export class RepoChanges {
   ): Promise<T> {
     const attributes = { 'repo.id': repo.id, 'vcs.kind': repo.driver.kind };
     const out = await inSpan('repo.change', { attributes }, () =>
-      this.serialised(repo.id, opts.signal, () => this.locked(repo, senderId, mutate, { wait: opts.deadline })),
+      this.serialised(repo.id, opts.signal, () =>
+        this.locked(repo, senderId, mutate, { wait: opts.deadline }),
+      ),
     );
     if (out === undefined) throw new PushLockTimeout('push lock not acquired');
     if ('error' in out) throw out.error;

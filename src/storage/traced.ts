@@ -11,7 +11,10 @@ export function tracedBlobStore(store: BlobStore): BlobStore {
   const span = <T>(op: string, key: string, fn: () => Promise<T>) =>
     inSpan(
       `${store.kind} ${op}`,
-      { kind: SpanKind.CLIENT, attributes: { 'blob.store': store.kind, 'blob.operation': op, 'blob.key': key } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { 'blob.store': store.kind, 'blob.operation': op, 'blob.key': key },
+      },
       fn,
     );
   return {

@@ -37,17 +37,18 @@ export function traceQueries(orm: MikroORM): void {
       () => execute(query, cb, ctx),
     );
   };
-  const boundary = <A extends unknown[], R>(what: (...a: A) => Promise<R>, name: (a: A) => string) => {
-    const run = what.bind(conn);
-    return (...a: A) =>
-      inSpan(name(a), { kind: SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql' } }, () =>
-        run(...a),
-      );
+  const boundary = (name: 'begin' | 'commit' | 'rollback', spanName: (arg: unknown) => string) => {
+    const run = (conn[name] as (...a: unknown[]) => Promise<unknown>).bind(conn);
+    const attributes = { 'db.system.name': 'postgresql' };
+    (conn as unknown as Record<string, unknown>)[name] = (...a: unknown[]) =>
+      inSpan(spanName(a[0]), { kind: SpanKind.CLIENT, attributes }, () => run(...a));
   };
   const nested = (ctx: unknown) => typeof ctx === 'object' && ctx !== null && 'savepointName' in ctx;
-  conn.begin = boundary(conn.begin, ([o]) => (o?.ctx === undefined ? 'BEGIN' : 'SAVEPOINT'));
-  conn.commit = boundary(conn.commit, ([c]) => (nested(c) ? 'RELEASE SAVEPOINT' : 'COMMIT'));
-  conn.rollback = boundary(conn.rollback, ([c]) => (nested(c) ? 'ROLLBACK TO SAVEPOINT' : 'ROLLBACK'));
+  const hasCtx = (o: unknown) =>
+    typeof o === 'object' && o !== null && (o as { ctx?: unknown }).ctx !== undefined;
+  boundary('begin', (o) => (hasCtx(o) ? 'SAVEPOINT' : 'BEGIN'));
+  boundary('commit', (c) => (nested(c) ? 'RELEASE SAVEPOINT' : 'COMMIT'));
+  boundary('rollback', (c) => (nested(c) ? 'ROLLBACK TO SAVEPOINT' : 'ROLLBACK'));
 }
 
 /** The statement's first keyword and the table it names first (`from`, `into`, `update`), if any. */

@@ -29,7 +29,9 @@ export function requestSpan(req: IncomingMessage, res: ServerResponse): RequestS
         'url.path': path,
         'url.scheme': 'http',
         'network.protocol.version': req.httpVersion,
-        ...(req.headers['user-agent'] === undefined ? {} : { 'user_agent.original': req.headers['user-agent'] }),
+        ...(req.headers['user-agent'] === undefined
+          ? {}
+          : { 'user_agent.original': req.headers['user-agent'] }),
       },
     },
     parent,

@@ -40,11 +40,7 @@ export type SpanOptions = { kind?: SpanKind; attributes?: Attributes };
  * Runs `fn` in a child span of the active one (a root span when none is active), which ends when
  * `fn` settles; a throw marks it as an error (and is rethrown).
  */
-export async function inSpan<T>(
-  name: string,
-  opts: SpanOptions,
-  fn: (span: Span) => Promise<T>,
-): Promise<T> {
+export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   if (!on) return fn(OFF);
   return tracer().startActiveSpan(name, opts, async (span) => {
     try {

@@ -44,7 +44,10 @@ export async function startTracing(
   const url = endpoint.endsWith('/v1/traces') ? endpoint : `${endpoint.replace(/\/+$/, '')}/v1/traces`;
   const envDelay = Number(process.env.OTEL_BSP_SCHEDULE_DELAY);
   const delay = opts.scheduledDelayMillis ?? (Number.isFinite(envDelay) && envDelay > 0 ? envDelay : 5000);
-  const processor = new BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }), scheduledDelayMillis: delay });
+  const processor = new BatchSpanProcessor({
+    exporter: new OTLPTraceExporter({ url }),
+    scheduledDelayMillis: delay,
+  });
   const provider = new TracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ 'service.name': serviceName })),
     spanProcessors: [processor],
@@ -73,4 +76,25 @@ export async function startTracing(
         }
       })()),
   };
+}
+
+/**
+ * For the agent and the operator: tracing as the server starts it, from `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * and `OTEL_SERVICE_NAME` (default `service`). A failure to start is logged; the process runs untraced.
+ */
+export function startTracingFromEnv(
+  env: NodeJS.ProcessEnv,
+  service: string,
+  log: Logger,
+): Promise<Tracing | undefined> {
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const name = env.OTEL_SERVICE_NAME?.trim();
+  return startTracing(
+    endpoint === '' ? undefined : endpoint,
+    name === undefined || name === '' ? service : name,
+    log,
+  ).catch((err: unknown) => {
+    log.error({ err }, 'OpenTelemetry tracing could not start; running without it');
+    return undefined;
+  });
 }

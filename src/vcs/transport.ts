@@ -246,11 +246,18 @@ export function wireOperation(subpath: string, query: string): string {
   const q = new URLSearchParams(query);
   const named = q.get('service') ?? q.get('cmd');
   if (named !== null) return named;
-  const last = subpath.split('/').filter((p) => p !== '').at(-1);
+  const last = subpath
+    .split('/')
+    .filter((p) => p !== '')
+    .at(-1);
   return last ?? 'xfer';
 }
 
-async function backendRun(driver: VcsDriver, b: BackendRequest, servers: TransportServers): Promise<CgiResult> {
+async function backendRun(
+  driver: VcsDriver,
+  b: BackendRequest,
+  servers: TransportServers,
+): Promise<CgiResult> {
   if (driver.serve !== undefined) return driver.serve(b, b.output === undefined ? servers.nice : 0);
   const program = await driver.transport.backend(b);
   const common = {

@@ -16,7 +16,12 @@ export type ReceivedSpan = {
   service: string | undefined;
 };
 
-type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
+type AnyValue = {
+  stringValue?: string;
+  intValue?: string | number;
+  boolValue?: boolean;
+  doubleValue?: number;
+};
 type KeyValue = { key: string; value: AnyValue & { arrayValue?: { values?: AnyValue[] } } };
 type OtlpSpan = {
   traceId: string;

@@ -22,7 +22,8 @@ beforeAll(async () => {
     format: 'json',
     output: {
       write: (text: string) => {
-        for (const l of text.split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>);
+        for (const l of text.split('\n'))
+          if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>);
       },
     },
   });
@@ -98,7 +99,9 @@ test('when a client pushes with a traceparent, then one trace holds the request,
   expect(spans.some((x) => x.attributes['vcs.kind'] === 'git' && x !== backend && under(x))).toBe(true);
   // SQL: the lock, the outbox rows, the commit
   const sql = spans.filter((x) => x.attributes['db.system.name'] === 'postgresql' && under(x));
-  expect(sql.map((x) => x.name)).toEqual(expect.arrayContaining(['SELECT', 'INSERT outbox_events', 'COMMIT']));
+  expect(sql.map((x) => x.name)).toEqual(
+    expect.arrayContaining(['SELECT', 'INSERT outbox_events', 'COMMIT']),
+  );
   expect(sql.find((x) => x.name === 'INSERT outbox_events')?.attributes['db.query.text']).toContain('?');
   const [outbox] = named('outbox.write');
   expect(outbox?.attributes).toMatchObject({ 'outbox.events': 1, 'outbox.event_types': ['push'] });
