@@ -45,6 +45,8 @@ export class OtlpReceiver {
   private readonly server: http.Server;
   /** Keep nothing (a benchmark's sink). */
   discard = false;
+  /** Export requests received. */
+  exports = 0;
 
   private constructor(server: http.Server) {
     this.server = server;
@@ -61,6 +63,7 @@ export class OtlpReceiver {
           res.writeHead(404).end();
           return;
         }
+        r.exports += 1;
         if (!r.discard) r.take(req.headers['content-type'] ?? '', Buffer.concat(chunks));
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
