@@ -4,17 +4,21 @@
  * processes of their own with the same data (embedded PostgreSQL each): one untraced, one with
  * `OTEL_EXPORTER_OTLP_ENDPOINT` at a loopback OTLP receiver in this process that answers every
  * export and keeps nothing (test/helpers/otlp.ts). Each gets a public git repository with a few
- * commits (pushed over HTTP). Then, for each read (a file's blob, the root tree, a log page of 30)
- * and each number of connections, autocannon (its own process) runs `--seconds` against one
- * server, then the other, alternating for `--rounds` rounds (the machine's other load reaches
- * both alike); printed: the medians over the rounds of requests per second and of p50/p99 latency,
- * the server's CPU time per request (from /proc/<pid>/stat, independent of how busy the machine
- * is), and the spans the traced server exported.
+ * commits (pushed over HTTP). Then, for each read (a file's blob, the root tree, a log page of 30),
+ * alternating between the servers for `--rounds` rounds (the machine's other load reaches both
+ * alike), after a warm-up of each:
+ * - latency: `--requests` requests one after the other on one keep-alive connection (node:http),
+ *   each timed here: p50 and p99;
+ * - throughput: autocannon (its own process) with `--connections` for `--seconds`: requests per
+ *   second;
+ * with the server's CPU time per request for both (from /proc/<pid>/stat, independent of how busy
+ * the machine is). Printed: the medians over the rounds, and the exports the traced server sent.
  *
- *   npm run bench:tracing [-- --seconds 5 --rounds 3 --connections 1,20]
+ *   npm run bench:tracing [-- --requests 1000 --seconds 5 --rounds 3 --connections 20]
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { apiCaller, startServerProcess, type ServerProcess } from './lib/server.ts';
@@ -23,15 +27,17 @@ import { OtlpReceiver } from '../test/helpers/otlp.ts';
 const exec = promisify(execFile);
 const { values } = parseArgs({
   options: {
+    requests: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '5' },
     rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '1,20' },
+    connections: { type: 'string', default: '20' },
   },
 });
 const ROOT = path.join(import.meta.dirname, '..');
 const AUTOCANNON = path.join(ROOT, 'node_modules', '.bin', 'autocannon');
 const ROUNDS = Number(values.rounds);
-const CONNECTIONS = values.connections.split(',').map(Number);
+const CONNECTIONS = Number(values.connections);
+const REQUESTS = Number(values.requests);
 const READS = [
   { name: 'file (blob)', path: '/api/v1/repos/bench/reads/blob/src/mod3.txt' },
   { name: 'root tree', path: '/api/v1/repos/bench/reads/tree' },
@@ -43,26 +49,67 @@ async function cpu(pid: number): Promise<number> {
   return (Number(stat[11]) + Number(stat[12])) / 100; // utime, stime in clock ticks (100/s)
 }
 
-type Result = { rps: number; p50: number; p99: number; cpuMs: number; errors: number };
-async function cannon(s: ServerProcess, url: string, connections: number): Promise<Result> {
+type Result = {
+  p50: number;
+  p99: number;
+  cpuMs: number;
+  rps: number;
+  throughputCpuMs: number;
+  errors: number;
+};
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+function get(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', reject);
+  });
+}
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
+};
+
+/** `n` requests one after the other (one keep-alive connection), each timed. */
+async function sequential(s: ServerProcess, url: string, n: number) {
   const before = await cpu(s.child.pid!);
-  const out = await exec(AUTOCANNON, ['-j', '-c', String(connections), '-d', values.seconds, url], {
+  const times: number[] = [];
+  let errors = 0;
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    if ((await get(url)) !== 200) errors += 1;
+    times.push(performance.now() - t);
+  }
+  const cpuMs = ((await cpu(s.child.pid!)) - before) * 1000;
+  return { p50: pct(times, 50), p99: pct(times, 99), cpuMs: cpuMs / n, errors };
+}
+
+async function cannon(s: ServerProcess, url: string) {
+  const before = await cpu(s.child.pid!);
+  const out = await exec(AUTOCANNON, ['-j', '-c', String(CONNECTIONS), '-d', values.seconds, url], {
     maxBuffer: 64 * 1024 * 1024,
   });
   const r = JSON.parse(out.stdout) as {
     requests: { average: number; total: number };
-    latency: { p50: number; p99: number };
     errors: number;
     non2xx: number;
   };
   const cpuMs = ((await cpu(s.child.pid!)) - before) * 1000;
   return {
     rps: r.requests.average,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
     cpuMs: r.requests.total > 0 ? cpuMs / r.requests.total : NaN,
     errors: r.errors + r.non2xx,
   };
+}
+
+async function measure(s: ServerProcess, url: string): Promise<Result> {
+  const lat = await sequential(s, url, REQUESTS);
+  const tp = await cannon(s, url);
+  return { ...lat, rps: tp.rps, throughputCpuMs: tp.cpuMs, errors: lat.errors + tp.errors };
 }
 
 /** A public git repository `bench/reads` with 10 commits of 20 files. */
@@ -102,24 +149,23 @@ const on = await startServerProcess('tracing-on', {
 try {
   await Promise.all([seed(off), seed(on)]);
   for (const read of READS) {
-    for (const c of CONNECTIONS) {
-      const got = { off: [] as Result[], on: [] as Result[] };
-      // warm both (V8 compiles the hot paths during the first few hundred requests)
-      await cannon(off, `${off.url}${read.path}`, c);
-      await cannon(on, `${on.url}${read.path}`, c);
-      for (let r = 0; r < ROUNDS; r++) {
-        got.off.push(await cannon(off, `${off.url}${read.path}`, c));
-        got.on.push(await cannon(on, `${on.url}${read.path}`, c));
-      }
-      const m = (side: Result[], k: keyof Result) => median(side.map((x) => x[k]));
-      const errors = [...got.off, ...got.on].reduce((n, x) => n + x.errors, 0);
-      rows.push(
-        `| ${read.name} | ${c} | ${fmt(m(got.off, 'rps'), 0)} / ${fmt(m(got.on, 'rps'), 0)} | ` +
-          `${fmt(m(got.off, 'p50'))} / ${fmt(m(got.on, 'p50'))} | ${fmt(m(got.off, 'p99'))} / ${fmt(m(got.on, 'p99'))} | ` +
-          `${fmt(m(got.off, 'cpuMs'), 2)} / ${fmt(m(got.on, 'cpuMs'), 2)} | ${errors} |`,
-      );
-      console.log(rows.at(-1));
+    const got = { off: [] as Result[], on: [] as Result[] };
+    // warm both (V8 compiles the hot paths during the first few hundred requests)
+    await sequential(off, `${off.url}${read.path}`, 300);
+    await sequential(on, `${on.url}${read.path}`, 300);
+    for (let r = 0; r < ROUNDS; r++) {
+      got.off.push(await measure(off, `${off.url}${read.path}`));
+      got.on.push(await measure(on, `${on.url}${read.path}`));
     }
+    const m = (side: Result[], k: keyof Result) => median(side.map((x) => x[k]));
+    const both = (k: keyof Result, digits: number) =>
+      `${fmt(m(got.off, k), digits)} / ${fmt(m(got.on, k), digits)}`;
+    const errors = [...got.off, ...got.on].reduce((n, x) => n + x.errors, 0);
+    rows.push(
+      `| ${read.name} | ${both('p50', 2)} | ${both('p99', 2)} | ${both('cpuMs', 2)} | ${both('rps', 0)} | ` +
+        `${both('throughputCpuMs', 2)} | ${errors} |`,
+    );
+    console.log(rows.at(-1));
   }
 } finally {
   await Promise.all([off.close(), on.close()]);
@@ -129,8 +175,8 @@ try {
 console.log(
   [
     '',
-    `${ROUNDS} rounds of ${values.seconds} s each, medians; off / on (tracing)`,
-    '| read | connections | requests/s | p50 ms | p99 ms | server CPU ms/request | errors |',
+    `Medians of ${ROUNDS} rounds; each: ${REQUESTS} sequential requests, then ${CONNECTIONS} connections for ${values.seconds} s. off / on (tracing)`,
+    '| read | p50 ms | p99 ms | server CPU ms/request | requests/s | server CPU ms/request (load) | errors |',
     '|---|---|---|---|---|---|---|',
     ...rows,
     '',
