@@ -103,6 +103,9 @@ test('when a client pushes with a traceparent, then one trace holds the request,
     expect.arrayContaining(['SELECT', 'INSERT outbox_events', 'COMMIT']),
   );
   expect(sql.find((x) => x.name === 'INSERT outbox_events')?.attributes['db.query.text']).toContain('?');
+  // the request's own lookups (prepared statements, sent to the pool directly): the token first
+  const lookups = sql.filter((x) => x.parentSpanId === post.spanId);
+  expect(lookups[0]?.attributes).toMatchObject({ 'db.query.prepared': 'triad_token_grant' });
   const [outbox] = named('outbox.write');
   expect(outbox?.attributes).toMatchObject({ 'outbox.events': 1, 'outbox.event_types': ['push'] });
   expect(sql.some((x) => x.parentSpanId === outbox?.spanId && x.name === 'INSERT outbox_events')).toBe(true);
