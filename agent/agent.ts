@@ -4,6 +4,7 @@ import { backoff, retryable, ServerClient, sleep, withRetry } from './client.ts'
 import { LogLimiter } from './log-limit.ts';
 import { AgentMetrics } from './metrics.ts';
 import { LogShipper } from './log-shipper.ts';
+import { pipelineSpan, stepSpan } from './tracing.ts';
 import type { Executor, Job, JobStep } from './types.ts';
 import { refusedSteps, reportRefused, type StepResources } from './step-resources.ts';
 import { formatDuration } from '../src/pipelines/pipeline-file.ts';
@@ -43,6 +44,8 @@ type Running = {
 };
 
 const now = () => new Date().toISOString();
+/** A `Running`'s `done` until its run starts. */
+const SETTLED = Promise.resolve();
 
 /**
  * The CI agent: long-polls the server for pipelines (up to `capacity` at once), runs their steps
@@ -179,17 +182,10 @@ export class Agent {
 
   private launch(job: Job): void {
     const abort = new AbortController();
-    const entry: Running = {
-      job,
-      abort,
-      cancelled: false,
-      timedOut: false,
-      reported: false,
-      done: Promise.resolve(),
-    };
+    const entry: Running = { job, abort, cancelled: false, timedOut: false, reported: false, done: SETTLED };
     this.running.set(job.pipeline_id, entry);
     this.m.running.set(this.running.size);
-    entry.done = this.runJob(entry)
+    entry.done = pipelineSpan(job, () => this.runJob(entry))
       .catch((err: unknown) => this.o.log.error({ err, pipeline: job.pipeline_id }, 'pipeline run failed'))
       .finally(() => {
         this.running.delete(job.pipeline_id);
@@ -250,7 +246,7 @@ export class Agent {
           ).catch(() => undefined);
           continue;
         }
-        const ok = await this.runStep(r, step, log);
+        const ok = await stepSpan(step, () => this.runStep(r, step, log));
         if (!ok) failed = true;
       }
       if (r.timedOut && !r.cancelled) {

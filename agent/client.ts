@@ -1,4 +1,5 @@
 import type { Job } from './types.ts';
+import { injectTraceHeaders } from '../src/telemetry/spans.ts';
 
 export class HttpError extends Error {
   readonly status: number;
@@ -84,7 +85,8 @@ export class ServerClient {
   ): Promise<Response> {
     const r = await fetch(`${this.base}${path}`, {
       method,
-      headers: { ...this.headers, ...extra },
+      // within a pipeline's span, the call continues its trace (`traceparent`)
+      headers: injectTraceHeaders({ ...this.headers, ...extra }),
       body,
       signal: AbortSignal.any([
         signal ?? AbortSignal.timeout(60_000),

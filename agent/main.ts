@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import { createLogger, LOG_FORMATS } from '../src/telemetry/logger.ts';
+import { startTracingFromEnv } from '../src/telemetry/tracing.ts';
 import { Agent } from './agent.ts';
 import { stepMaximum } from './step-resources.ts';
 import { LocalExecutor } from './executors/local.ts';
@@ -94,6 +95,8 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
   }
   const e = parsed.data;
   const log = createLogger(e.LOG_LEVEL, { service: 'triad-agent', format: e.LOG_FORMAT });
+  // OTEL_EXPORTER_OTLP_ENDPOINT: a span per pipeline and step (OTEL_SERVICE_NAME, default triad-agent)
+  const tracing = await startTracingFromEnv(env, 'triad-agent', log);
   const kind = e.TRIAD_AGENT_EXECUTOR ?? (e.KUBERNETES_SERVICE_HOST !== undefined ? 'kubernetes' : 'local');
   const instance = e.TRIAD_AGENT_INSTANCE ?? e.POD_NAME ?? os.hostname();
   const agent = new Agent({
@@ -138,8 +141,9 @@ export async function runAgent(given: NodeJS.ProcessEnv = process.env): Promise<
   const stop = (signal: string) => {
     log.info({ signal, running: agent.runningCount }, 'stopping: no new pipelines; draining');
     agent.stop().then(
-      () => {
+      async () => {
         log.info('agent stopped');
+        await tracing?.shutdown().catch(() => undefined);
         process.exit(0);
       },
       (err: unknown) => {

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { RequestContext } from '@mikro-orm/core';
-import { trace, SpanStatusCode } from '@opentelemetry/api';
 import { ping } from './db/database.ts';
 import { z } from 'zod';
 import { Api, reply, respond } from './http/api.ts';
@@ -28,6 +27,7 @@ import { searchRoutes } from './search/routes.ts';
 import { webRoutes } from './web/routes.ts';
 import { sessionAccess } from './web/session-access.ts';
 import { redactSecrets } from './telemetry/logger.ts';
+import { requestSpan } from './telemetry/http-spans.ts';
 import type { AppDeps, Services } from './services.ts';
 
 export const VERSION = '0.1.0';
@@ -42,7 +42,6 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   app.set('query parser', 'simple');
   // Who counts as the client (failed-authentication throttle): the socket peer unless trusted proxies.
   app.set('trust proxy', config.trustProxy);
-  const tracer = trace.getTracer('triad', VERSION);
 
   // Request id, access log, duration histogram and a trace span for every request.
   app.use((req, res, next) => {
@@ -53,19 +52,12 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     res.setHeader('X-Content-Type-Options', 'nosniff');
     if (req.path.toLowerCase().startsWith('/api/')) res.setHeader('Cache-Control', 'no-store');
     const started = process.hrtime.bigint();
-    const span = tracer.startSpan(`${req.method} ${req.path}`);
+    const span = requestSpan(req, res);
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = routeLabel(req);
       metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
-      span.updateName(`${req.method} ${route}`);
-      span.setAttributes({
-        'http.method': req.method,
-        'http.route': route,
-        'http.status_code': res.statusCode,
-      });
-      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      span.end();
+      span?.end(route, res.statusCode);
       if (config.logRequests) {
         // An agent polls and beats its heart every few seconds: those answered are noise at info.
         const level = res.statusCode < 400 && AGENT_ROUTES.has(route) ? 'debug' : 'info';
@@ -81,7 +73,8 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
         );
       }
     });
-    next();
+    if (span === undefined) next();
+    else span.run(next);
   });
 
   if (config.corsOrigins.length > 0) app.use('/api/', corsFor(config.corsOrigins));

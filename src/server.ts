@@ -11,6 +11,7 @@ import { createLogger, type Logger } from './telemetry/logger.ts';
 import { Metrics } from './telemetry/metrics.ts';
 import { ProbeServer } from './telemetry/probe-server.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { traceQueries } from './telemetry/db-spans.ts';
 import { IdleCollector } from './telemetry/idle-gc.ts';
 import { RequestContext } from '@mikro-orm/core';
 import { randomBytes } from 'node:crypto';
@@ -72,9 +73,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const sessionDb = sessionUrl(dbUrl, config.databaseUrl, config.database);
   const orm = await openOrm(dbUrl, poolOptions(config.database)).catch(async (e: unknown) => {
     await embedded?.close();
+    await tracing?.shutdown().catch(() => undefined);
     throw e;
   });
   let metricsServer: ProbeServer | undefined;
+  if (tracing !== undefined) traceQueries(orm);
   /** Undoes a partial start (e.g. the port is taken), so no PostgreSQL or connection outlives it. */
   const abandon = async (e: unknown, services?: Services, srv?: http.Server): Promise<never> => {
     srv?.close(() => undefined);

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { intArray } from './sql.ts';
+import { statementSpan } from '../telemetry/db-spans.ts';
 
 /**
  * The entity manager a repository function runs on: the request's, or a transaction's (pass the
@@ -96,7 +97,8 @@ export class Prepared<T> {
     db.config.get('onQuery')(this.sql, params);
     // the `pg` pool behind the ORM's connection (asked each time: it connects when not yet connected)
     const pool = await db.getConnection().getNativeClient();
-    const r = await pool.query({ name: this.name, text: this.text, values: [...params] });
+    const query = () => pool.query({ name: this.name, text: this.text, values: [...params] });
+    const r = await statementSpan(this.sql, query, this.name);
     return r.rows[0] as T | undefined;
   }
 }

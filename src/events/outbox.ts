@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DomainEvent } from './catalog.ts';
 import * as db from './repository.ts';
+import { inSpan } from '../telemetry/spans.ts';
 
 /**
  * Transactional outbox: call with the transaction's entity manager, so the event row commits
@@ -8,8 +9,13 @@ import * as db from './repository.ts';
  * (catalog.ts) are accepted. Dispatchers consume the rows with `FOR UPDATE SKIP LOCKED`.
  */
 export async function emitEvents(tx: EntityManager, events: readonly DomainEvent[]): Promise<void> {
-  for (const e of events) await db.insertEvent(tx, e);
-  if (events.length > 0) await db.notifyRecorded(tx);
+  if (events.length === 0) return;
+  const types = [...new Set(events.map((e) => e.type))];
+  const attributes = { 'outbox.events': events.length, 'outbox.event_types': types };
+  await inSpan('outbox.write', { attributes }, async () => {
+    for (const e of events) await db.insertEvent(tx, e);
+    await db.notifyRecorded(tx);
+  });
 }
 
 export { claimUndispatched, markDispatched, type OutboxEvent } from './repository.ts';

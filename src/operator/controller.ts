@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { formatLabels } from '../pipelines/labels.ts';
 import { NO_OBSERVER, ReportedError, type OperatorMetrics, type PoolObserver } from './observe.ts';
 import { Reconciler } from './reconciler.ts';
+import { inSpan } from '../telemetry/spans.ts';
 import { QueueWatcher } from './scaling.ts';
 import type { TriadApi } from './triad-api.ts';
 import {
@@ -230,7 +231,10 @@ export class Controller {
         continue;
       }
       this.queued.delete(key);
-      await this.reconcileKey(key);
+      // one span per reconcile (with tracing on): its Kubernetes and Triad calls happen under it
+      await inSpan('operator.reconcile', { attributes: { 'k8s.agentpool': key } }, () =>
+        this.reconcileKey(key),
+      );
     }
   }
 

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createLogger, LOG_FORMATS } from '../telemetry/logger.ts';
+import { startTracingFromEnv } from '../telemetry/tracing.ts';
 import { z } from 'zod';
 import { withSecrets } from '../secrets.ts';
 import { Controller } from './controller.ts';
@@ -64,6 +65,8 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   }
   const e = parsed.data;
   const log = createLogger(e.LOG_LEVEL, { service: 'triad-operator', format: e.LOG_FORMAT });
+  // OTEL_EXPORTER_OTLP_ENDPOINT: a span per reconcile (OTEL_SERVICE_NAME, default triad-operator)
+  const tracing = startTracingFromEnv(env, 'triad-operator', log);
   const kc = new KubeConfig();
   kc.loadFromDefault();
   const api = new TriadApi(e.TRIAD_OPERATOR_SERVER, e.TRIAD_OPERATOR_TOKEN);
@@ -139,9 +142,10 @@ export function runOperator(given: NodeJS.ProcessEnv = process.env): void {
   log.info({ identity, server: api.server, namespaces: watched }, 'Triad operator started');
   const stop = (signal: string) => {
     log.info({ signal }, 'stopping');
-    void Promise.all([...controllers.map((c) => c.stop()), elector.stop(), metrics.close()]).finally(() =>
-      process.exit(0),
-    );
+    void Promise.all([...controllers.map((c) => c.stop()), elector.stop(), metrics.close()])
+      .then(() => tracing)
+      .then((t) => t?.shutdown())
+      .finally(() => process.exit(0));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -1,4 +1,5 @@
 import { formatLabels } from '../pipelines/labels.ts';
+import { injectTraceHeaders } from '../telemetry/spans.ts';
 
 /** What the operator asks the Triad server, with a site administrator's token (`/api/v1/admin/agents`, the queue). */
 export type RegisteredAgent = {
@@ -35,10 +36,11 @@ export class TriadApi {
     try {
       r = await fetch(`${this.base}${path}`, {
         method,
-        headers: {
+        // within a reconcile's span, the call continues its trace (`traceparent`)
+        headers: injectTraceHeaders({
           authorization: `Bearer ${this.token}`,
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
+        }),
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: signal ?? AbortSignal.timeout(30_000),
       });

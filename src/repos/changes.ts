@@ -14,6 +14,8 @@ import { Gate } from '../vcs/process/gate.ts';
 import * as db from './repository.ts';
 import type { TransportMetrics } from '../telemetry/transport-metrics.ts';
 import { PushLocks } from './push-locks.ts';
+import { inSpan } from '../telemetry/spans.ts';
+import { fromJson, loadState, toJson } from './ref-state.ts';
 import type { SnapshotJson } from './repository.ts';
 import type { ReposService } from './service.ts';
 
@@ -139,8 +141,11 @@ export class RepoChanges {
     opts: { signal: AbortSignal; deadline: number },
   ): Promise<T> {
     const since = performance.now(); // the push-lock wait: the queue in memory, then the database lock
-    const out = await this.serialised(repo.id, opts.signal, () =>
-      this.locked(repo, senderId, mutate, { wait: opts.deadline, since }),
+    const attributes = { 'repo.id': repo.id, 'vcs.kind': repo.driver.kind };
+    const out = await inSpan('repo.change', { attributes }, () =>
+      this.serialised(repo.id, opts.signal, () =>
+        this.locked(repo, senderId, mutate, { wait: opts.deadline, since }),
+      ),
     );
     if (out === undefined) {
       this.deps.metrics?.lockTimedOut(repo.driver.kind);
@@ -200,9 +205,11 @@ export class RepoChanges {
     }
     const repoGate = g;
     try {
-      const leaveRepo = await repoGate.enter(signal);
+      // (spans: the wait behind this process's other pushes to the repository, then for a slot)
+      const attributes = { 'repo.id': id };
+      const leaveRepo = await inSpan('push.lock.queue', { attributes }, () => repoGate.enter(signal));
       try {
-        const leave = await this.gate.enter(signal);
+        const leave = await inSpan('push.slot', { attributes }, () => this.gate.enter(signal));
         try {
           return await fn();
         } finally {
@@ -230,7 +237,10 @@ export class RepoChanges {
   ): Promise<{ value: T } | { error: unknown } | undefined> {
     const { log } = this.deps;
     const wait = opts.wait === 'try' ? 'try' : Math.max(1000, Math.floor(opts.wait - Date.now()));
-    const lock = await this.locks.acquire(repo.id, wait);
+    // (span: the wait for the repository's lock, held by a push of any replica)
+    const lock = await inSpan('push.lock', { attributes: { 'repo.id': repo.id } }, () =>
+      this.locks.acquire(repo.id, wait),
+    );
     if (lock === undefined) return undefined;
     if (opts.since !== undefined)
       this.deps.metrics?.lockWaited(repo.driver.kind, (performance.now() - opts.since) / 1000);
@@ -367,32 +377,4 @@ export class RepoChanges {
       }
     }
   }
-}
-
-// ---------------------------------------------------------------- recorded ref state
-
-function toJson(s: Snapshot): SnapshotJson {
-  const sorted = (m: Map<string, string>) => [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return {
-    tip: s.tip,
-    branches: sorted(s.branches),
-    bookmarks: sorted(s.bookmarks),
-    tags: sorted(s.tags),
-    mark: s.mark,
-  };
-}
-
-function fromJson(j: SnapshotJson): Snapshot {
-  return {
-    tip: j.tip,
-    branches: new Map(j.branches),
-    bookmarks: new Map(j.bookmarks),
-    tags: new Map(j.tags),
-    mark: j.mark,
-  };
-}
-
-async function loadState(tx: EntityManager, repoId: number): Promise<Snapshot | undefined> {
-  const state = await db.refState(tx, repoId);
-  return state === undefined ? undefined : fromJson(state);
 }

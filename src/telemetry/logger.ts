@@ -1,4 +1,5 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { traceFields } from './spans.ts';
 
 export type { Logger };
 
@@ -14,7 +15,8 @@ export type LoggerOptions = { service?: string; format?: LogFormat; output?: Log
 /**
  * The process's logger: one JSON object a line (for containers, collectors and tests), or, when
  * the output is a terminal (`LOG_FORMAT=auto`, the default) or `LOG_FORMAT=pretty`, a line a
- * person reads: `12:04:05.123 INFO  Triad listening on … port=3000`.
+ * person reads: `12:04:05.123 INFO  Triad listening on … port=3000`. With tracing on, a line
+ * written while a span is active carries `trace_id` and `span_id`.
  */
 export function createLogger(level: string, opts: LoggerOptions = {}): Logger {
   const output = opts.output ?? process.stdout;
@@ -24,6 +26,8 @@ export function createLogger(level: string, opts: LoggerOptions = {}): Logger {
     level,
     base: { service: opts.service ?? 'triad' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // a line written while a span is active names its trace (`trace_id`, `span_id`; spans.ts)
+    mixin: traceFields,
   };
   if (!pretty) return opts.output === undefined ? pino(options) : pino(options, output as DestinationStream);
   const color = output.isTTY === true && process.env.NO_COLOR === undefined;

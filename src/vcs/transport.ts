@@ -6,6 +6,7 @@ import type { ArchiveFormat } from './process/stream.ts';
 import type { ProcessPool } from './process/pool.ts';
 import { WsgiPool, type WsgiApp } from './process/wsgi.ts';
 import type { TransportMetrics } from '../telemetry/transport-metrics.ts';
+import { inSpan, tracingOn } from '../telemetry/spans.ts';
 
 /**
  * What a request to a repository's clone URL asks for: `read` (pull: repo:read), `write` (push:
@@ -233,6 +234,38 @@ export class TransportServers {
  * caller holds a slot of `servers.limiter`.
  */
 export async function serveBackend(
+  driver: VcsDriver,
+  b: BackendRequest,
+  servers: TransportServers,
+): Promise<CgiResult> {
+  if (!tracingOn()) return backendRun(driver, b, servers);
+  const operation = wireOperation(b.subpath, b.query);
+  const attributes = { 'vcs.kind': driver.kind, 'vcs.operation': operation, 'vcs.push': b.write };
+  return inSpan(`${driver.kind} backend ${operation}`, { attributes }, async (span) => {
+    const r = await backendRun(driver, b, servers);
+    span.setAttribute('vcs.backend.outcome', r.outcome);
+    if (r.code !== null) span.setAttribute('process.exit.code', r.code);
+    return r;
+  });
+}
+
+/**
+ * What a wire request asks its backend for, as a span names it: git's service
+ * (`git-receive-pack`, `info/refs?service=…` as its service), Mercurial's `cmd`, else the subpath
+ * (Fossil: `xfer` at the root).
+ */
+export function wireOperation(subpath: string, query: string): string {
+  const q = new URLSearchParams(query);
+  const named = q.get('service') ?? q.get('cmd');
+  if (named !== null) return named;
+  const last = subpath
+    .split('/')
+    .filter((p) => p !== '')
+    .at(-1);
+  return last ?? 'xfer';
+}
+
+async function backendRun(
   driver: VcsDriver,
   b: BackendRequest,
   servers: TransportServers,

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
-import { startServer, type Running } from '../../src/server.ts';
+import { startServer, type Running, type StartOptions } from '../../src/server.ts';
 import { CURRENT_SCOPES } from '../../src/domain/access.ts';
 
 export type Res<T = any> = { status: number; body: T; headers: Headers; text: string };
@@ -95,7 +95,11 @@ export async function freshDatabase(): Promise<string> {
   return `${base}/${name}`;
 }
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+/** `start`: what `startServer` gets beyond the configuration (a logger a test reads, …). */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  start: StartOptions = {},
+): Promise<TestServer> {
   const dbUrl = await freshDatabase();
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-test-data-'));
   const adminToken = `adm_${randomBytes(12).toString('hex')}`;
@@ -120,7 +124,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     TRIAD_BACKEND_NICE: '0',
     ...env,
   });
-  const running = await startServer(config);
+  const running = await startServer(config, start);
   const anon = new Client(running.url);
   const admin = anon.as(adminToken);
   const ts: TestServer = {

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { spawnRun } from './spawner.ts';
+import { inSpan, SpanKind, tracingOn } from '../../telemetry/spans.ts';
 
 /** A VCS command that could not do its work (non-zero exit, killed, not startable). */
 export class VcsCommandFailed extends Error {
@@ -42,6 +43,44 @@ export function runCommand(cmd: string, args: readonly string[], opts: RunOption
 
 /** `runCommand` where the time limit may be absent (none). */
 export async function execute(
+  cmd: string,
+  args: readonly string[],
+  opts: Omit<RunOptions, 'timeoutMs'> & { timeoutMs?: number },
+): Promise<RunResult> {
+  if (!tracingOn()) return run(cmd, args, opts);
+  const { kind, operation } = commandName(cmd, args);
+  return inSpan(
+    `${kind} ${operation}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: { 'vcs.kind': kind, 'vcs.operation': operation, 'process.executable.name': kind },
+    },
+    async (span) => {
+      const r = await run(cmd, args, opts);
+      span.setAttribute('process.exit.code', r.code);
+      return r;
+    },
+  );
+}
+
+/** Commands' options that take the next argument as their value (so it is not the subcommand). */
+const VALUED = new Set(['-C', '-c', '-R', '--repository', '--cwd', '--config', '--git-dir', '--work-tree']);
+
+/**
+ * What a span calls a command: the program's name and its subcommand (`git for-each-ref`,
+ * `hg log`, `fossil sql`), options and their values skipped.
+ */
+export function commandName(cmd: string, args: readonly string[]): { kind: string; operation: string } {
+  const kind = path.basename(cmd);
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (VALUED.has(a)) i += 1;
+    else if (!a.startsWith('-')) return { kind, operation: a };
+  }
+  return { kind, operation: 'run' };
+}
+
+async function run(
   cmd: string,
   args: readonly string[],
   opts: Omit<RunOptions, 'timeoutMs'> & { timeoutMs?: number },

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import { claimUndispatched, markDispatched, type OutboxEvent } from '../../events/outbox.ts';
 import { oldestUndispatchedAge } from '../../events/repository.ts';
+import { inSpan } from '../../telemetry/spans.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { insertJobs, type NewJob } from '../repository.ts';
 import * as repo from './repository.ts';
@@ -212,7 +213,8 @@ export class Dispatcher {
     const count = await this.em().transactional(async (tx) => {
       const events = await claimUndispatched(tx, FAN_OUT_BATCH);
       if (events.length === 0) return 0;
-      const jobs = await this.jobsFor(tx, events);
+      const attributes = { 'outbox.events': events.length };
+      const jobs = await inSpan('outbox.dispatch', { attributes }, () => this.jobsFor(tx, events));
       let room = Math.max(0, this.free());
       const taken = new Map<number, number>();
       const [now, later] = [[] as typeof jobs, [] as typeof jobs];
@@ -329,7 +331,13 @@ export class Dispatcher {
   private launch(job: ClaimedJob): void {
     const hook = job.webhook_id;
     this.hookLoad.set(hook, this.load(hook) + 1);
-    const p = this.attempt(job)
+    const attributes = {
+      'webhook.id': hook,
+      'webhook.event': job.event_type,
+      'webhook.delivery': job.delivery_id,
+      'webhook.attempt': job.attempt,
+    };
+    const p = inSpan('webhook.deliver', { attributes }, () => this.attempt(job))
       .catch((err: unknown) =>
         this.d.log.error({ err, job: job.id }, 'webhook attempt could not be recorded'),
       )

@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import { addressRefusal, BlockedAddressError, guardedLookup, urlHost, type HostPolicy } from '../ssrf.ts';
+import { inSpan, injectTraceHeaders, SpanKind, SpanStatusCode, tracingOn } from '../../telemetry/spans.ts';
 
 /** Response bodies are read up to this many bytes, then the connection is dropped. */
 export const RESPONSE_BODY_LIMIT = 64 * 1024;
@@ -46,7 +47,29 @@ export class Sender {
     this.httpsAgent.destroy();
   }
 
+  /**
+   * POSTs `body` to `target`. With tracing on, the request is a client span (`POST`, with the
+   * target's host) and carries its `traceparent`, beside the `headers` given (which the history
+   * records without it).
+   */
   async send(target: string, headers: Record<string, string>, body: Buffer): Promise<Outcome> {
+    if (!tracingOn()) return this.post(target, headers, body);
+    let host = '';
+    try {
+      host = new URL(target).host;
+    } catch {
+      // an invalid URL is the attempt's outcome (post)
+    }
+    const attributes = { 'http.request.method': 'POST', 'server.address': host };
+    return inSpan('POST', { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const outcome = await this.post(target, injectTraceHeaders({ ...headers }), body);
+      span.setAttribute('http.response.status_code', outcome.status);
+      if (!outcome.success) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error ?? '' });
+      return outcome;
+    });
+  }
+
+  private async post(target: string, headers: Record<string, string>, body: Buffer): Promise<Outcome> {
     const started = performance.now();
     const took = () => Math.max(0, Math.round(performance.now() - started));
     const failed = (error: string, status = 0, extra: Partial<Outcome> = {}): Outcome => ({
