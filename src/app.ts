@@ -15,6 +15,7 @@ import { userRoutes } from './users/routes.ts';
 import { orgRoutes } from './orgs/routes.ts';
 import { repoRoutes } from './repos/routes.ts';
 import { hostingHandler } from './repos/hosting.ts';
+import { listRules } from './protection/repository.ts';
 import { contentRoutes } from './repos/contents.ts';
 import { refRoutes } from './repos/refs.ts';
 import { agentRoutes } from './agents/routes.ts';
@@ -208,6 +209,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
     baseUrl: deps.baseUrl,
     throttle,
     changes: services.changes,
+    protections: (repoId) => listRules(deps.orm.em.fork(), repoId),
     spool: services.spool,
     limits: { ...config.transport, servers: services.transports },
   });

@@ -38,6 +38,12 @@ export type RefUpdate = {
 /** Who pushes: the authenticated user and their role in the repository's organization. */
 export type Pusher = { username: string; role: 'owner' | 'member' | undefined };
 
+/**
+ * What a push's backend run needs to judge it (`BackendRequest.protection`): the repository's
+ * rules and who pushes. Absent when the repository has no rules (nothing to check).
+ */
+export type Protection = { rules: RuleShape[]; pusher: Pusher };
+
 const cache = new Map<string, RegExp>();
 
 /** The pattern as an anchored regular expression. */

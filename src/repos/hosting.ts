@@ -9,6 +9,7 @@ import { RESERVED_ORG_NAMES } from '../orgs/service.ts';
 import type { RepoChanges } from './changes.ts';
 import { reasonPhrase, transfer, type TransferLimits } from './transfer.ts';
 import type { ReposService } from './service.ts';
+import type { Protection, RuleShape } from '../protection/rules.ts';
 
 type Deps = {
   repos: ReposService;
@@ -20,6 +21,8 @@ type Deps = {
   limits: Omit<TransferLimits, 'spool' | 'log'>;
   /** Failed-authentication throttle shared with the API (429 for a blocked client address). */
   throttle?: AuthThrottle;
+  /** The repository's protection rules (src/protection), checked by each kind's push. */
+  protections?: (repoId: number) => Promise<RuleShape[]>;
 };
 
 class Challenge extends Error {}
@@ -131,6 +134,12 @@ export function hostingHandler(deps: Deps): RequestHandler {
             .catch(() => false)));
       const username = principal.kind === 'user' ? principal.user.username : undefined;
       const writes = wire.mutates && canWrite;
+      let protection: Protection | undefined;
+      if (writes && username !== undefined && deps.protections !== undefined) {
+        const rules = await deps.protections(target.repo.id);
+        if (rules.length > 0)
+          protection = { rules, pusher: { username, role: await access.roleIn(target.repo.orgId) } };
+      }
       await transfer(
         {
           driver,
@@ -140,6 +149,7 @@ export function hostingHandler(deps: Deps): RequestHandler {
           query: wire.query,
           remoteUser: driver.transport.remoteUser(username, canWrite),
           write: op === 'write',
+          protection,
           req,
           res,
         },

@@ -3,6 +3,7 @@ import { runCgi, type CgiRequest, type CgiResult } from './process/cgi.ts';
 import type { VcsDriver } from './driver.ts';
 import { Gate, GateFull, holdWhileRead } from './process/gate.ts';
 import type { ArchiveFormat } from './process/stream.ts';
+import type { Protection } from '../protection/rules.ts';
 import type { ProcessPool } from './process/pool.ts';
 import { WsgiPool, type WsgiApp } from './process/wsgi.ts';
 import type { TransportMetrics } from '../telemetry/transport-metrics.ts';
@@ -35,6 +36,11 @@ export type BackendRequest = {
   remoteUser: string | undefined;
   /** Triad authorised this request to write (git receive-pack, hg unbundle/pushkey). */
   write: boolean;
+  /**
+   * A push to a repository with protection rules: the rules and the pusher, for the kind's check
+   * of the refs the push moves (src/protection/rules.ts); undefined when there is nothing to check.
+   */
+  protection?: Protection | undefined;
   req: IncomingMessage;
   res: ServerResponse;
   input: { file: string; size: number } | undefined;
