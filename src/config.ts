@@ -11,6 +11,11 @@ import type { S3Settings } from './storage/index.ts';
 import { LOG_FORMATS, type LogFormat } from './telemetry/logger.ts';
 import { API_VARIANTS, type ApiVariant } from './domain/variant.ts';
 import { storageEnvShape, storageSettings, type StorageSettings } from './storage-node/settings.ts';
+import {
+  housekeepingEnv,
+  housekeepingSettings,
+  type HousekeepingSettings,
+} from './pipelines/housekeeping-settings.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -123,6 +128,7 @@ const envSchema = z.object({
   TRIAD_API_VARIANT: z.enum(API_VARIANTS).default('current'),
   ...storageEnvShape,
   ...webhookEnv,
+  ...housekeepingEnv,
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
   TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
@@ -225,6 +231,8 @@ export type Config = {
   storage: StorageSettings;
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
+  /** CI housekeeping: the pipeline retention policy (off unless set) and step-log compaction. */
+  housekeeping: HousekeepingSettings;
   /**
    * Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled, backend
    * runs at once and waiting (503 with `Retry-After` beyond), Mercurial's pooled hgweb workers.
@@ -345,6 +353,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiVariant: e.TRIAD_API_VARIANT,
     storage: storageSettings(e),
     webhooks: webhookSettings(e),
+    housekeeping: housekeepingSettings(e),
     transport: {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
       maxBodyBytes: e.TRIAD_TRANSPORT_MAX_BODY_BYTES,

@@ -17,6 +17,7 @@ import { Migration0018PipelineNotify } from './0018-pipeline-notify.ts';
 import { Migration0019ApiVariant } from './0019-api-variant.ts';
 import { Migration0020StorageNodes } from './0020-storage-nodes.ts';
 import { Migration0021StepResources } from './0021-step-resources.ts';
+import { Migration0022LogCompaction } from './0022-log-compaction.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   { name: '0019-api-variant', class: Migration0019ApiVariant },
   { name: '0020-storage-nodes', class: Migration0020StorageNodes },
   { name: '0021-step-resources', class: Migration0021StepResources },
+  { name: '0022-log-compaction', class: Migration0022LogCompaction },
 ];
