@@ -14,7 +14,8 @@ import { waitUntil } from '../helpers/wait.ts';
 let s: TestServer;
 let owner: TestUser;
 let org: string;
-withOrgServer({}, (w) => ({ s, owner, org } = w));
+// compaction off: a test below reads the chunk rows the agent's log shipping made
+withOrgServer({ TRIAD_LOG_COMPACTION_INTERVAL: '0' }, (w) => ({ s, owner, org } = w));
 
 const quiet = pino({ level: process.env.TRIAD_TEST_AGENT_LOG ?? 'silent' });
 
