@@ -9,6 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { startMinio, type MinioServer } from '../helpers/minio.ts';
+import { loadConfig } from '../../src/config.ts';
+import { startServer } from '../../src/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { startTestServer, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { ok } from '../helpers/vcs.ts';
 
@@ -46,6 +49,9 @@ afterAll(async () => {
 });
 
 const retention = () => s.running.services.pipelines.retention;
+/** Pipeline ids by repository letter and number (`a1`: repository A's #1). */
+const ids: Record<string, number> = {};
+let repoC: GitRepo;
 
 /** Pushes one commit with a two-step pipeline file to `branch`: a new pending pipeline. */
 async function push(r: GitRepo, branch = 'main'): Promise<void> {
@@ -99,8 +105,6 @@ async function listed(r: GitRepo): Promise<string[]> {
 
 describe('the retention policy', () => {
   test('deletes exactly the pipelines past the days or beyond the newest 3 per repository, with their log objects', async () => {
-    // ids by repository and number
-    const ids: Record<string, number> = {};
     // A, by age: #1 main and #2 feature-old finished 10 days ago, #3 main today, #4 running, #5 pending
     const a = await gitRepo(s, owner, org);
     await push(a);
@@ -122,7 +126,7 @@ describe('the retention policy', () => {
     await push(b);
     ids.b8 = await run('running');
     // C: two recent pipelines, nothing to delete
-    const c = await gitRepo(s, owner, org);
+    const c = (repoC = await gitRepo(s, owner, org));
     await push(c);
     ids.c1 = await run('success');
     await push(c);
@@ -195,4 +199,42 @@ describe('the retention policy', () => {
     expect(metrics).toMatch(/^triad_ci_retention_deleted_total 4$/m);
     expect(metrics).toMatch(/^triad_ci_retention_runs_total\{result="busy"\} 1$/m);
   }, 180_000);
+
+  test('a replica runs the policy by itself every TRIAD_RETENTION_INTERVAL', async () => {
+    const replica = await startServer(
+      loadConfig({
+        TRIAD_S3_ENDPOINT: `${minio.host}:${minio.port}`,
+        TRIAD_S3_ACCESS_KEY: minio.accessKey,
+        TRIAD_S3_SECRET_KEY: minio.secretKey,
+        TRIAD_S3_BUCKET: BUCKET,
+        TRIAD_S3_REGION: minio.region,
+        DATABASE_URL: s.dbUrl,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAD_DATA_DIR: `${s.dataDir}/replica`,
+        TRIAD_REPO_DIR: `${s.dataDir}/repos`,
+        TRIAD_EMBEDDED_AGENT: 'off',
+        LOG_LEVEL: 'silent',
+        TRIAD_LOG_REQUESTS: 'false',
+        TRIAD_IDLE_GC_SECONDS: '0',
+        TRIAD_RETENTION_DAYS: '7',
+        TRIAD_RETENTION_INTERVAL: '200ms',
+      }),
+      { migrate: false },
+    );
+    try {
+      // C #1 (not the newest of main) now finished 30 days ago
+      await db.query(`update pipelines set finished_at = now() - interval '30 days' where id = $1`, [ids.c1]);
+      await waitFor('the replica to delete C #1', async () =>
+        (await listed(repoC)).length === 1 ? true : undefined,
+      );
+      expect(await listed(repoC)).toEqual(['2:success:main']);
+      expect(await objects(`logs/${ids.c1}/`)).toEqual([]);
+      expect(await objects(`logs/${ids.c2}/`)).not.toEqual([]);
+      const metrics = await (await fetch(`${replica.url}/metrics`)).text();
+      expect(metrics).toMatch(/^triad_ci_retention_deleted_total 1$/m);
+    } finally {
+      await replica.close();
+    }
+  }, 60_000);
 });
