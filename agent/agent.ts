@@ -29,8 +29,6 @@ export type AgentOptions = {
   sweepMs?: number;
   labels?: string; // pool labels (`k=v,...`) polled with: pipelines with exactly these
   maxResources?: StepResources; // the most a step may ask for (step-resources.ts); unset keys: unbounded
-  /** How long step output may wait to be batched into one log chunk (default 250 ms). */
-  logFlushMs?: number;
 };
 
 type Running = {
@@ -72,7 +70,6 @@ export class Agent {
     this.o = {
       ...{ pollWait: 30, heartbeatMs: 10_000, cancelCheckMs: 2_000, drainMs: 60_000 },
       ...{ stopGraceMs: 5_000, sweepMs: 300_000, maxResources: {} },
-      logFlushMs: 250,
       ...opts,
       metricsPort: opts.metricsPort,
     };
@@ -294,7 +291,6 @@ export class Agent {
     await this.report(() => this.api.stepStatus(step.id, { status: 'running', started_at: startedAt }));
     const shipper = new LogShipper((offset, chunk) => this.api.appendLog(step.id, offset, chunk), {
       signal: this.hardStop.signal,
-      flushIntervalMs: this.o.logFlushMs,
       onShipped: (n) => this.m.logBytes.inc(n),
       onError: (e) => {
         if (!retryable(e)) log.warn({ err: String(e), step: step.number }, 'log chunk refused');

@@ -1,9 +1,9 @@
 /**
  * Step-log compaction with the S3 blob store on a real MinIO server: a step that wrote for a while
- * (the real agent, flushing every 20 ms) leaves ONE log object once compacted, and the API's log
- * read, the web's ranged reads and the web's live log from an offset answer the same bytes before
- * and after; a reader that started before a compaction gets every byte though the objects it was
- * reading are deleted under it; a chunk stored after the step ended is compacted again.
+ * (the real agent, one chunk per 250 ms flush) leaves ONE log object once compacted, and the API's
+ * log read, the web's ranged reads and the web's live log from an offset answer the same bytes
+ * before and after; a reader that started before a compaction gets every byte though the objects
+ * it was reading are deleted under it; a chunk stored after the step ended is compacted again.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
@@ -126,7 +126,7 @@ describe('step-log compaction', () => {
   test('a step that wrote for a while leaves one log object, and every read answers the same bytes before and after', async () => {
     const repo = await gitRepo(s, owner, org);
     const lines = 120;
-    const script = `for i in $(seq 1 ${lines}); do printf 'line %03d of the loud step\\n' $i; sleep 0.01; done`;
+    const script = `for i in $(seq 1 ${lines}); do printf 'line %03d of the loud step\\n' $i; sleep 0.02; done`;
     await commitFiles(repo, {
       '.pipeline.yml': `steps:\n  - name: loud\n    image: alpine\n    commands: [${JSON.stringify(script)}]\n`,
     });
@@ -143,7 +143,6 @@ describe('step-log compaction', () => {
       executor: new LocalExecutor(),
       log: pino({ level: 'silent' }),
       pollWait: 1,
-      logFlushMs: 20,
     });
     await agent.start();
     let done: { status: string };
