@@ -19,8 +19,9 @@ const RETRY_MS = 10 * 60_000;
 const ORPHAN_MS = 60 * 60_000;
 /** The largest object one compaction writes (a chunk row's size is a 32-bit integer). */
 const MAX_OBJECT = 1024 ** 3;
-/** Objects whose deletion is due, per sweep query. */
+/** Objects whose deletion is due, per sweep query, and deletions in flight at once. */
 const SWEEP = 500;
+const DELETES_AT_ONCE = 16;
 
 export type CompactionSettings = {
   /** How often the worker looks for ended steps (0: compaction off). */
@@ -184,14 +185,15 @@ export class LogCompactor {
     let deleted = 0;
     for (;;) {
       const due = await db.dueGarbage(this.d.em().fork(), SWEEP);
-      for (const g of due) {
-        if (!g.referenced) await this.d.blobs.delete(g.blob_key);
+      const unused = due.filter((g) => !g.referenced);
+      for (let i = 0; i < unused.length; i += DELETES_AT_ONCE) {
+        await Promise.all(unused.slice(i, i + DELETES_AT_ONCE).map((g) => this.d.blobs.delete(g.blob_key)));
       }
       await db.dropGarbage(
         this.d.em().fork(),
         due.map((g) => g.id),
       );
-      const n = due.filter((g) => !g.referenced).length;
+      const n = unused.length;
       deleted += n;
       if (n > 0) this.deletions.inc(n);
       if (due.length < SWEEP) return deleted;
