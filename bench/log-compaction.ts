@@ -66,9 +66,9 @@ const quantiles = async (fn: () => Promise<unknown>) => {
   return `p50 ${q(0.5).toFixed(1)} ms, p90 ${q(0.9).toFixed(1)} ms`;
 };
 const objects = async (prefix: string) => {
-  let n = 0;
-  for await (const _ of minio.client().listObjectsV2(BUCKET, prefix, true)) n += 1;
-  return n;
+  const names: unknown[] = [];
+  for await (const o of minio.client().listObjectsV2(BUCKET, prefix, true)) names.push(o);
+  return names.length;
 };
 
 try {
