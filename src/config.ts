@@ -1,8 +1,8 @@
 import { withSecrets } from './secrets.ts';
-import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { corsOrigins, trustProxy } from './http/proxy-settings.ts';
 import { durationVar, webhookEnv, webhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 import { sandboxEnvShape, sandboxOptions, size, type SandboxOptions } from '../agent/executors/sandbox.ts';
 import { parseDuration } from './pipelines/pipeline-file.ts';
@@ -12,6 +12,11 @@ import { LOG_FORMATS, type LogFormat } from './telemetry/logger.ts';
 import { API_VARIANTS, type ApiVariant } from './domain/variant.ts';
 import { storageEnvShape, storageSettings, type StorageSettings } from './storage-node/settings.ts';
 import { databaseEnvShape, databaseSettings, type DatabaseSettings } from './db/settings.ts';
+import {
+  housekeepingEnv,
+  housekeepingSettings,
+  type HousekeepingSettings,
+} from './pipelines/housekeeping-settings.ts';
 
 const stepTimeout = z.string().transform((v, ctx) => {
   const seconds = parseDuration(v, true);
@@ -29,46 +34,6 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
-
-/** `false`, `true`, a hop count, or a comma list of proxy addresses/CIDRs (or loopback, linklocal, uniquelocal). */
-const trustProxy = z.string().transform((v, ctx): boolean | number | string => {
-  const t = v.trim().toLowerCase();
-  if (t === 'false' || t === '0' || t === 'no') return false;
-  if (t === 'true' || t === 'yes') return true;
-  if (/^\d+$/.test(t)) return Number(t);
-  const items = t.split(',').map((x) => x.trim());
-  const okItem = (x: string) => {
-    if (['loopback', 'linklocal', 'uniquelocal'].includes(x)) return true;
-    const [addr = '', bits, ...more] = x.split('/');
-    const family = isIP(addr);
-    if (family === 0 || more.length > 0) return false;
-    return bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
-  };
-  if (items.every(okItem)) return items.join(',');
-  ctx.addIssue({
-    code: 'custom',
-    message: 'must be false, true, a hop count or a comma list of addresses/CIDRs',
-  });
-  return z.NEVER;
-});
-
-/** A comma list of web origins (`https://app.example`), each as browsers send it in `Origin`. */
-const corsOrigins = z.string().transform((v, ctx): string[] => {
-  const items = v
-    .split(',')
-    .map((x) => x.trim())
-    .filter((x) => x !== '');
-  const origins: string[] = [];
-  for (const item of items) {
-    const origin = /^https?:\/\/[^/?#\s]+\/?$/i.test(item) ? URL.parse(item)?.origin : undefined;
-    if (origin === undefined || origin === 'null') {
-      ctx.addIssue({ code: 'custom', message: `${item}: an origin is scheme://host[:port], without a path` });
-      return z.NEVER;
-    }
-    origins.push(origin);
-  }
-  return origins;
-});
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -126,6 +91,7 @@ const envSchema = z.object({
   TRIAD_API_VARIANT: z.enum(API_VARIANTS).default('current'),
   ...storageEnvShape,
   ...webhookEnv,
+  ...housekeepingEnv,
   TRIAD_TRANSPORT_TIMEOUT_SECONDS: z.coerce.number().positive().default(600),
   TRIAD_TRANSPORT_MAX_BODY_BYTES: size(1).default(1024 * 1024 * 1024),
   TRIAD_TRANSPORT_SPOOL_DIR: optionalString,
@@ -232,6 +198,8 @@ export type Config = {
   storage: StorageSettings;
   /** Webhook delivery: allowed targets, retries, deadline, auto-disable, history retention. */
   webhooks: WebhookSettings;
+  /** CI housekeeping: the pipeline retention policy (off unless set) and step-log compaction. */
+  housekeeping: HousekeepingSettings;
   /**
    * Clone/push at clone URLs: run time limit, request body cap, where bodies are spooled, backend
    * runs at once and waiting (503 with `Retry-After` beyond), Mercurial's pooled hgweb workers.
@@ -354,6 +322,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiVariant: e.TRIAD_API_VARIANT,
     storage: storageSettings(e),
     webhooks: webhookSettings(e),
+    housekeeping: housekeepingSettings(e),
     transport: {
       timeoutMs: e.TRIAD_TRANSPORT_TIMEOUT_SECONDS * 1000,
       maxBodyBytes: e.TRIAD_TRANSPORT_MAX_BODY_BYTES,

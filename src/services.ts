@@ -151,6 +151,7 @@ export function createServices(deps: AppDeps): Services {
     repos,
     users,
     agents,
+    housekeeping: deps.config.housekeeping,
   });
   const revs = new CommitRevs({ em, vcs });
   const contents = new ContentsService(repos, vcs, deps.config.limits, {

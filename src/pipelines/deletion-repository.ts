@@ -4,14 +4,14 @@ import type { PipelineStatus } from './model.ts';
 
 /** The queries of pipeline deletion (web only): which rows a deletion takes, and the delete. */
 
-export type DeletableRow = { id: number; number: number; status: PipelineStatus };
+export type DeletableRow = { id: number; repo_id: number; number: number; status: PipelineStatus };
 
 const FAILED = `status in ('failure', 'error')`;
 
 /** The pipelines of `repoId` with these numbers, locked for the deleting transaction. */
 export function lockNumbers(tx: Db, repoId: number, numbers: readonly number[]): Promise<DeletableRow[]> {
   return tx.execute<DeletableRow[]>(
-    `select id, number, status from pipelines
+    `select id, repo_id, number, status from pipelines
       where repo_id = ? and number = any(?::int[]) order by number for update`,
     [repoId, intArray(numbers)],
   );
@@ -20,7 +20,7 @@ export function lockNumbers(tx: Db, repoId: number, numbers: readonly number[]):
 /** The failed pipelines of `repoId` numbered up to `upTo`, locked for the deleting transaction. */
 export function lockFailed(tx: Db, repoId: number, upTo: number): Promise<DeletableRow[]> {
   return tx.execute<DeletableRow[]>(
-    `select id, number, status from pipelines
+    `select id, repo_id, number, status from pipelines
       where repo_id = ? and number <= ? and ${FAILED} order by number for update`,
     [repoId, upTo],
   );

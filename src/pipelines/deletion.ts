@@ -37,7 +37,7 @@ export class PipelineDeletion {
     const wanted = [...new Set(numbers)];
     if (wanted.length === 0) throw ApiError.validation('no pipeline selected');
     if (wanted.length > MAX_DELETE) throw ApiError.validation(`at most ${MAX_DELETE} pipelines at once`);
-    return this.run(repoId, async (tx) => {
+    return this.run(async (tx) => {
       const rows = await db.lockNumbers(tx, repoId, wanted);
       const missing = wanted.filter((n) => !rows.some((r) => r.number === n));
       if (missing.length > 0) throw ApiError.notFound(`pipeline ${missing.map((n) => `#${n}`).join(', ')}`);
@@ -51,21 +51,37 @@ export class PipelineDeletion {
    * numbers deleted.
    */
   deleteFailed(repoId: number, upTo: number): Promise<number[]> {
-    return this.run(repoId, (tx) => db.lockFailed(tx, repoId, upTo));
+    return this.run((tx) => db.lockFailed(tx, repoId, upTo));
   }
 
-  private async run(repoId: number, pick: (tx: EntityManager) => Promise<DeletableRow[]>): Promise<number[]> {
-    const rows = await this.d.em().transactional(async (tx) => {
-      const picked = await pick(tx);
-      refuseActive(picked);
-      if (picked.length === 0) return picked;
-      await keepNumbersUsed(tx, 'pipelines', repoId, await db.newestNumber(tx, repoId));
-      await db.deleteIds(
-        tx,
-        picked.map((r) => r.id),
-      );
-      return picked;
-    });
+  private async run(pick: (tx: EntityManager) => Promise<DeletableRow[]>): Promise<number[]> {
+    const rows = await this.deleteWhere(pick);
+    return rows.map((r) => r.number);
+  }
+
+  /**
+   * The one deletion path (the web's deletions and the retention policy, retention.ts): in one
+   * transaction, the pipelines `pick` chose and locked go with their steps, log chunk records
+   * and clone tokens (by cascade), the numbers used stay used in each repository; then their log
+   * objects. Answers the rows deleted. A pending or running pipeline is never deleted.
+   */
+  async deleteWhere(pick: (tx: EntityManager) => Promise<DeletableRow[]>): Promise<DeletableRow[]> {
+    const rows = await this.d
+      .em()
+      .fork()
+      .transactional(async (tx) => {
+        const picked = await pick(tx);
+        refuseActive(picked);
+        if (picked.length === 0) return picked;
+        for (const repoId of new Set(picked.map((r) => r.repo_id))) {
+          await keepNumbersUsed(tx, 'pipelines', repoId, await db.newestNumber(tx, repoId));
+        }
+        await db.deleteIds(
+          tx,
+          picked.map((r) => r.id),
+        );
+        return picked;
+      });
     // The log objects go once the records are gone: a store that fails here leaves objects no
     // record points to (logged), never a pipeline without its log.
     for (const r of rows) {
@@ -73,7 +89,7 @@ export class PipelineDeletion {
         this.d.log.warn({ err: e, pipeline: r.id }, 'the log objects of a deleted pipeline were not removed');
       });
     }
-    return rows.map((r) => r.number);
+    return rows;
   }
 }
 

@@ -114,13 +114,6 @@ export function step(db: Db, id: number): Promise<StepRow | undefined> {
   return first<StepRow>(db, 'select * from pipeline_steps where id = ?', [id]);
 }
 
-export function logChunks(db: Db, stepId: number): Promise<LogChunkRow[]> {
-  return db.execute<LogChunkRow[]>(
-    'select "offset", size, blob_key from step_log_chunks where step_id = ? order by "offset"',
-    [stepId],
-  );
-}
-
 /** The log chunks of a step that hold bytes of `start` (inclusive) to `end` (exclusive). */
 export function logChunksFrom(db: Db, stepId: number, start: number, end: number): Promise<LogChunkRow[]> {
   return db.execute<LogChunkRow[]>(

@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.ts';
@@ -16,6 +15,10 @@ import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
 import { PipelineDeletion } from './deletion.ts';
 import { StepLogs } from './step-logs.ts';
+import { primed, readLog } from './log-reader.ts';
+import { LogCompactor } from './log-compaction.ts';
+import { PipelineRetention } from './retention.ts';
+import { DEFAULT_HOUSEKEEPING, type HousekeepingSettings } from './housekeeping-settings.ts';
 import { Reaper, type AgentLiveness } from './reaper.ts';
 import { PipelineTrigger } from './trigger.ts';
 import * as db from './repository.ts';
@@ -42,6 +45,8 @@ export type PipelinesDeps = {
   repos: Pick<ReposService, 'handleById'>;
   users: Pick<UsersService, 'createCloneToken' | 'revokeCloneTokens' | 'usernames'>;
   agents: AgentLiveness;
+  /** Retention policy and step-log compaction (defaults: DEFAULT_HOUSEKEEPING). */
+  housekeeping?: HousekeepingSettings;
 };
 
 /** A step log to send: its headers and its bytes. */
@@ -64,6 +69,10 @@ export class PipelinesService {
   readonly deletion: PipelineDeletion;
   /** Whole and live step logs (web only). */
   readonly stepLogs: StepLogs;
+  /** Step logs compacted into one object once their step ended (a periodic worker). */
+  readonly compactor: LogCompactor;
+  /** The retention policy of pipelines (TRIAD_RETENTION_DAYS, TRIAD_RETENTION_KEEP). */
+  readonly retention: PipelineRetention;
 
   constructor(deps: PipelinesDeps) {
     this.d = deps;
@@ -112,6 +121,21 @@ export class PipelinesService {
     });
     this.deletion = new PipelineDeletion({ em: deps.em, blobs: deps.blobs, log: deps.log });
     this.stepLogs = new StepLogs({ em: deps.em, blobs: deps.blobs, waker: this.waker });
+    const housekeeping = deps.housekeeping ?? DEFAULT_HOUSEKEEPING;
+    this.compactor = new LogCompactor({
+      ...housekeeping.logCompaction,
+      em: deps.em,
+      blobs: deps.blobs,
+      log: deps.log,
+      metrics: deps.metrics,
+    });
+    this.retention = new PipelineRetention({
+      em: deps.em,
+      log: deps.log,
+      metrics: deps.metrics,
+      deletion: this.deletion,
+      settings: housekeeping.retention,
+    });
     this.agentSide = new AgentProtocol({
       em: deps.em,
       blobs: deps.blobs,
@@ -127,11 +151,14 @@ export class PipelinesService {
   async start(): Promise<void> {
     await this.waker.start();
     this.reaper.start();
+    this.compactor.start();
+    this.retention.start();
   }
 
   /** Stops the reaper; long polls in flight answer 204 at once and new ones do not wait. */
   async stop(): Promise<void> {
     this.reaper.stop();
+    await Promise.all([this.compactor.stop(), this.retention.stop()]);
     await this.waker.close();
   }
 
@@ -225,7 +252,6 @@ export class PipelinesService {
     if (step === undefined) throw ApiError.notFound('step');
     // A step that never started has no log (404); a started one answers its log, even if empty.
     if (step.started_at === null && Number(step.log_size) === 0) throw ApiError.notFound('log');
-    const chunks = await db.logChunks(this.em(), step.id);
     const total = Number(step.log_size);
     const length = Math.min(total, LOG_READ_CAP);
     const headers: Record<string, string> = {
@@ -235,38 +261,9 @@ export class PipelinesService {
       'X-Svc-Step-Number': String(step.number),
     };
     if (total > LOG_READ_CAP || step.log_truncated) headers['X-Svc-Log-Truncated'] = 'true';
-    // The first chunk is opened before answering, so a blob store that cannot be read is a 503,
-    // not a 200 cut short.
-    const first =
-      chunks[0] === undefined || length === 0 ? undefined : await this.d.blobs.get(chunks[0].blob_key);
-    return { headers, body: this.logBytes(chunks, length, first) };
-  }
-
-  /** The first `length` bytes of the log chunks (chunks appended after the read are not part of it). */
-  private async *logBytes(
-    chunks: readonly db.LogChunkRow[],
-    length: number,
-    opened: Readable | undefined,
-  ): AsyncGenerator<Buffer> {
-    let left = length;
-    let first = opened;
-    for (const c of chunks) {
-      if (left <= 0) {
-        first?.destroy();
-        return;
-      }
-      const stream = first ?? (await this.d.blobs.get(c.blob_key));
-      first = undefined;
-      try {
-        for await (const piece of stream as AsyncIterable<Buffer>) {
-          const part = piece.length > left ? piece.subarray(0, left) : piece;
-          left -= part.length;
-          yield part;
-          if (left <= 0) return;
-        }
-      } finally {
-        stream.destroy();
-      }
-    }
+    // The log is opened before answering, so a blob store that cannot be read is a 503, not a
+    // 200 cut short.
+    const body = await primed(readLog(() => this.em(), this.d.blobs, step.id, 0, length));
+    return { headers, body };
   }
 }

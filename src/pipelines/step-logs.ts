@@ -1,8 +1,8 @@
-import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ApiError } from '../http/errors.ts';
 import type { BlobStore } from '../storage/index.ts';
 import { FINAL, STEP_FINAL } from './model.ts';
+import { readLog } from './log-reader.ts';
 import type { QueueWaker } from './queue-waker.ts';
 import * as db from './repository.ts';
 import type { StepRow } from './repository.ts';
@@ -57,26 +57,9 @@ export class StepLogs {
     return stateOf(step, FINAL.includes(p.status));
   }
 
-  /** The bytes `start` (inclusive) to `end` (exclusive) of a step's log. */
-  async *range(stepId: number, start: number, end: number): AsyncGenerator<Buffer> {
-    if (end <= start) return;
-    const chunks = await db.logChunksFrom(this.d.em(), stepId, start, end);
-    for (const c of chunks) {
-      const offset = Number(c.offset);
-      const from = Math.max(start, offset) - offset;
-      const to = Math.min(end, offset + c.size) - offset; // exclusive
-      if (to <= from) continue;
-      const whole = from === 0 && to === c.size;
-      const stream: Readable = await this.d.blobs.get(
-        c.blob_key,
-        whole ? undefined : { start: from, end: to - 1 },
-      );
-      try {
-        for await (const piece of stream as AsyncIterable<Buffer>) yield piece;
-      } finally {
-        stream.destroy();
-      }
-    }
+  /** The bytes `start` (inclusive) to `end` (exclusive) of a step's log (a compaction meanwhile is no gap: see readLog). */
+  range(stepId: number, start: number, end: number): AsyncGenerator<Buffer> {
+    return readLog(this.d.em, this.d.blobs, stepId, start, end);
   }
 
   /**

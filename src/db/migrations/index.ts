@@ -18,6 +18,7 @@ import { Migration0019ApiVariant } from './0019-api-variant.ts';
 import { Migration0020StorageNodes } from './0020-storage-nodes.ts';
 import { Migration0021StepResources } from './0021-step-resources.ts';
 import { Migration0022ClusterLeases } from './0022-cluster-leases.ts';
+import { Migration0023LogCompaction } from './0023-log-compaction.ts';
 import { Migration0024Protections } from './0024-protections.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
@@ -42,5 +43,6 @@ export const migrations = [
   { name: '0020-storage-nodes', class: Migration0020StorageNodes },
   { name: '0021-step-resources', class: Migration0021StepResources },
   { name: '0022-cluster-leases', class: Migration0022ClusterLeases },
+  { name: '0023-log-compaction', class: Migration0023LogCompaction },
   { name: '0024-protections', class: Migration0024Protections },
 ];
