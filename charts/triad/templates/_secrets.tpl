@@ -9,7 +9,8 @@ change at every `helm template` or Argo CD render). Each credential is, in this 
 
 {{/* The clone init container's image of step pods: agent.steps.cloneImage, else cloneImage.* */}}
 {{- define "triad.cloneImage" -}}
-{{- default (printf "%s:%s" .Values.cloneImage.repository (default .Chart.AppVersion .Values.cloneImage.tag)) .Values.agent.steps.cloneImage -}}
+{{- $tag := .Values.cloneImage.tag | default .Values.image.tag | default .Chart.AppVersion -}}
+{{- default (printf "%s:%s" .Values.cloneImage.repository $tag) .Values.agent.steps.cloneImage -}}
 {{- end -}}
 
 {{/* credential -> the standard key in a Secret */}}
