@@ -88,13 +88,18 @@ export type HelmOptions = KubectlOptions & { credentials?: boolean };
 
 /**
  * helm with its cache/config/data under the control plane's directory (never the user's).
- * Rendering commands get TEST_CREDENTIALS first, so a test's own values and --set win over it.
+ * Rendering commands get TEST_CREDENTIALS first, so a test's own values and --set win over it;
+ * not an upgrade that reuses the release's values (which hold the credentials already, and which
+ * a new values file would override).
  */
 export function helm(args: string[], o: HelmOptions = {}): Promise<Run> {
   const home = path.join(cluster().dir, 'helm');
   const [command, ...rest] = args;
   const withCredentials =
-    o.credentials !== false && command !== undefined && RENDERING.has(command)
+    o.credentials !== false &&
+    command !== undefined &&
+    RENDERING.has(command) &&
+    !rest.some((a) => /^--(reset-then-)?reuse-values$/.test(a))
       ? [command, '-f', TEST_CREDENTIALS, ...rest]
       : args;
   return run(
