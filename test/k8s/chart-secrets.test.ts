@@ -70,12 +70,17 @@ describe('chart credentials', () => {
     );
     expect(all.code).not.toBe(0);
     expect(all.stderr).toContain(
-      'credentials missing: set secrets.agentToken (or secrets.existingSecrets.agentToken), ' +
-        'secrets.operatorToken (or secrets.existingSecrets.operatorToken), ' +
+      'credentials missing: set secrets.operatorToken (or secrets.existingSecrets.operatorToken), ' +
         'secrets.storageSecret (or secrets.existingSecrets.storageSecret), ' +
         's3.accessKey (or secrets.existingSecrets.s3AccessKey), s3.secretKey (or secrets.existingSecrets.s3SecretKey); ' +
-        'or set secrets.existingSecret to a Secret of yours with the keys agent-token, operator-token, storage-secret, s3-access-key, s3-secret-key.',
+        'or set secrets.existingSecret to a Secret of yours with the keys operator-token, storage-secret, s3-access-key, s3-secret-key.',
     );
+    // the operator's pools have tokens of their own: no agent token needed, none given to the server
+    const operator = await render(['agent.mode=operator', 'secrets.operatorToken=op-1']);
+    expect([...secretRefs(operator).keys()].sort()).toEqual([
+      'Deployment/t-triad TRIAD_OPERATOR_TOKEN',
+      'Deployment/t-triad-operator TRIAD_OPERATOR_TOKEN',
+    ]);
     // one Secret of the user's holding the standard keys is enough
     const existing = await render(['secrets.existingSecret=mine']);
     expect(existing.filter((d) => d.kind === 'Secret')).toEqual([]);

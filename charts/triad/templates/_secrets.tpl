@@ -75,7 +75,9 @@ name: {{ include "triad.secretName" $root | quote }}, key: {{ $std | quote }}
 
 {{/* The credentials this configuration needs (a YAML list). */}}
 {{- define "triad.requiredCredentials" -}}
+{{- if and .Values.agent.enabled (eq .Values.agent.mode "deployment") }}
 - agentToken
+{{- end }}
 {{- if and .Values.agent.enabled (eq .Values.agent.mode "operator") }}
 - operatorToken
 {{- end }}
