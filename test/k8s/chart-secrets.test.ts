@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { parseAllDocuments } from 'yaml';
 import { CHART, deleteNamespace, helm, helmOk, kubectl, newNamespace } from './harness/kube.ts';
 import { installCrds } from './harness/objects.ts';
+import { installAgentPoolCrd } from './harness/operator.ts';
 
 type Doc = { kind: string; metadata: { name: string }; spec?: any; stringData?: Record<string, string> };
 type Ref = { name: string; key: string };
@@ -19,6 +20,7 @@ type Ref = { name: string; key: string };
 const made: string[] = [];
 beforeAll(async () => {
   await installCrds();
+  await installAgentPoolCrd();
 });
 afterAll(async () => {
   for (const n of made) await deleteNamespace(n);
