@@ -11,16 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { PolicyV1Api, type V1Container, type V1EnvVar } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import {
-  CHART,
-  clients,
-  cluster,
-  deleteNamespace,
-  helm,
-  helmOk,
-  newNamespace,
-  testCredentials,
-} from './harness/kube.ts';
+import { CHART, clients, cluster, deleteNamespace, helm, helmOk, newNamespace } from './harness/kube.ts';
 import { everythingIn, installCrds, waitUntilOnly } from './harness/objects.ts';
 
 const NODES = path.join(CHART, 'ci', 'storage-nodes-values.yaml');
@@ -181,7 +172,7 @@ describe('helm install with storage.mode=nodes', () => {
       ]),
     );
     expect(objects.filter((o) => o.startsWith('persistentvolumeclaim/s-triad'))).toEqual([]);
-    expect(await storageSecret(ns)).toBe(testCredentials().secrets.storageSecret);
+    expect(await storageSecret(ns)).toBe('nodes-storage-secret');
 
     // the headless Service: every node by name, ready or not
     const svc = await core.readNamespacedService({ name: 's-triad-storage', namespace: ns });
