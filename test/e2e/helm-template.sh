@@ -12,7 +12,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 echo "== helm lint"
-"$HELM" lint charts/triad --strict "${KV[@]}" >/dev/null
+"$HELM" lint charts/triad --strict "${KV[@]}" --set secrets.agentToken=agt >/dev/null
 
 render() { # name, args...
   local name=$1
@@ -20,8 +20,9 @@ render() { # name, args...
   "$HELM" template t charts/triad -n triad "${KV[@]}" "$@" >"$out/$name.yaml"
 }
 
-render default
-render keda --set agent.autoscaling.mode=keda --set agent.capacity=3
+# the chart generates no credentials: the agent token is given
+render default --set secrets.agentToken=agt
+render keda --set secrets.agentToken=agt --set agent.autoscaling.mode=keda --set agent.capacity=3
 render full \
   --set server.replicas=3 --set database.url=postgres://u:p@db/triad \
   --set s3.endpoint=minio:9000 --set s3.accessKey=a --set s3.secretKey=b \
@@ -33,6 +34,13 @@ render full \
   --set agent.steps.nodeSelector.pool=ci --set 'agent.steps.imagePullSecrets={reg1,reg2}' \
   --set agent.steps.runAsUser=0 --set image.tag=1.2.3
 render existing --set secrets.existingSecret=mine
+
+echo "== no credential given: refused, naming the value"
+refusal=$("$HELM" template t charts/triad "${KV[@]}" 2>&1 || true)
+if [[ "$refusal" != *"credentials missing: set secrets.agentToken"* ]]; then
+  echo "FAIL: rendering without credentials did not name secrets.agentToken" >&2
+  exit 1
+fi
 
 echo "== a second replica without an external database is refused"
 if "$HELM" template t charts/triad "${KV[@]}" --set server.replicas=2 >/dev/null 2>&1; then
@@ -71,14 +79,14 @@ check("default: Recreate strategy and RWO volume with one replica and the embedd
 check("agent: kubernetes executor, server URL, POD_NAME from the downward API, capacity, metrics port",
   ae.TRIAD_AGENT_EXECUTOR === "kubernetes" && ae.TRIAD_AGENT_SERVER === "http://t-triad.triad.svc:3000"
   && ae.POD_NAME.fieldRef.fieldPath === "metadata.name" && ae.TRIAD_AGENT_CAPACITY === "4"
-  && ae.TRIAD_AGENT_METRICS_PORT === "9090" && ae.TRIAD_AGENT_CLONE_IMAGE === "triad:0.1.0"
+  && ae.TRIAD_AGENT_METRICS_PORT === "9090" && ae.TRIAD_AGENT_CLONE_IMAGE === "triad-clone:0.1.0"
   && ae.TRIAD_AGENT_TOKEN.secretKeyRef.key === "agent-token");
 check("agent: /healthz probe on the metrics port", agent.spec.template.spec.containers[0].livenessProbe.httpGet.port === "metrics");
 check("agent: no replicas field under the HPA", agent.spec.replicas === undefined);
 const role = find(d, "Role");
 check("role: pods, pods/log, events, persistentvolumeclaims", JSON.stringify(role.rules.map((r) => r.resources).flat())
   === JSON.stringify(["pods", "pods/log", "events", "persistentvolumeclaims"]));
-check("secret: a generated agent token", find(d, "Secret").stringData["agent-token"].length === 48);
+check("secret: the given agent token", find(d, "Secret").stringData["agent-token"] === "agt");
 
 const k = load("keda");
 const so = find(k, "ScaledObject");
@@ -101,7 +109,7 @@ check("full: fixed agent replicas, no HPA", fa.spec.replicas === 2 && !find(f, "
 check("full: step options reach the agent", fae.TRIAD_AGENT_NAMESPACE === "ci-steps" && fae.TRIAD_AGENT_STORAGE_CLASS === "fast"
   && fae.TRIAD_AGENT_MEMORY_LIMIT === "2Gi" && fae.TRIAD_AGENT_CPU_REQUEST === "500m"
   && fae.TRIAD_AGENT_NODE_SELECTOR === "{\"pool\":\"ci\"}" && fae.TRIAD_AGENT_IMAGE_PULL_SECRETS === "reg1,reg2"
-  && fae.TRIAD_AGENT_RUN_AS_USER === "0" && fae.TRIAD_AGENT_CLONE_IMAGE === "triad:1.2.3");
+  && fae.TRIAD_AGENT_RUN_AS_USER === "0" && fae.TRIAD_AGENT_CLONE_IMAGE === "triad-clone:1.2.3");
 const roles = f.filter((x) => x.kind === "Role");
 check("full: the only agent Role is in the step namespace", roles.length === 1
   && roles[0].metadata.namespace === "ci-steps");

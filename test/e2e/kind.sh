@@ -70,6 +70,8 @@ api() { # method path [json]
 
 step "building $IMAGE"
 docker build -t "$IMAGE" "$ROOT"
+# the clone init container of step pods (the chart's cloneImage, tagged like image.tag)
+docker build -f "$ROOT/docker/clone.Dockerfile" -t "triad-clone:${IMAGE##*:}" "$ROOT/docker"
 docker pull -q "$STEP_IMAGE" >/dev/null
 docker pull -q postgres:17-alpine >/dev/null
 
@@ -87,7 +89,7 @@ fi
 kubectl config use-context "kind-$CLUSTER" >/dev/null
 
 step "loading images into the cluster"
-kind load docker-image --name "$CLUSTER" "$IMAGE" "$STEP_IMAGE" postgres:17-alpine
+kind load docker-image --name "$CLUSTER" "$IMAGE" "triad-clone:${IMAGE##*:}" "$STEP_IMAGE" postgres:17-alpine
 
 step "installing PostgreSQL and the chart"
 kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f -

@@ -3,7 +3,7 @@
  * installed with `helm --wait` into a namespace enforcing the restricted Pod Security profile: the
  * storage nodes' StatefulSet (a ReadWriteOnce claim per node, which the kwok provisioner binds),
  * its headless Service, API servers without a repository volume, the PodDisruptionBudgets; then
- * scaled by an upgrade that keeps the generated storage secret, and uninstalled leaving only the
+ * scaled by an upgrade that keeps the storage secret, and uninstalled leaving only the
  * nodes' volumes. And what `helm template` refuses or chooses: no external database or object
  * store in nodes mode, the update strategy of the server Deployment in local mode.
  */
@@ -172,7 +172,7 @@ describe('helm install with storage.mode=nodes', () => {
       ]),
     );
     expect(objects.filter((o) => o.startsWith('persistentvolumeclaim/s-triad'))).toEqual([]);
-    expect(await storageSecret(ns)).toMatch(/^[A-Za-z0-9]{48}$/);
+    expect(await storageSecret(ns)).toBe('nodes-storage-secret');
 
     // the headless Service: every node by name, ready or not
     const svc = await core.readNamespacedService({ name: 's-triad-storage', namespace: ns });
@@ -249,7 +249,7 @@ describe('helm install with storage.mode=nodes', () => {
     ]);
   });
 
-  test('when upgraded with a third node, then it gets its own volume and the generated storage secret stays', async () => {
+  test('when upgraded with a third node, then it gets its own volume and the storage secret stays', async () => {
     const before = await storageSecret(ns);
     const r = await helm([
       ...['upgrade', 's', CHART, '-n', ns, '--reuse-values', '--set', 'storage.nodes.replicas=3'],

@@ -17,6 +17,7 @@ import {
   kubectl,
   kubectlOk,
   newNamespace,
+  testCredentials,
 } from './harness/kube.ts';
 import { everythingIn, installCrds, waitUntilOnly } from './harness/objects.ts';
 
@@ -172,10 +173,10 @@ describe('helm install with the default values', () => {
     ]);
     // no database.url: no migration hook (the embedded database migrates at start)
     expect(await jobEvents(ns, 't-triad-migrate')).toEqual([]);
-    expect(await secretToken(ns, 't-triad')).toMatch(/^[A-Za-z0-9]{48}$/);
+    expect(await secretToken(ns, 't-triad')).toBe(testCredentials().secrets.agentToken);
   });
 
-  test('when upgraded, then the generated agent token is kept and the change is applied', async () => {
+  test('when upgraded, then the agent token is kept and the change is applied', async () => {
     const before = await secretToken(ns, 't-triad');
     const r = await helm([
       'upgrade',
@@ -271,8 +272,9 @@ describe('helm install with every optional block on', () => {
     });
   });
 
-  test('when upgraded, then the pre-upgrade migration runs again and the generated token stays', async () => {
+  test('when upgraded, then the pre-upgrade migration runs again and the agent token stays', async () => {
     const before = await secretToken(ns, 'a-triad');
+    expect(before).toBe('all-on-agent-token');
     const r = await helm([
       'upgrade',
       'a',

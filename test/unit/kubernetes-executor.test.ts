@@ -37,7 +37,7 @@ class FakePod {
   private cs(name: string, state: Json) {
     return {
       name,
-      image: name === 'clone' ? 'triad:latest' : this.stepImage,
+      image: name === 'clone' ? 'triad-clone:latest' : this.stepImage,
       imageID: '',
       ready: false,
       restartCount: 0,

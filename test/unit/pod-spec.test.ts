@@ -279,7 +279,7 @@ describe('step pod', () => {
 
   test('when built, then the init container clones with the clone image into the workspace', () => {
     expect(initOf(pod).name).toBe('clone');
-    expect(initOf(pod).image).toBe('triad:latest');
+    expect(initOf(pod).image).toBe('triad-clone:latest');
     expect(initOf(pod).command).toEqual(['sh', '-c', cloneInitScript(job(), '/workspace')]);
     expect(envOf(initOf(pod))).toMatchObject({ GIT_TERMINAL_PROMPT: '0', HGPLAIN: '1', USER: 'triad' });
     const p = stepPod(
@@ -449,7 +449,7 @@ describe('pod status', () => {
   const base = (status: V1Pod['status']): V1Pod => ({ metadata: { name: 'p' }, status });
   const waiting = (name: string, reason: string, message = '') => ({
     name,
-    image: name === 'clone' ? 'triad:latest' : 'nope:1',
+    image: name === 'clone' ? 'triad-clone:latest' : 'nope:1',
     imageID: '',
     ready: false,
     restartCount: 0,

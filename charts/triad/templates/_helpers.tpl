@@ -74,20 +74,21 @@ true
 {{- define "triad.validate" -}}
 {{- $replicas := int (include "triad.serverReplicas" .) -}}
 {{- if eq .Values.storage.mode "nodes" -}}
-{{- if not (or .Values.database.url .Values.secrets.existingSecret) -}}
-{{- fail "storage.mode=nodes needs an external PostgreSQL, where the storage nodes register: set database.url (or secrets.existingSecret with a database-url key)" -}}
+{{- if not (include "triad.credentialGiven" (list . "databaseUrl")) -}}
+{{- fail "storage.mode=nodes needs an external PostgreSQL, where the storage nodes register: set database.url (or secrets.existingSecrets.databaseUrl, or secrets.existingSecret with a database-url key)" -}}
 {{- end -}}
 {{- if not .Values.s3.endpoint -}}
 {{- fail "storage.mode=nodes needs an object store: set s3.endpoint (the servers keep no volume for step logs and release assets, and the storage nodes back repositories up there)" -}}
 {{- end -}}
 {{- else -}}
-{{- if and (not .Values.database.url) (not .Values.secrets.existingSecret) (gt $replicas 1) -}}
-{{- fail "server.replicas > 1 needs an external PostgreSQL: set database.url (or secrets.existingSecret with database-url)" -}}
+{{- if and (not (include "triad.credentialGiven" (list . "databaseUrl"))) (gt $replicas 1) -}}
+{{- fail "server.replicas > 1 needs an external PostgreSQL: set database.url (or secrets.existingSecrets.databaseUrl, or secrets.existingSecret with database-url)" -}}
 {{- end -}}
 {{- if and .Values.persistence.enabled (eq (include "triad.reposAccessMode" .) "ReadWriteOncePod") (gt $replicas 1) -}}
 {{- fail "persistence.accessMode=ReadWriteOncePod admits a single pod: server.replicas > 1 needs ReadWriteMany (or storage.mode=nodes)" -}}
 {{- end -}}
 {{- end -}}
+{{- include "triad.validateSecrets" . -}}
 {{- end -}}
 
 {{/* The object store variables, the same for the servers and the storage nodes. */}}
@@ -105,10 +106,10 @@ true
   value: {{ .Values.s3.redirectDownloads | quote }}
 - name: TRIAD_S3_ACCESS_KEY
   valueFrom:
-    secretKeyRef: { name: {{ include "triad.secretName" . }}, key: s3-access-key }
+    secretKeyRef: { {{ include "triad.secretRef" (list . "s3AccessKey") }} }
 - name: TRIAD_S3_SECRET_KEY
   valueFrom:
-    secretKeyRef: { name: {{ include "triad.secretName" . }}, key: s3-secret-key }
+    secretKeyRef: { {{ include "triad.secretRef" (list . "s3SecretKey") }} }
 {{- end }}
 {{- end -}}
 

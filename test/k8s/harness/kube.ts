@@ -17,6 +17,7 @@ import {
   type V1Namespace,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { toolPath } from '../../../scripts/tools/tools.ts';
 import type { ControlPlaneInfo } from './control-plane.ts';
 
@@ -73,12 +74,37 @@ export async function kubectlOk(args: string[], o: KubectlOptions = {}): Promise
   return must(`kubectl ${args.join(' ')}`, await kubectl(args, o));
 }
 
-/** helm with its cache/config/data under the control plane's directory (never the user's). */
-export function helm(args: string[], o: KubectlOptions = {}): Promise<Run> {
+/** The chart's required credentials for the tests (the chart generates none). */
+export const TEST_CREDENTIALS = path.join(import.meta.dirname, 'chart-credentials-values.yaml');
+const RENDERING = new Set(['template', 'install', 'upgrade', 'lint']);
+
+/** The values of TEST_CREDENTIALS. */
+export function testCredentials(): { secrets: Record<string, string>; s3: Record<string, string> } {
+  return parse(fs.readFileSync(TEST_CREDENTIALS, 'utf8')) as ReturnType<typeof testCredentials>;
+}
+
+/** `credentials: false`: without TEST_CREDENTIALS (given by default to rendering commands). */
+export type HelmOptions = KubectlOptions & { credentials?: boolean };
+
+/**
+ * helm with its cache/config/data under the control plane's directory (never the user's).
+ * Rendering commands get TEST_CREDENTIALS first, so a test's own values and --set win over it;
+ * not an upgrade that reuses the release's values (which hold the credentials already, and which
+ * a new values file would override).
+ */
+export function helm(args: string[], o: HelmOptions = {}): Promise<Run> {
   const home = path.join(cluster().dir, 'helm');
+  const [command, ...rest] = args;
+  const withCredentials =
+    o.credentials !== false &&
+    command !== undefined &&
+    RENDERING.has(command) &&
+    !rest.some((a) => /^--(reset-then-)?reuse-values$/.test(a))
+      ? [command, '-f', TEST_CREDENTIALS, ...rest]
+      : args;
   return run(
     toolPath('helm'),
-    args,
+    withCredentials,
     {
       KUBECONFIG: o.kubeconfig ?? cluster().kubeconfig,
       HELM_CACHE_HOME: path.join(home, 'cache'),
@@ -88,7 +114,7 @@ export function helm(args: string[], o: KubectlOptions = {}): Promise<Run> {
     o.input,
   );
 }
-export async function helmOk(args: string[], o: KubectlOptions = {}): Promise<string> {
+export async function helmOk(args: string[], o: HelmOptions = {}): Promise<string> {
   return must(`helm ${args.join(' ')}`, await helm(args, o));
 }
 
