@@ -4,7 +4,7 @@ import type { LogChunkRow } from './repository.ts';
 
 /**
  * The queries of step-log compaction (tables `step_log_compactions`, `step_log_chunks`,
- * `log_blob_garbage`; migration 0022): steps marked for compaction, the swap of a step's chunk
+ * `log_blob_garbage`; migration 0023): steps marked for compaction, the swap of a step's chunk
  * rows for one, and objects waiting to be deleted.
  */
 

@@ -39,7 +39,7 @@ export type LogCompactorDeps = CompactionSettings & {
 
 /**
  * Step-log compaction: an agent ships a step's log in many small chunks (one object and one row
- * each); once the step has ended (migration 0022's triggers mark it, whichever path ended it) a
+ * each); once the step has ended (migration 0023's triggers mark it, whichever path ended it) a
  * periodic worker, off the agent's request path, concatenates its chunks into ONE object, swaps
  * the chunk rows for one row (offset 0, the whole size) in one transaction, and only then lets the
  * old objects go, after a grace. Either the old rows or the new one are readable at every moment;
