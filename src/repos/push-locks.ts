@@ -24,7 +24,16 @@ export class PushLocks {
   private readonly pool: pg.Pool;
 
   constructor(url: string, max: number) {
-    this.pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 10_000, allowExitOnIdle: true });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max,
+      idleTimeoutMillis: 10_000,
+      allowExitOnIdle: true,
+      // a lock session sits idle while a push's backend runs: TCP keepalives keep middleboxes from
+      // dropping it silently and let both ends notice a dead peer within minutes, not hours
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 30_000,
+    });
     // an idle connection that fails is dropped by the pool; the next acquire connects anew
     this.pool.on('error', () => undefined);
   }
@@ -76,6 +85,9 @@ export class PushLocks {
   }
 }
 
+/** How long an unlock may take before its connection is closed instead. */
+const UNLOCK_TIMEOUT_MS = 10_000;
+
 function held(c: pg.PoolClient, repoId: number, pid: number): HeldPushLock {
   let lost = false;
   const onError = () => {
@@ -90,9 +102,20 @@ function held(c: pg.PoolClient, repoId: number, pid: number): HeldPushLock {
     async release() {
       let failed: Error | undefined;
       if (!lost) {
-        await c.query('select pg_advisory_unlock($1, $2)', [PUSH_LOCK, repoId]).catch((e: unknown) => {
-          failed = e instanceof Error ? e : new Error(String(e));
+        // an unlock that gets no answer (a dead connection) closes the connection instead: the
+        // server frees a closed session's locks
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error('the push lock unlock got no answer')),
+            UNLOCK_TIMEOUT_MS,
+          );
         });
+        await Promise.race([c.query('select pg_advisory_unlock($1, $2)', [PUSH_LOCK, repoId]), late])
+          .catch((e: unknown) => {
+            failed = e instanceof Error ? e : new Error(String(e));
+          })
+          .finally(() => clearTimeout(timer));
       }
       c.off('error', onError);
       c.release(lost ? true : failed);

@@ -6,12 +6,12 @@ import { releaseLease, takeLease } from './lease-repository.ts';
 
 /** The lease of the replica that exports the cluster-wide gauges. */
 export const METRICS_LEASE = 'cluster-metrics';
-/** How long a replica keeps the lease without renewing it (it renews on every scrape). */
+/** How long a replica keeps the lease without renewing it (it renews on scrapes and every 20 s). */
 export const METRICS_LEASE_SECONDS = 60;
 
 /**
  * The election of one replica among those sharing a database: whoever takes the lease first holds
- * it while it keeps renewing it (every scrape), and another replica takes it once it lapsed (its
+ * it while it keeps renewing it (every scrape, and a third of the lease's length), and another replica takes it once it lapsed (its
  * holder died or stopped being scraped) or was released (its holder stopped). A lease row, not a
  * session-level advisory lock: it works through a transaction-mode pooler.
  */
@@ -25,6 +25,8 @@ export class ClusterLease {
   /** The question under way: the gauges of one scrape, collected at once, share it. */
   private asking: Promise<boolean> | undefined;
   private released = false;
+  /** While this replica holds the lease: renews it between scrapes (any scrape interval works). */
+  private renewal: NodeJS.Timeout | undefined;
 
   constructor(deps: { em: () => EntityManager; log: Logger; name?: string; seconds?: number }) {
     this.em = deps.em;
@@ -41,15 +43,36 @@ export class ClusterLease {
         this.log.warn({ err }, 'the cluster metrics lease could not be renewed');
         return false;
       })
+      .then((held) => {
+        this.keepRenewing(held);
+        return held;
+      })
       .finally(() => {
         this.asking = undefined;
       });
     return this.asking;
   }
 
+  /**
+   * A holder renews its lease every third of its length, so a scrape interval longer than the
+   * lease does not let it lapse (two replicas would then both export between their scrapes).
+   */
+  private keepRenewing(held: boolean): void {
+    if (!held || this.released) {
+      clearInterval(this.renewal);
+      this.renewal = undefined;
+      return;
+    }
+    if (this.renewal !== undefined) return;
+    this.renewal = setInterval(() => void this.holds(), Math.max(1000, (this.seconds * 1000) / 3));
+    this.renewal.unref();
+  }
+
   /** Gives the lease up at shutdown. */
   async release(): Promise<void> {
     this.released = true;
+    clearInterval(this.renewal);
+    this.renewal = undefined;
     await releaseLease(this.em().fork(), this.name, this.holder).catch(() => undefined);
   }
 }

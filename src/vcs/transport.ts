@@ -262,7 +262,9 @@ export async function serveBackend(
  */
 export function wireOperation(subpath: string, query: string): string {
   const q = new URLSearchParams(query);
-  const named = q.get('service') ?? q.get('cmd');
+  // Mercurial's `cmd` first: its query is the client's own, where any `service=` may ride along
+  // (its `cmd` is one of the known commands, and git's query holds only its known service)
+  const named = q.get('cmd') ?? q.get('service');
   if (named !== null) return named;
   const last = subpath
     .split('/')

@@ -7,7 +7,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.ts';
-import { freePort } from '../../src/db/database.ts';
+import { freePort, openOrm } from '../../src/db/database.ts';
+import { ClusterLease } from '../../src/telemetry/cluster-lease.ts';
+import { pino } from 'pino';
 import { startServer, type Running } from '../../src/server.ts';
 import { sample } from '../helpers/metrics.ts';
 import { Client, startTestServer, uniq, type TestServer } from '../helpers/server.ts';
@@ -128,5 +130,25 @@ describe('cluster-wide gauges', () => {
     const text = await scrape(stay);
     expect(exporters([text])).toEqual([0]);
     expect(sample(text, 'triad_webhook_jobs_queued')).toBe(1);
+  });
+
+  test('when scrapes come further apart than the lease lasts, then its holder keeps it between them', async () => {
+    const orm = await openOrm(a.dbUrl);
+    const log = pino({ level: 'silent' });
+    const lease = (n: string) => new ClusterLease({ em: () => orm.em, log, name: n, seconds: 2 });
+    const name = uniq('lease');
+    const [one, two] = [lease(name), lease(name)];
+    try {
+      expect(await one.holds()).toBe(true);
+      // past the lease's length, with no scrape of the holder in between
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(await two.holds()).toBe(false);
+      await one.release();
+      expect(await two.holds()).toBe(true);
+    } finally {
+      await one.release();
+      await two.release();
+      await orm.close();
+    }
   });
 });

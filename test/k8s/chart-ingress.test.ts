@@ -163,6 +163,14 @@ describe('the HTTPRoute', () => {
     const r = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: bad });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/backendRequest timeout cannot be longer than request timeout/);
+    // a request timeout alone below the default: the backend timeout follows it, and the CRD accepts it
+    const short = await helmOk([
+      ...['template', 'short', CHART, '-n', ns, '--show-only', 'templates/httproute.yaml'],
+      ...[...ROUTE, 'httpRoute.timeouts.request=30s'].flatMap((s) => ['--set', s]),
+    ]);
+    expect(short).toMatch(/backendRequest: "30s"/);
+    const ok = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: short });
+    expect([ok.code, ok.stderr]).toEqual([0, '']);
   });
 
   test('when enabled without a parent, or with a malformed duration, then rendering fails saying which value', async () => {
@@ -242,12 +250,22 @@ describe('the trusted proxy and the NetworkPolicy', () => {
     expect(await notes(['ingress.enabled=true'])).toMatch(
       /The server trusts 1 proxy hop\(s\)[\s\S]*networkPolicy.serverFrom/,
     );
-    expect(await notes(['ingress.enabled=true', ...NP])).not.toMatch(/The server trusts/);
+    expect(await notes(['ingress.enabled=true', 'baseUrl=https://triad.example.org', ...NP])).not.toMatch(
+      /The server trusts/,
+    );
     expect(await notes([])).not.toMatch(/The server trusts/);
   });
 
   test('when the server trusts a hop, then its port admits serverFrom and the agents but no step pod (which could forge X-Forwarded-For)', async () => {
-    const peers = await peersOfHttp([...NP, 'ingress.enabled=true']);
+    // without a baseUrl the steps would clone from the Service, which the policy now closes to them
+    const refused = await helm([
+      'template',
+      't',
+      CHART,
+      ...[...NP, 'ingress.enabled=true'].flatMap((x) => ['--set', x]),
+    ]);
+    expect(refused.stderr).toMatch(/keeps step pods away from the server[\s\S]*set baseUrl/);
+    const peers = await peersOfHttp([...NP, 'ingress.enabled=true', 'baseUrl=https://triad.example.org']);
     expect(peers).toEqual([
       { podSelector: { matchLabels: { app: 'ingress' } } },
       {

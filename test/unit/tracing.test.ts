@@ -30,6 +30,8 @@ describe('span names', () => {
     expect(wireOperation('/info/refs', 'service=git-upload-pack')).toBe('git-upload-pack');
     expect(wireOperation('', 'cmd=unbundle')).toBe('unbundle');
     expect(wireOperation('', '')).toBe('xfer');
+    // a parameter a client adds to a Mercurial request does not name the span
+    expect(wireOperation('', 'cmd=capabilities&service=chosen-by-client')).toBe('capabilities');
   });
 
   test('a statement is named by its operation and first table', () => {
