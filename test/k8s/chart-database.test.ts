@@ -125,4 +125,25 @@ describe('database pool values', () => {
       undefined,
     ]);
   });
+
+  test('when the database URL comes from a Secret of the user and the direct URL is inline, then the migration hook Secret carries the direct URL (the chart Secret does not exist yet at install)', async () => {
+    const { docs } = await rendered(
+      'secrets.existingSecrets.databaseUrl.name=pg-app',
+      'database.directUrl=postgres://u:p@db.example.org:5432/triad',
+      'database.poolMode=transaction',
+    );
+    const hookSecret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === 't-triad-migrate');
+    expect(hookSecret?.stringData).toEqual({
+      'database-direct-url': 'postgres://u:p@db.example.org:5432/triad',
+    });
+    const job = envOf(docs, 'Job', 't-triad-migrate');
+    expect(job.get('DATABASE_URL')?.valueFrom?.secretKeyRef).toMatchObject({
+      name: 'pg-app',
+      key: 'database-url',
+    });
+    expect(job.get('DATABASE_DIRECT_URL')?.valueFrom?.secretKeyRef).toMatchObject({
+      name: 't-triad-migrate',
+      key: 'database-direct-url',
+    });
+  });
 });
