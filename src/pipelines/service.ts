@@ -10,7 +10,13 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { RepoHandle } from '../domain/repo.ts';
 import type { ReposService } from '../repos/service.ts';
 import type { UsersService } from '../users/service.ts';
-import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type Trigger } from './model.ts';
+import {
+  DEFAULT_PIPELINE_LIMITS,
+  LOG_READ_CAP,
+  type PipelineLimits,
+  type PipelineStatusHook,
+  type Trigger,
+} from './model.ts';
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
@@ -42,6 +48,8 @@ export type PipelinesDeps = {
   repos: Pick<ReposService, 'handleById'>;
   users: Pick<UsersService, 'createCloneToken' | 'revokeCloneTokens' | 'usernames'>;
   agents: AgentLiveness;
+  /** Told of every pipeline status change, in its transaction (commit statuses). */
+  onStatus?: PipelineStatusHook;
 };
 
 /** A step log to send: its headers and its bytes. */
@@ -88,7 +96,8 @@ export class PipelinesService {
     this.finished = finished;
     const onFinished = (status: string, n = 1) => finished.inc({ status }, n);
     const limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
-    this.triggers = new PipelineTrigger({ limits });
+    const onStatus: PipelineStatusHook = deps.onStatus ?? (() => Promise.resolve());
+    this.triggers = new PipelineTrigger({ limits, onStatus });
     this.reaper = new Reaper({
       em: deps.em,
       log: deps.log,
@@ -97,6 +106,7 @@ export class PipelinesService {
       agentTimeoutMs: deps.agentTimeoutMs,
       pipelineTimeoutSeconds: limits.timeoutSeconds,
       onErrored: (n) => onFinished('error', n),
+      onStatus,
     });
     this.queue = new PipelineQueue({
       em: deps.em,
@@ -121,6 +131,7 @@ export class PipelinesService {
       agentTimeoutMs: deps.agentTimeoutMs,
       logMaxBytes: deps.logMaxBytes,
       onFinished,
+      onStatus,
     });
   }
 
@@ -185,6 +196,7 @@ export class PipelinesService {
       }
       await db.cancel(tx, p.id);
       await this.d.users.revokeCloneTokens(tx, [p.id]);
+      await this.d.onStatus?.(tx, [p.id]);
     });
     this.finished.inc({ status: 'cancelled' });
     return this.get(repoId, number);
