@@ -133,6 +133,32 @@ describe('commit statuses', () => {
   });
 });
 
+describe('the earlier API variant', () => {
+  test('when a `write` token reports in the earlier variant, then it is recorded; an earlier webhook cannot subscribe to `status`', async () => {
+    const EARLIER = { 'X-Svc-Api-Variant': 'earlier' };
+    const writer = await s.newUser(undefined, { scopes: ['write'] });
+    await s.addMember(org, writer);
+    const r = await writer.client.post(
+      `${repo.api}/statuses/${head}`,
+      { state: 'success', context: 'ci/earlier' },
+      EARLIER,
+    );
+    expect(r.status).toBe(201);
+    expect(r.body.data).toMatchObject({ commit: head, state: 'success', context: 'ci/earlier' });
+    const list = await s.anon.get(`${repo.api}/commits/${head}/statuses`, EARLIER);
+    expect(list.body.data[0]).toMatchObject({ context: 'ci/earlier', latest: true });
+    expectError(
+      await owner.client.post(
+        `${repo.api}/webhooks`,
+        { url: 'http://127.0.0.1:9/h', events: ['status'] },
+        EARLIER,
+      ),
+      400,
+      'validation_failed',
+    );
+  });
+});
+
 describe('an external required context', () => {
   test('when a rule requires `ext/ci` on main, then the merge waits for it: pending, failed, then merged', async () => {
     const r = await PrRepo.create(owner, org, 'git');
