@@ -197,6 +197,17 @@ describe('an external required context', () => {
       state: 'success',
       target_url: 'https://ext/1',
     });
+    // a push to the source brings a new head: its checks start over
+    await r.commitOn('feature', { 'g.txt': 'g\n' }, 'more');
+    const moved = await read();
+    expect(moved.head_commit).not.toBe(pr.head_commit);
+    expect(moved.checks.state).toBe('pending');
+    expectError(await merge(), 409, 'checks_pending');
+    const onNew = await owner.client.post(`${r.api}/statuses/feature`, {
+      state: 'success',
+      context: 'ext/ci',
+    });
+    expect(onNew.body.data.commit).toBe(moved.head_commit);
     const merged = await merge();
     expect(merged.status).toBe(200);
     expect(merged.body.data.status).toBe('merged');
