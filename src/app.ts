@@ -24,6 +24,7 @@ import { issueRoutes } from './issues/routes.ts';
 import { pullRoutes } from './pulls/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { releaseRoutes } from './releases/routes.ts';
+import { statusRoutes } from './statuses/routes.ts';
 import { searchRoutes } from './search/routes.ts';
 import { webRoutes } from './web/routes.ts';
 import { sessionAccess } from './web/session-access.ts';
@@ -173,6 +174,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   pipelineRoutes(api, services.pipelines);
   issueRoutes(api, services.issues);
   pullRoutes(api, services.pulls, services.contents);
+  statusRoutes(api, services.statuses);
   webhookRoutes(api, services.webhooks);
   releaseRoutes(api, services.releases);
   searchRoutes(api, services.search, services.repos);

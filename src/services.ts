@@ -23,6 +23,8 @@ import { AgentsService } from './agents/service.ts';
 import { PipelinesService } from './pipelines/service.ts';
 import { IssuesService } from './issues/service.ts';
 import { PullsService } from './pulls/service.ts';
+import { StatusesService } from './statuses/service.ts';
+import { listRules } from './protection/repository.ts';
 import { Mergeability } from './pulls/mergeability.ts';
 import { WebhooksService } from './webhooks/service.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
@@ -52,6 +54,8 @@ export type Services = {
   webhookDispatcher: Dispatcher;
   changes: RepoChanges;
   pulls: PullsService;
+  /** Commit statuses (clients' and the pipelines' own), pull request checks and the merge gate. */
+  statuses: StatusesService;
   /** The VCS drivers, operations and pooled readers (the persistent processes); closed at shutdown. */
   vcs: Vcs;
   /** The clone URLs' concurrency cap and pooled backend workers; closed at shutdown. */
@@ -137,6 +141,15 @@ export function createServices(deps: AppDeps): Services {
   const tokenTargets = new TokenTargets({ orgs, repos });
   const agents = new AgentsService({ em });
   const blobs = new MeteredBlobStore(blobStore(deps.config), deps.metrics);
+  const statuses: StatusesService = new StatusesService({
+    em,
+    log: deps.log,
+    users,
+    repos,
+    baseUrl: deps.baseUrl,
+    resolve: (t, rev) => contents.commit(t, rev),
+    rules: listRules,
+  });
   const pipelines = new PipelinesService({
     em,
     blobs,
@@ -152,6 +165,7 @@ export function createServices(deps: AppDeps): Services {
     users,
     agents,
     housekeeping: deps.config.housekeeping,
+    onStatus: (tx, ids) => statuses.recordPipelines(tx, ids),
   });
   const revs = new CommitRevs({ em, vcs });
   const contents = new ContentsService(repos, vcs, deps.config.limits, {
@@ -240,6 +254,7 @@ export function createServices(deps: AppDeps): Services {
       onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
     }),
     ci: pipelines,
+    checks: statuses,
   });
   changes.listen(revs.listener, pulls.sync, pipelines.triggers, {
     phase: 'committed',
@@ -257,6 +272,7 @@ export function createServices(deps: AppDeps): Services {
     webhookDispatcher,
     changes,
     pulls,
+    statuses,
     vcs,
     transports,
     spool: new Spool(deps.config.transport.spoolDir),

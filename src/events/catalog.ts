@@ -11,6 +11,7 @@
 import type { RepoHandle } from '../domain/repo.ts';
 import type { CommentJson, IssueJson } from '../issues/schemas.ts';
 import type { PullCommentJson, PullJson } from '../pulls/schemas.ts';
+import type { StatusJson } from '../statuses/schemas.ts';
 import type { UserRefJson } from '../users/schemas.ts';
 
 /** The acting user: the API's user reference, or only id and name when the user is gone. */
@@ -84,6 +85,18 @@ export type PullRequestPayload = {
   repository: RepositoryRef;
 };
 
+/**
+ * `status`: a commit status was reported (by a client through the API, or by Triad's own
+ * pipelines under the context `triad/pipeline`, then with a null sender).
+ */
+export type StatusPayload = {
+  /** The status as the statuses API answers it (`commit` is the full id). */
+  status: StatusJson;
+  /** Null for Triad's own pipelines. */
+  sender: EventUser | null;
+  repository: RepositoryRef;
+};
+
 /** Event type -> payload. */
 export type EventPayloads = {
   push: PushPayload;
@@ -98,6 +111,7 @@ export type EventPayloads = {
   'pull_request.merged': PullRequestPayload;
   'pull_request.commented': PullRequestPayload;
   'pull_request.synchronized': PullRequestPayload;
+  status: StatusPayload;
 };
 
 export type EventType = keyof EventPayloads;
@@ -116,6 +130,7 @@ const LISTED: Record<EventType, true> = {
   'pull_request.merged': true,
   'pull_request.commented': true,
   'pull_request.synchronized': true,
+  status: true,
 };
 
 /** Every event type, in the catalog's order (for validating subscriptions). */

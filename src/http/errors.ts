@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'target_moved',
   'not_open',
   'not_fast_forward',
+  'checks_pending',
+  'checks_failed',
   'payload_too_large',
   'unsupported_media_type',
   'range_not_satisfiable',

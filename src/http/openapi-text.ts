@@ -13,6 +13,7 @@ export const TAGS: Record<string, string> = {
   labels: 'the label catalog (site, organization and repository labels)',
   pulls: 'pull requests: mergeability on read, merge, comments',
   pipelines: 'CI pipelines, user side',
+  statuses: "commit statuses reported by external systems and by Triad's own pipelines (`triad/pipeline`)",
   ci: 'CI agent protocol (agent token)',
   webhooks: 'repository and organization webhooks, their delivery history and redelivery',
   search: 'full-text search: repositories, and the issues and pull requests of a repository',

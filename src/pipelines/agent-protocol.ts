@@ -4,7 +4,14 @@ import { ApiError } from '../http/errors.ts';
 import { isDbId } from '../db/sql.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { UsersService } from '../users/service.ts';
-import { FINAL, LOG_APPEND_LIMIT, logKey, STEP_FINAL, type AgentCaller } from './model.ts';
+import {
+  FINAL,
+  LOG_APPEND_LIMIT,
+  logKey,
+  STEP_FINAL,
+  type AgentCaller,
+  type PipelineStatusHook,
+} from './model.ts';
 import type { Reaper } from './reaper.ts';
 import * as db from './repository.ts';
 import * as agentDb from './agent-repository.ts';
@@ -25,6 +32,8 @@ export type AgentProtocolDeps = {
   agentTimeoutMs: number;
   logMaxBytes: number;
   onFinished: (status: string, n?: number) => void;
+  /** Told of a pipeline's reported status, in the transaction (commit statuses). */
+  onStatus?: PipelineStatusHook;
 };
 
 /**
@@ -158,6 +167,7 @@ export class AgentProtocol {
           final,
         });
         if (final) await this.d.users.revokeCloneTokens(tx, [pipelineId]);
+        await this.d.onStatus?.(tx, [pipelineId]);
         return final;
       });
     if (changed) this.d.onFinished(body.status);

@@ -1,3 +1,5 @@
+import type { Db } from '../db/query.ts';
+
 /** Pipeline and step statuses, the limits and channels of CI, and the facts passed between its parts. */
 export const PIPELINE_STATUSES = ['pending', 'running', 'success', 'failure', 'cancelled', 'error'] as const;
 export const STEP_STATUSES = ['pending', 'running', 'success', 'failure', 'skipped', 'cancelled'] as const;
@@ -51,3 +53,9 @@ export const DEFAULT_PIPELINE_LIMITS: PipelineLimits = {
   diskMaxBytes: 10 * 1024 ** 3,
   fileMaxBytes: 256 * 1024,
 };
+
+/**
+ * Told, in the transaction of the change, which pipelines changed status (created, reported by an
+ * agent, cancelled, errored by the reaper): Triad's own commit statuses (`triad/pipeline`).
+ */
+export type PipelineStatusHook = (tx: Db, pipelineIds: readonly number[]) => Promise<void>;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/query.ts';
 import type { AgentsService } from '../agents/service.ts';
 import type { UsersService } from '../users/service.ts';
-import type { AgentCaller } from './model.ts';
+import type { AgentCaller, PipelineStatusHook } from './model.ts';
 import * as agentDb from './agent-repository.ts';
 import { formatDuration } from './pipeline-file.ts';
 
@@ -24,6 +24,8 @@ export type ReaperDeps = {
    */
   pipelineTimeoutSeconds?: number;
   onErrored: (n: number) => void;
+  /** Told of the pipelines errored, in the transaction (commit statuses). */
+  onStatus?: PipelineStatusHook;
 };
 
 /**
@@ -186,6 +188,7 @@ export class Reaper {
     if (done.length > 0) {
       await agentDb.stopSteps(tx, done);
       await this.d.users.revokeCloneTokens(tx, done);
+      await this.d.onStatus?.(tx, done);
     }
     return done;
   }

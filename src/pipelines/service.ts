@@ -9,7 +9,13 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { RepoHandle } from '../domain/repo.ts';
 import type { ReposService } from '../repos/service.ts';
 import type { UsersService } from '../users/service.ts';
-import { DEFAULT_PIPELINE_LIMITS, LOG_READ_CAP, type PipelineLimits, type Trigger } from './model.ts';
+import {
+  DEFAULT_PIPELINE_LIMITS,
+  LOG_READ_CAP,
+  type PipelineLimits,
+  type PipelineStatusHook,
+  type Trigger,
+} from './model.ts';
 import { QueueWaker } from './queue-waker.ts';
 import { PipelineQueue } from './queue.ts';
 import { AgentProtocol } from './agent-protocol.ts';
@@ -47,6 +53,8 @@ export type PipelinesDeps = {
   agents: AgentLiveness;
   /** Retention policy and step-log compaction (defaults: DEFAULT_HOUSEKEEPING). */
   housekeeping?: HousekeepingSettings;
+  /** Told of every pipeline status change, in its transaction (commit statuses). */
+  onStatus?: PipelineStatusHook;
 };
 
 /** A step log to send: its headers and its bytes. */
@@ -97,7 +105,8 @@ export class PipelinesService {
     this.finished = finished;
     const onFinished = (status: string, n = 1) => finished.inc({ status }, n);
     const limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
-    this.triggers = new PipelineTrigger({ limits });
+    const onStatus: PipelineStatusHook = deps.onStatus ?? (() => Promise.resolve());
+    this.triggers = new PipelineTrigger({ limits, onStatus });
     this.reaper = new Reaper({
       em: deps.em,
       log: deps.log,
@@ -106,6 +115,7 @@ export class PipelinesService {
       agentTimeoutMs: deps.agentTimeoutMs,
       pipelineTimeoutSeconds: limits.timeoutSeconds,
       onErrored: (n) => onFinished('error', n),
+      onStatus,
     });
     this.queue = new PipelineQueue({
       em: deps.em,
@@ -145,6 +155,7 @@ export class PipelinesService {
       agentTimeoutMs: deps.agentTimeoutMs,
       logMaxBytes: deps.logMaxBytes,
       onFinished,
+      onStatus,
     });
   }
 
@@ -212,6 +223,7 @@ export class PipelinesService {
       }
       await db.cancel(tx, p.id);
       await this.d.users.revokeCloneTokens(tx, [p.id]);
+      await this.d.onStatus?.(tx, [p.id]);
     });
     this.finished.inc({ status: 'cancelled' });
     return this.get(repoId, number);

@@ -4,10 +4,15 @@ import type { ChangeContext } from '../repos/changes.ts';
 import type { CappedFile } from '../vcs/driver.ts';
 import { formatBytes } from '../../agent/executors/disk-watch.ts';
 import { PIPELINE_FILE, parsePipelineFile, whenMatches, type ParseResult } from './pipeline-file.ts';
-import { DEFAULT_PIPELINE_LIMITS, type PipelineLimits, type Trigger } from './model.ts';
+import {
+  DEFAULT_PIPELINE_LIMITS,
+  type PipelineLimits,
+  type PipelineStatusHook,
+  type Trigger,
+} from './model.ts';
 import * as db from './repository.ts';
 
-export type TriggerDeps = { limits?: PipelineLimits };
+export type TriggerDeps = { limits?: PipelineLimits; onStatus?: PipelineStatusHook };
 
 /** A run to create: a commit with the events that name it. */
 export type Run = {
@@ -26,9 +31,11 @@ export type Run = {
 export class PipelineTrigger {
   readonly phase = 'ci';
   private readonly limits: PipelineLimits;
+  private readonly onStatus: PipelineStatusHook | undefined;
 
   constructor(deps: TriggerDeps) {
     this.limits = deps.limits ?? DEFAULT_PIPELINE_LIMITS;
+    this.onStatus = deps.onStatus;
   }
 
   /** Pipelines for the refs a change moved, with the triggers the `pulls` phase added. */
@@ -164,6 +171,7 @@ export class PipelineTrigger {
       })),
     });
     if (status === 'pending') await db.notifyQueued(tx);
+    await this.onStatus?.(tx, [id]);
     return id;
   }
 }

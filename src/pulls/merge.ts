@@ -86,6 +86,7 @@ export class PullMerges {
           const [head, base] = await ops.resolveRefs(repo.path, [row.source_ref, row.target_ref]);
           if (head === undefined) throw new RefNotFound('source', row.source_ref);
           if (base === undefined) throw new RefNotFound('target', row.target_ref);
+          await this.checksGate(repo.id, row.target_ref, head);
           const out = await ops.merge(repo.path, {
             source: row.source_ref,
             target: row.target_ref,
@@ -141,6 +142,15 @@ export class PullMerges {
       case 'nothing_to_merge':
         throw ApiError.conflict('nothing to merge: the target already contains the change');
     }
+  }
+
+  /**
+   * Required checks (protection rules of the target: a pipeline, status contexts) gate the merge
+   * of this head: 409 `checks_pending` or `checks_failed` until every one succeeded on it.
+   */
+  private async checksGate(repoId: number, targetRef: string, head: string): Promise<void> {
+    const block = await this.d.checks?.mergeBlock(this.d.em().fork(), repoId, { targetRef, head });
+    if (block !== undefined) throw block;
   }
 
   /**

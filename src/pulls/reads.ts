@@ -115,7 +115,15 @@ export class PullReads {
       em,
     );
     const checks: readonly StoredCheck[] = live ? await this.liveChecks(repo, rows) : rows;
-    return rows.map((r, i) => pullJson(r, repo.driver.constants.refType, users, checks[i]));
+    const statuses = await this.d.checks?.checks(
+      em,
+      repo.id,
+      rows.map((r, i) => ({ targetRef: r.target_ref, head: checks[i]!.head_commit })),
+    );
+    return rows.map((r, i) => ({
+      ...pullJson(r, repo.driver.constants.refType, users, checks[i]),
+      ...(statuses === undefined ? {} : { checks: statuses[i]! }),
+    }));
   }
 
   /** Open and closed rows' mergeability now (their refs resolved with one VCS call); merged: stored. */

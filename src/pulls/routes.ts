@@ -191,7 +191,7 @@ export function pullRoutes(api: Api, pulls: PullsService, contents: Pick<Content
     errors: {
       403: `${MEMBER_403}; or \`delete_source\` and the token lacks repo:write (nothing is merged)`,
       404: 'no such repository or pull request, or its source or target ref no longer exists',
-      409: '`merge_conflict` (with `conflicted_files`; nothing changed), `head_moved`, `target_moved`, `not_fast_forward`, `not_open`, or nothing to merge (`conflict`)',
+      409: '`merge_conflict` (with `conflicted_files`; nothing changed), `head_moved`, `target_moved`, `not_fast_forward`, `not_open`, nothing to merge (`conflict`), or the checks a protection rule of the target requires have not passed on the head (`checks_pending`) or failed (`checks_failed`)',
       503: 'the repository is busy: its push lock was not free within 60 s (`service_unavailable`)',
     },
     handler: async ({ access, target, params, body }) =>

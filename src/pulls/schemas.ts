@@ -3,6 +3,7 @@ import { isoTime } from '../db/sql.ts';
 import { nonBlank } from '../http/input.ts';
 import { pageQuery } from '../http/pagination.ts';
 import { timestamp } from '../http/responses.ts';
+import { checksSchema } from '../statuses/schemas.ts';
 import { userRefJson, userRefSchema } from '../users/schemas.ts';
 import type { UserRefRow } from '../users/service.ts';
 import type { PullCommentRow, PullRow } from './repository.ts';
@@ -104,6 +105,10 @@ export const pullSchema = z
     merged_at: timestamp.nullable(),
     merge_commit: z.string().nullable().meta({ description: "after a merge, the target's new head" }),
     comments_count: z.int(),
+    checks: checksSchema.optional().meta({
+      description:
+        "the commit statuses of the head commit: the contexts the target's protection rules require (`triad/pipeline` for a required pipeline) and every context reported",
+    }),
     comments: z
       .array(pullCommentSchema)
       .optional()

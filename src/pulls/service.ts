@@ -14,6 +14,7 @@ import type { PipelinesService } from '../pipelines/service.ts';
 import type { RepoChanges } from '../repos/changes.ts';
 import type { CompareService } from '../repos/compare.ts';
 import type { ReposService } from '../repos/service.ts';
+import type { StatusesService } from '../statuses/service.ts';
 import { userRefJson } from '../users/schemas.ts';
 import type { UsersService } from '../users/service.ts';
 import type { Vcs } from '../vcs/index.ts';
@@ -36,6 +37,8 @@ export type PullsDeps = {
   mergeability: Mergeability;
   /** CI: pipelines for `pull_request` triggers, in the caller's transaction. */
   ci: Pick<PipelinesService, 'trigger'>;
+  /** Commit statuses: the records' `checks` and the merge gate (absent: no checks, no gate). */
+  checks?: Pick<StatusesService, 'checks' | 'mergeBlock'>;
 };
 
 /**

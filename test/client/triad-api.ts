@@ -82,7 +82,7 @@ export interface components {
                  * @description lowercase snake_case error identifier
                  * @enum {string}
                  */
-                code: "bad_request" | "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "merge_conflict" | "head_moved" | "target_moved" | "not_open" | "not_fast_forward" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "unprocessable" | "limit_exceeded" | "rate_limited" | "service_unavailable" | "storage_unavailable" | "internal";
+                code: "bad_request" | "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "merge_conflict" | "head_moved" | "target_moved" | "not_open" | "not_fast_forward" | "checks_pending" | "checks_failed" | "payload_too_large" | "unsupported_media_type" | "range_not_satisfiable" | "unprocessable" | "limit_exceeded" | "rate_limited" | "service_unavailable" | "storage_unavailable" | "internal";
                 /** @description human-readable explanation */
                 message: string;
                 /** @description `merge_conflict` only: the paths that conflict */

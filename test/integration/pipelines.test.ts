@@ -207,7 +207,9 @@ describe('pipeline triggers that fail', () => {
     });
     await repo.push();
     const events = await outboxEvents(s, repo.id);
-    expect(events.map((e) => e.event_type)).toEqual(['push']);
+    // the push, and the pipeline's own commit status (an `error`: the file could not be used)
+    expect(events.map((e) => e.event_type)).toEqual(['push', 'status']);
+    expect(events[1]!.payload.status).toMatchObject({ context: 'triad/pipeline', state: 'error' });
     const p = await s.anon.get(path(repo, '/1'));
     expect(p.body).toMatchObject({
       status: 'error',

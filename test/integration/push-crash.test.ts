@@ -101,6 +101,10 @@ async function repoOf(kind: VcsKind) {
   return { ...repo, dir: hostedDir(dataDir, repo) };
 }
 
+/** A push's ref and new head, a status's context and commit. */
+const refAndCommit = (p: any): [string, string] =>
+  p.status === undefined ? [p.ref, p.after] : [p.status.context, p.status.commit];
+
 async function events(repoId: number): Promise<{ event_type: string; payload: any }[]> {
   const c = new pg.Client({ connectionString: dbUrl });
   await c.connect();
@@ -158,8 +162,10 @@ describe('a server killed with SIGKILL during a push', () => {
     await fs.rm(path.join(repo.dir, 'hooks/post-receive'));
     await start();
     const recorded = await events(repo.id);
-    expect(recorded.map((e) => [e.event_type, e.payload.ref, e.payload.after])).toEqual([
+    // the push, and its pipeline's commit status (`triad/pipeline`, pending)
+    expect(recorded.map((e) => [e.event_type, ...refAndCommit(e.payload)])).toEqual([
       ['push', 'main', head],
+      ['status', 'triad/pipeline', head],
     ]);
     expect(recorded[0]!.payload.commits.map((c: { id: string }) => c.id)).toEqual([head]);
     const p = await admin.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1`);
@@ -168,7 +174,7 @@ describe('a server killed with SIGKILL during a push', () => {
 
     await w.commit('next.txt', 'next\n', 'next');
     expect((await w.push()).code).toBe(0);
-    const after = await events(repo.id);
+    const after = (await events(repo.id)).filter((e) => e.event_type === 'push');
     expect(after).toHaveLength(2);
     expect(after[1]!.payload).toMatchObject({ before: head, total_commits: 1 });
     // the killed process's spool directory (its spooled push body) is gone, the new one is empty
@@ -196,8 +202,9 @@ describe('a server killed with SIGKILL during a push', () => {
 
     await start();
     const recorded = await events(repo.id);
-    expect(recorded.map((e) => [e.event_type, e.payload.ref, e.payload.after])).toEqual([
+    expect(recorded.map((e) => [e.event_type, ...refAndCommit(e.payload)])).toEqual([
       ['push', 'default', head],
+      ['status', 'triad/pipeline', head],
     ]);
     const p = await admin.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1`);
     expect(p.status).toBe(200);
@@ -250,7 +257,10 @@ describe('a server killed with SIGKILL during a push', () => {
     await start();
     const recorded = await events(repo.id);
     if (landed) {
-      expect(recorded.map((e) => [e.event_type, e.payload.ref])).toEqual([['push', 'trunk']]);
+      expect(recorded.map((e) => [e.event_type, refAndCommit(e.payload)[0]])).toEqual([
+        ['push', 'trunk'],
+        ['status', 'triad/pipeline'],
+      ]);
       expect(recorded[0]!.payload.after.startsWith(head)).toBe(true);
       const p = await admin.get(`/api/v1/repos/${org}/${repo.name}/pipelines/1`);
       expect(p.body).toMatchObject({ branch: 'trunk', event: 'push' });

@@ -20,6 +20,7 @@ import { Migration0021StepResources } from './0021-step-resources.ts';
 import { Migration0022ClusterLeases } from './0022-cluster-leases.ts';
 import { Migration0023LogCompaction } from './0023-log-compaction.ts';
 import { Migration0024Protections } from './0024-protections.ts';
+import { Migration0025CommitStatuses } from './0025-commit-statuses.ts';
 
 /** Every committed migration, in order. New migrations are appended here. */
 export const migrations = [
@@ -45,4 +46,5 @@ export const migrations = [
   { name: '0022-cluster-leases', class: Migration0022ClusterLeases },
   { name: '0023-log-compaction', class: Migration0023LogCompaction },
   { name: '0024-protections', class: Migration0024Protections },
+  { name: '0025-commit-statuses', class: Migration0025CommitStatuses },
 ];

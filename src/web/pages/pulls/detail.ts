@@ -20,6 +20,7 @@ import { actionButton, csrf, formError, input } from '../../views/forms.ts';
 import { EDITOR_SCRIPT, editorText, markdownEditor } from '../../views/markdown-editor.ts';
 import { commentBox, commentForm, markdownBody, mergeBox, pullHead } from '../../views/pulls.ts';
 import { repoHeader } from '../../views/repo.ts';
+import { checksBox } from '../../views/checks.ts';
 import { timeAgo } from '../../views/common.ts';
 import { loadPull, mayEdit, PULLS_MEMBER, textPlace, type PullDeps, type PullPage } from './common.ts';
 
@@ -93,6 +94,8 @@ const REFUSALS: Record<string, string> = {
   not_fast_forward:
     'the target has commits the source lacks, so it cannot be fast-forwarded. Choose a merge commit or a squash.',
   not_open: 'this pull request is no longer open.',
+  checks_pending: 'the checks this branch requires have not passed yet. Wait for them, then merge again.',
+  checks_failed: 'a check this branch requires failed. Push a fix to the source, then merge again.',
 };
 
 function mergeRefusal(e: ApiError): string {
@@ -163,6 +166,7 @@ ${closed}
 ${markdownBody(pull.body, place)}
 </article>
 ${(pull.comments ?? []).map((c) => commentBox(c, place))}
+${pull.status === 'open' ? checksBox(pull.checks) : ''}
 ${box(ctx, at, field(state.values, 'form') === 'merge' ? state : { values: {} })}
 ${commenting}
 ${edit}

@@ -1,0 +1,51 @@
+import { describe, expect, test } from '@jest/globals';
+import { checksOf, mergeBlock, requiredContexts, type CheckRule } from '../../src/statuses/checks.ts';
+
+const rule = (pattern: string, over: Partial<CheckRule> = {}): CheckRule => ({
+  pattern,
+  require_pipeline: false,
+  required_contexts: [],
+  ...over,
+});
+const st = (context: string, state: 'pending' | 'success' | 'failure' | 'error') => ({
+  context,
+  state,
+  target_url: null,
+});
+
+describe('required contexts', () => {
+  test('every matching rule adds its contexts, the pipeline first, each once', () => {
+    const rules = [
+      rule('release/*', { required_contexts: ['ext/a'] }),
+      rule('release/**', { require_pipeline: true, required_contexts: ['ext/b', 'ext/a'] }),
+      rule('main', { required_contexts: ['ext/main'] }),
+    ];
+    expect(requiredContexts(rules, 'release/1.0')).toEqual(['ext/a', 'triad/pipeline', 'ext/b']);
+    expect(requiredContexts(rules, 'release/1/2')).toEqual(['triad/pipeline', 'ext/b', 'ext/a']);
+    expect(requiredContexts(rules, 'feature')).toEqual([]);
+  });
+});
+
+describe('checks and the merge gate', () => {
+  test('none, pending, failure and success', () => {
+    expect(checksOf([], [])).toEqual({ state: 'none', contexts: [] });
+    expect(checksOf(['a'], []).state).toBe('pending');
+    expect(checksOf(['a'], [st('a', 'success'), st('z', 'pending')]).state).toBe('pending');
+    expect(checksOf(['a'], [st('a', 'error')]).state).toBe('failure');
+    expect(checksOf([], [st('b', 'success'), st('a', 'success')])).toEqual({
+      state: 'success',
+      contexts: [
+        { context: 'a', state: 'success', target_url: null },
+        { context: 'b', state: 'success', target_url: null },
+      ],
+    });
+  });
+
+  test('only required contexts gate: missing or pending wait, failure or error fail', () => {
+    expect(mergeBlock(['a'], [])?.code).toBe('checks_pending');
+    expect(mergeBlock(['a'], [st('a', 'pending')])?.code).toBe('checks_pending');
+    expect(mergeBlock(['a', 'b'], [st('a', 'error')])?.code).toBe('checks_failed');
+    expect(mergeBlock(['a'], [st('a', 'success'), st('other', 'failure')])).toBeUndefined();
+    expect(mergeBlock([], [st('other', 'failure')])).toBeUndefined();
+  });
+});
