@@ -96,6 +96,22 @@ describe('Mercurial pushes to protected bookmarks and branches', () => {
     const push = await sh('hg', ['push', '-B', '@'], w);
     expect(push.stdout + push.stderr).toContain('bookmark @ is protected by rule "@": it cannot be deleted');
     expect(await state(repo)).toEqual(before);
+
+    // the same through the wire protocol's own pushkey command, as an older client sends it
+    const node = before.bookmarks.split(' ')[1]!.trim();
+    const r = await fetch(`${repo.clone}?cmd=pushkey`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`x:${owner.token}`).toString('base64')}`,
+        'x-hgarg-1': new URLSearchParams({ namespace: 'bookmarks', key: '@', old: node, new: '' }).toString(),
+        'content-type': 'application/mercurial-0.1',
+      },
+    });
+    expect(r.status).toBe(200);
+    const answer = await r.text();
+    expect(answer.startsWith('0\n')).toBe(true); // not pushed
+    expect(answer).toContain('pushkey-abort: bookmark @ is protected by rule "@": it cannot be deleted\n');
+    expect(await state(repo)).toEqual(before);
   });
 
   test('when a user the rule does not name pushes to a protected named branch, then the push is refused; a named user passes', async () => {

@@ -115,6 +115,7 @@ def app_for(repo, push):
         if push:
             # protected refs: does nothing unless the request carries rules (`protection`)
             u.setconfig(b'hooks', b'pretxnclose.triad-protect', triadprotect.hook)
+            u.setconfig(b'hooks', b'prepushkey.triad-protect', triadprotect.prepushkey)
         app = hgweb(os.fsencode(repo), baseui=u)
     _apps[key] = app
     while len(_apps) > MAX_APPS:

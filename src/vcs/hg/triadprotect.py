@@ -169,6 +169,29 @@ def hook(ui, repo, **kwargs):
     return False
 
 
+def prepushkey(ui, repo, namespace=b'', key=b'', old=b'', new=b'', **kwargs):
+    """prepushkey: refuses a bookmark's `pushkey` (the wire command older clients send) up front,
+    so the client gets Mercurial's `pushkey-abort: <reason>` (pretxnclose would refuse it too)."""
+    p = current
+    if p is None or namespace != b'bookmarks':
+        return False
+    from mercurial import error
+    from mercurial.node import bin as tobin
+    cl = repo.unfiltered().changelog
+    ff = True
+    if old and new:
+        try:
+            ff = cl.isancestor(tobin(old), tobin(new))
+        except Exception:
+            return False  # an unknown node: Mercurial refuses the pushkey itself
+    update = {'name': _text(key), 'type': 'bookmark', 'old': _text(old) or None, 'new': _text(new) or None,
+              'fastForward': bool(ff)}
+    why = first_refusal(p['rules'], [update], p['pusher'])
+    if why is not None:
+        raise error.HookAbort(why.encode('utf-8', 'surrogateescape'))
+    return False
+
+
 if __name__ == '__main__':
     cases = json.load(sys.stdin)
     json.dump([refusal(rules, update, pusher) for rules, update, pusher in cases], sys.stdout)
