@@ -1,5 +1,15 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
 import { describe, expect, test } from '@jest/globals';
-import { carriesArtifacts, errorAnswer, fossilize, payload } from '../../src/vcs/fossil/protect.ts';
+import {
+  bodyCarriesArtifacts,
+  carriesArtifacts,
+  errorAnswer,
+  fossilize,
+  payload,
+} from '../../src/vcs/fossil/protect.ts';
 
 describe("Fossil's sync payloads for protected branches", () => {
   test('an error card escapes what a card argument cannot hold, as fossilize does', () => {
@@ -19,5 +29,30 @@ describe("Fossil's sync payloads for protected branches", () => {
     expect(carriesArtifacts(Buffer.from('cfile 0123 10 8\nxxxxxxxx'))).toBe(true);
     expect(carriesArtifacts(Buffer.from('pull a b\nigot 0123\nclone 3 0\n'))).toBe(false);
     expect(carriesArtifacts(Buffer.from('login x y z\npragma file-thing\n'))).toBe(false);
+  });
+});
+
+describe('a spooled sync body', () => {
+  test('is scanned as a stream for artifact cards, compressed or not, across chunk boundaries', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'fossil-protect-'));
+    try {
+      const padding = `igot ${'0'.repeat(40)}\n`.repeat(20_000); // > one read chunk (64 KiB)
+      const cases: [string, boolean][] = [
+        [`push a b\n${padding}file 0123 3\nabc`, true],
+        [`pull a b\n${padding}`, false],
+      ];
+      for (const [cards, expected] of cases) {
+        const plain = path.join(dir, 'plain');
+        await fs.writeFile(plain, cards);
+        expect(await bodyCarriesArtifacts(plain, 'application/x-fossil-uncompressed')).toBe(expected);
+        const packed = path.join(dir, 'packed');
+        const size = Buffer.alloc(4);
+        size.writeUInt32BE(cards.length);
+        await fs.writeFile(packed, Buffer.concat([size, zlib.deflateSync(cards)]));
+        expect(await bodyCarriesArtifacts(packed, 'application/x-fossil')).toBe(expected);
+      }
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -13,6 +13,7 @@
  * leaf descends from a leaf it had and every leaf it had is still an ancestor of one of its
  * leaves (a fork, a second leaf, is not one). Tags are not protected.
  */
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -44,9 +45,35 @@ export async function payload(body: Buffer, type: string): Promise<Buffer> {
   return type === COMPRESSED ? inflate(body.subarray(4)) : body;
 }
 
+/** A `file` or `cfile` card at the start of a line (the scanned text starts with a newline). */
+const ARTIFACT_CARD = /\nc?file /;
+
 /** Whether a sync payload sends artifacts (a push; a clone or pull round trip sends none). */
 export function carriesArtifacts(cards: Buffer): boolean {
-  return /(^|\n)c?file /.test(cards.toString('latin1'));
+  return ARTIFACT_CARD.test(`\n${cards.toString('latin1')}`);
+}
+
+/**
+ * `carriesArtifacts` of a spooled request body, read as a stream (inflated on the fly) that stops
+ * at the first artifact card: a large push is never held in memory.
+ */
+export async function bodyCarriesArtifacts(file: string, type: string): Promise<boolean> {
+  const raw = createReadStream(file, { start: type === COMPRESSED ? 4 : 0 });
+  const cards = type === COMPRESSED ? raw.pipe(zlib.createInflate()) : raw;
+  let tail = '\n';
+  try {
+    for await (const chunk of cards as AsyncIterable<Buffer>) {
+      const text = tail + chunk.toString('latin1');
+      if (ARTIFACT_CARD.test(text)) return true;
+      tail = text.slice(-6);
+    }
+    return false;
+  } catch {
+    return true; // not a payload Fossil could read either: tried like a push (Fossil answers it)
+  } finally {
+    raw.destroy();
+    cards.destroy();
+  }
 }
 
 /** Fossil's escaping of a card argument (`fossilize`): no spaces or line breaks. */
@@ -155,7 +182,7 @@ export async function refusedSync(b: BackendRequest): Promise<string | undefined
   const { protection, input } = b;
   if (protection === undefined || input === undefined) return undefined;
   const type = contentType(b);
-  if (!carriesArtifacts(await payload(await fs.readFile(input.file), type))) return undefined;
+  if (!(await bodyCarriesArtifacts(input.file, type))) return undefined;
   const copy = path.join(b.tmpDir, 'trial.fossil');
   await fs.copyFile(b.repoPath, copy, fs.constants.COPYFILE_FICLONE);
   const script = path.join(b.tmpDir, 'trial.cgi');
