@@ -9,6 +9,7 @@ import {
   errorAnswer,
   fossilize,
   payload,
+  restricts,
 } from '../../src/vcs/fossil/protect.ts';
 
 describe("Fossil's sync payloads for protected branches", () => {
@@ -54,5 +55,16 @@ describe('a spooled sync body', () => {
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('which pushes are tried first', () => {
+  const rule = { pattern: 'trunk', fast_forward_only: false, allow_deletion: true, push: 'members' as const };
+  const member = { username: 'mia', role: 'member' as const };
+  test('only a pusher some rule restricts (who may push, fast-forward only, deletion)', () => {
+    expect(restricts({ rules: [rule], pusher: member })).toBe(false);
+    expect(restricts({ rules: [rule, { ...rule, push: 'owners' }], pusher: member })).toBe(true);
+    expect(restricts({ rules: [{ ...rule, fast_forward_only: true }], pusher: member })).toBe(true);
+    expect(restricts({ rules: [{ ...rule, allow_deletion: false }], pusher: member })).toBe(true);
   });
 });

@@ -18,7 +18,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { firstRefusal, type RefUpdate } from '../../protection/rules.ts';
+import { firstRefusal, mayPush, type Protection, type RefUpdate } from '../../protection/rules.ts';
 import { FOSSIL } from '../constants.ts';
 import { cgiEnv } from '../process/cgi.ts';
 import { runCommand } from '../process/run.ts';
@@ -174,13 +174,18 @@ export async function branchUpdates(
   return out;
 }
 
+/** Whether some rule could refuse something this pusher does (else no trial is needed). */
+export function restricts(p: Protection): boolean {
+  return p.rules.some((r) => !mayPush(r, p.pusher) || r.fast_forward_only || !r.allow_deletion);
+}
+
 /**
  * Why the repository's rules refuse this sync request, or undefined (it may run): a request that
- * sends no artifacts, or has no body, is not tried.
+ * sends no artifacts, or has no body, or from a pusher no rule restricts, is not tried.
  */
 export async function refusedSync(b: BackendRequest): Promise<string | undefined> {
   const { protection, input } = b;
-  if (protection === undefined || input === undefined) return undefined;
+  if (protection === undefined || input === undefined || !restricts(protection)) return undefined;
   const type = contentType(b);
   if (!(await bodyCarriesArtifacts(input.file, type))) return undefined;
   const copy = path.join(b.tmpDir, 'trial.fossil');
