@@ -21,15 +21,13 @@ import zlib from 'node:zlib';
 import { firstRefusal, mayPush, type Protection, type RefUpdate } from '../../protection/rules.ts';
 import { FOSSIL } from '../constants.ts';
 import { cgiEnv } from '../process/cgi.ts';
-import { runCommand } from '../process/run.ts';
+import type { Exit } from '../process/child.ts';
+import { spawnChild } from '../process/spawner.ts';
 import { output } from '../refs.ts';
 import type { BackendRequest, CgiProgram } from '../transport.ts';
 import { sqlText } from './sql.ts';
 
 const inflate = promisify(zlib.inflate);
-
-/** Longest a trial run of a sync request may take. */
-const TRIAL_TIMEOUT_MS = 10 * 60_000;
 
 const COMPRESSED = 'application/x-fossil';
 
@@ -204,12 +202,27 @@ export async function refusedSync(b: BackendRequest): Promise<string | undefined
   });
   const answer = path.join(b.tmpDir, 'trial.out');
   const before = await leaves(b.repoPath);
-  const r = await runCommand(
+  // its own process group, killed when the client leaves or the transfer's time runs out
+  const child = await spawnChild(
     '/bin/sh',
     ['-c', 'exec "$0" "$1" <"$2" >"$3"', FOSSIL.bin, script, input.file, answer],
-    { env, timeoutMs: TRIAL_TIMEOUT_MS },
+    { env, stdio: ['ignore', 'ignore', 'collect'] },
   );
-  if (r.code !== 0) return undefined; // the real run meets (and answers) the same failure
+  const stop = () => child.kill('SIGKILL');
+  b.signal.addEventListener('abort', stop, { once: true });
+  if (b.signal.aborted) stop();
+  let exit: Exit;
+  try {
+    exit = await child.exited;
+  } finally {
+    b.signal.removeEventListener('abort', stop);
+  }
+  b.signal.throwIfAborted();
+  // the check could not be made: the push fails (a server error), the repository is unchanged
+  if (exit.code !== 0)
+    throw new Error(
+      `fossil trial run of a protected push failed (${exit.code ?? exit.signal}): ${child.stderr}`,
+    );
   const updates = await branchUpdates(before, await leaves(copy), copy);
   return firstRefusal(protection.rules, updates, protection.pusher);
 }
