@@ -4,6 +4,7 @@ import { FOSSIL } from '../constants.ts';
 import { output } from '../refs.ts';
 import { atRoot, browsing, cloneHint, notFound, type VcsTransport } from '../transport.ts';
 import { BACKOFFICE_OFF } from './sql.ts';
+import { refusalProgram, refusedSync } from './protect.ts';
 
 const TYPES = new Set(['application/x-fossil', 'application/x-fossil-uncompressed']);
 
@@ -65,6 +66,9 @@ export const transport: VcsTransport = {
 
   async backend(b) {
     await ensureBackofficeOff(b.repoPath);
+    // protected refs: a push the rules refuse never reaches the repository (protect.ts)
+    const refused = b.protection === undefined ? undefined : await refusedSync(b);
+    if (refused !== undefined) return refusalProgram(b, refused);
     const name = `${path.basename(b.repoPath)}.cgi`;
     return {
       command: FOSSIL.bin,

@@ -2,8 +2,10 @@
 
 A long-lived process (src/vcs/wsgi.ts keeps a pool of them). Each request comes on stdin as a
 4-byte big-endian length and a JSON object: `env` (the CGI variables of the request), `input`
-(the path of the spooled body, or null), `repo` (the repository's path) and `push` (Triad
-authorised the request as a push). The answer goes to the process's original stdout as frames,
+(the path of the spooled body, or null), `repo` (the repository's path), `push` (Triad
+authorised the request as a push) and, for a push to a repository with protected refs,
+`protection` (its rules and the pusher: triadprotect.py refuses, in the push's transaction, what
+they refuse; it is cleared after the request, so a pooled worker never applies it to the next). The answer goes to the process's original stdout as frames,
 a type byte, a 4-byte length and data: `H` (JSON: status and headers) once, `B` (body bytes) any
 number of times, then `E` (empty when the request was answered, else the error text). File
 descriptor 1 itself points at stderr, so nothing Mercurial prints can garble the frames.
@@ -38,6 +40,7 @@ demandimport.enable()
 from mercurial import bundle2, error, wireprotoserver, wireprotov1server
 from mercurial import ui as uimod
 from mercurial.hgweb import hgweb
+import triadprotect
 
 bundle2.capabilities.pop(b'remote-changegroup', None)
 _params = bundle2.parthandlermapping[b'remote-changegroup'].params
@@ -109,6 +112,10 @@ def app_for(repo, push):
         u.setconfig(b'server', b'uncompressed', b'false' if _stream == 'off' else b'true')
         u.setconfig(b'server', b'preferuncompressed', b'true' if _stream == 'prefer' else b'false')
         u.setconfig(b'server', b'uncompressedallowsecret', b'false')
+        if push:
+            # protected refs: does nothing unless the request carries rules (`protection`)
+            u.setconfig(b'hooks', b'pretxnclose.triad-protect', triadprotect.hook)
+            u.setconfig(b'hooks', b'prepushkey.triad-protect', triadprotect.prepushkey)
         app = hgweb(os.fsencode(repo), baseui=u)
     _apps[key] = app
     while len(_apps) > MAX_APPS:
@@ -140,6 +147,7 @@ def serve(req):
         'wsgi.url_scheme': 'http',
     })
     state = {'head': None, 'sent': False}
+    triadprotect.current = req.get('protection') if req.get('push') else None
 
     def write(data):
         if not state['sent']:
@@ -173,6 +181,7 @@ def serve(req):
             getattr(result, 'close', lambda: None)()
     finally:
         body.close()
+        triadprotect.current = None
         tempfile.tempdir = None
         os.environ.clear()
         os.environ.update(_environ)

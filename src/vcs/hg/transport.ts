@@ -63,6 +63,7 @@ export const transport: VcsTransport = {
       wsgi: HGWEB,
       pathInfo: '/',
       env: { HGPLAIN: HG.env.HGPLAIN, HGENCODING: HG.env.HGENCODING },
-      fields: { repo: b.repoPath, push: b.write },
+      // protected refs: checked by the worker in the push's transaction (triadprotect.py)
+      fields: { repo: b.repoPath, push: b.write, protection: b.write ? (b.protection ?? null) : null },
     }),
 };
