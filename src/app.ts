@@ -23,6 +23,7 @@ import { pipelineRoutes } from './pipelines/routes.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { pullRoutes } from './pulls/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { protectionRoutes } from './protection/routes.ts';
 import { releaseRoutes } from './releases/routes.ts';
 import { searchRoutes } from './search/routes.ts';
 import { webRoutes } from './web/routes.ts';
@@ -174,6 +175,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   issueRoutes(api, services.issues);
   pullRoutes(api, services.pulls, services.contents);
   webhookRoutes(api, services.webhooks);
+  protectionRoutes(api, services.protections);
   releaseRoutes(api, services.releases);
   searchRoutes(api, services.search, services.repos);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });

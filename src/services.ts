@@ -25,6 +25,7 @@ import { IssuesService } from './issues/service.ts';
 import { PullsService } from './pulls/service.ts';
 import { Mergeability } from './pulls/mergeability.ts';
 import { WebhooksService } from './webhooks/service.ts';
+import { ProtectionsService } from './protection/service.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
 import { openBlobStore, type BlobStore } from './storage/index.ts';
@@ -48,6 +49,7 @@ export type Services = {
   pipelines: PipelinesService;
   issues: IssuesService;
   webhooks: WebhooksService;
+  protections: ProtectionsService;
   /** Delivers webhooks from the outbox; started and stopped by the server. */
   webhookDispatcher: Dispatcher;
   changes: RepoChanges;
@@ -253,6 +255,7 @@ export function createServices(deps: AppDeps): Services {
     pipelines,
     issues,
     webhooks,
+    protections: new ProtectionsService({ em, users }),
     webhookDispatcher,
     changes,
     pulls,
