@@ -28,7 +28,6 @@ export const pushSchema = z
     }),
   ])
   .meta({
-    id: 'ProtectionPush',
     description:
       'who may move a matching ref: org owners, every org member, or the users named (`{users: [...]}`)',
   });

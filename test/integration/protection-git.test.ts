@@ -91,7 +91,7 @@ describe('git pushes to protected branches', () => {
     expect(await remoteHeads()).not.toContain('release/1');
     expect((await push(releaser, 'main:refs/heads/release/1')).code).toBe(0);
     expect(await remoteHeads()).toContain('refs/heads/release/1');
-    // `*` stays within one segment: release/1/rc is not protected by "release/*"
+    // `*` stays within one segment: release/2/rc is not protected by "release/*"
     expect((await push(member, 'main:refs/heads/release/2/rc')).code).toBe(0);
     const deletion = await push(releaser, ':release/1');
     expect(deletion.stderr).toContain(
