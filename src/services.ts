@@ -227,6 +227,7 @@ export function createServices(deps: AppDeps): Services {
     retryAfterSeconds: deps.config.transport.retryAfterSeconds,
   });
   const compare = new CompareService(repos, vcs, deps.config.limits);
+  const protections = new ProtectionsService({ em, users });
   const pulls: PullsService = new PullsService({
     em,
     log: deps.log,
@@ -241,6 +242,7 @@ export function createServices(deps: AppDeps): Services {
       onError: (err) => deps.log.warn({ err }, 'mergeability check failed'),
     }),
     ci: pipelines,
+    protections,
   });
   changes.listen(revs.listener, pulls.sync, pipelines.triggers, {
     phase: 'committed',
@@ -255,7 +257,7 @@ export function createServices(deps: AppDeps): Services {
     pipelines,
     issues,
     webhooks,
-    protections: new ProtectionsService({ em, users }),
+    protections,
     webhookDispatcher,
     changes,
     pulls,

@@ -21,6 +21,11 @@ export class ProtectionsService {
     this.d = deps;
   }
 
+  /** The rules of a repository by its id (merges and `delete_source` apply them). */
+  rulesOf(repoId: number): Promise<ProtectionRule[]> {
+    return db.listRules(this.d.em().fork(), repoId);
+  }
+
   list(t: RepoTarget): Promise<ProtectionRule[]> {
     return db.listRules(this.d.em(), t.repo.id);
   }
