@@ -20,7 +20,9 @@ function hooksDir(scriptDir: string): Promise<string> {
       const d = path.join(scriptDir, 'git-hooks');
       await fs.mkdir(d, { recursive: true });
       const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-      const script = `#!/bin/sh\nexec ${quote(process.execPath)} --no-warnings ${quote(PRE_RECEIVE)}\n`;
+      // Node's compile cache (there) halves the hook's start: ~35 ms instead of ~70 (bench/README.md)
+      const cache = path.join(d, '.compile-cache');
+      const script = `#!/bin/sh\nNODE_COMPILE_CACHE=${quote(cache)} exec ${quote(process.execPath)} --no-warnings ${quote(PRE_RECEIVE)}\n`;
       const tmp = path.join(d, `.pre-receive.${process.pid}`);
       await fs.writeFile(tmp, script, { mode: 0o755 });
       await fs.rename(tmp, path.join(d, 'pre-receive'));
