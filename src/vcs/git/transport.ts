@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,31 +8,29 @@ import { cloneHint, notFound, wireParam, type VcsTransport } from '../transport.
 const SERVICES = new Set(['git-upload-pack', 'git-receive-pack']);
 
 const PRE_RECEIVE = fileURLToPath(new URL('../../protection/git-pre-receive.ts', import.meta.url));
-const hookDirs = new Map<string, Promise<string>>();
 
 /**
  * The hooks directory of pushes to protected repositories: a `pre-receive` that runs
- * src/protection/git-pre-receive.ts with this server's Node, written once per script directory.
+ * src/protection/git-pre-receive.ts with this server's Node. Looked for on every such push and
+ * written when missing (a directory without the hook would let every push through).
  */
-function hooksDir(scriptDir: string): Promise<string> {
-  let dir = hookDirs.get(scriptDir);
-  if (dir === undefined) {
-    dir = (async () => {
-      const d = path.join(scriptDir, 'git-hooks');
-      await fs.mkdir(d, { recursive: true });
-      const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-      // Node's compile cache (there) halves the hook's start: ~35 ms instead of ~70 (bench/README.md)
-      const cache = path.join(d, '.compile-cache');
-      const script = `#!/bin/sh\nNODE_COMPILE_CACHE=${quote(cache)} exec ${quote(process.execPath)} --no-warnings ${quote(PRE_RECEIVE)}\n`;
-      const tmp = path.join(d, `.pre-receive.${process.pid}`);
-      await fs.writeFile(tmp, script, { mode: 0o755 });
-      await fs.rename(tmp, path.join(d, 'pre-receive'));
-      return d;
-    })();
-    dir.catch(() => hookDirs.delete(scriptDir));
-    hookDirs.set(scriptDir, dir);
-  }
-  return dir;
+async function hooksDir(scriptDir: string): Promise<string> {
+  const d = path.join(scriptDir, 'git-hooks');
+  const hook = path.join(d, 'pre-receive');
+  const present = await fs.access(hook, fs.constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+  if (present) return d;
+  await fs.mkdir(d, { recursive: true });
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  // Node's compile cache (there) halves the hook's start: ~35 ms instead of ~70 (bench/README.md)
+  const cache = path.join(d, '.compile-cache');
+  const script = `#!/bin/sh\nNODE_COMPILE_CACHE=${quote(cache)} exec ${quote(process.execPath)} --no-warnings ${quote(PRE_RECEIVE)}\n`;
+  const tmp = path.join(d, `.pre-receive.${process.pid}.${randomBytes(4).toString('hex')}`);
+  await fs.writeFile(tmp, script, { mode: 0o755 });
+  await fs.rename(tmp, hook);
+  return d;
 }
 
 /**
