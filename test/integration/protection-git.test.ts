@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { type TestServer, type TestUser } from '../helpers/server.ts';
-import { withOrgServer } from '../helpers/factories.ts';
+import { hostedDir, withOrgServer } from '../helpers/factories.ts';
 import { ok, sh, withCreds } from '../helpers/vcs.ts';
 import { TWO_STEPS, commitFiles, gitRepo, type GitRepo } from '../helpers/ci.ts';
 import { outboxEvents } from '../helpers/outbox.ts';
@@ -52,7 +52,7 @@ describe('git pushes to protected branches', () => {
     const before = await state();
     expect(before.pipelines).toBe(1);
     await ok('git', ['reset', '-q', '--hard', 'HEAD~1'], repo.work);
-    await commitFiles(repo, { 'b.txt': 'rewritten\n' }, 'rewritten');
+    const rewritten = await commitFiles(repo, { 'b.txt': 'rewritten\n' }, 'rewritten');
     const r = await push(member, '--force', 'main');
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(
@@ -60,6 +60,17 @@ describe('git pushes to protected branches', () => {
     );
     expect(r.stderr).toMatch(/! \[remote rejected\] +main -> main \(pre-receive hook declined\)/);
     expect(await state()).toEqual(before);
+    // the pushed objects were left in git's quarantine and thrown away with it
+    const stored = await sh(
+      'git',
+      ['cat-file', '-e', rewritten],
+      hostedDir(s.dataDir, { id: repo.id, vcs: 'git' }),
+    );
+    expect(stored.code).not.toBe(0);
+    const main = before.heads.split('\t')[0]!;
+    expect(
+      (await sh('git', ['cat-file', '-e', main], hostedDir(s.dataDir, { id: repo.id, vcs: 'git' }))).code,
+    ).toBe(0);
   });
 
   test('when a member pushes a fast-forward of main, then it lands with its event and pipeline', async () => {
