@@ -27,12 +27,12 @@ const WRITE_403 = 'the token lacks pulls:write or does not reach the repository'
 const MEMBER_403 = `${WRITE_403}, or the caller is not a member of the organization`;
 const NUMBER = { number: pathInt };
 
-/** Could this caller push to the repository (`repo:write`, org member, a token reaching it)? */
 /** What the caller may do besides merging: push (`canPush`), and their role for protected refs. */
 export async function mergeRights(access: Access, target: RepoTarget): Promise<MergeRights> {
   return { push: await canPush(access, target), role: await access.roleIn(target.org.id) };
 }
 
+/** Could this caller push to the repository (`repo:write`, org member, a token reaching it)? */
 export async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
   return access.authorize(target, { scope: 'repo:write', role: 'member' }).then(
     () => true,

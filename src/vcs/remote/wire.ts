@@ -167,7 +167,6 @@ export const UNFORWARDED = new Set([
   'expect',
 ]);
 
-/** A header value's text as sent (names and paths may hold any character). */
 /** `Protection` in a header (`BACKEND.protection`): base64url JSON, shorter than URI-encoded JSON. */
 export const protectionHeader = (p: Protection): string =>
   Buffer.from(JSON.stringify(p)).toString('base64url');
@@ -176,6 +175,7 @@ export const fromProtectionHeader = (h: string | string[] | undefined): Protecti
     ? (JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as Protection)
     : undefined;
 
+/** A header value's text as sent (names and paths may hold any character). */
 export const headerText = (s: string): string => encodeURIComponent(s);
 export const fromHeaderText = (s: string | string[] | undefined): string | undefined =>
   typeof s === 'string' ? decodeURIComponent(s) : undefined;
