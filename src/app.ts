@@ -23,6 +23,7 @@ import { pipelineRoutes } from './pipelines/routes.ts';
 import { issueRoutes } from './issues/routes.ts';
 import { pullRoutes } from './pulls/routes.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
+import { protectionRoutes } from './protection/routes.ts';
 import { releaseRoutes } from './releases/routes.ts';
 import { statusRoutes } from './statuses/routes.ts';
 import { searchRoutes } from './search/routes.ts';
@@ -176,6 +177,7 @@ export function createApp(deps: AppDeps, services: Services): { app: Express; ap
   pullRoutes(api, services.pulls, services.contents);
   statusRoutes(api, services.statuses);
   webhookRoutes(api, services.webhooks);
+  protectionRoutes(api, services.protections);
   releaseRoutes(api, services.releases);
   searchRoutes(api, services.search, services.repos);
   agentRoutes(api, services.agents, services.pipelines, { agentTimeoutMs: config.agentTimeoutMs });

@@ -27,6 +27,7 @@ import { StatusesService } from './statuses/service.ts';
 import { listRules } from './protection/repository.ts';
 import { Mergeability } from './pulls/mergeability.ts';
 import { WebhooksService } from './webhooks/service.ts';
+import { ProtectionsService } from './protection/service.ts';
 import { Dispatcher } from './webhooks/delivery/dispatcher.ts';
 import { webhookLookups } from './webhooks/envelope.ts';
 import { openBlobStore, type BlobStore } from './storage/index.ts';
@@ -50,6 +51,7 @@ export type Services = {
   pipelines: PipelinesService;
   issues: IssuesService;
   webhooks: WebhooksService;
+  protections: ProtectionsService;
   /** Delivers webhooks from the outbox; started and stopped by the server. */
   webhookDispatcher: Dispatcher;
   changes: RepoChanges;
@@ -240,6 +242,7 @@ export function createServices(deps: AppDeps): Services {
     retryAfterSeconds: deps.config.transport.retryAfterSeconds,
   });
   const compare = new CompareService(repos, vcs, deps.config.limits);
+  const protections = new ProtectionsService({ em, users });
   const pulls: PullsService = new PullsService({
     em,
     log: deps.log,
@@ -255,6 +258,7 @@ export function createServices(deps: AppDeps): Services {
     }),
     ci: pipelines,
     checks: statuses,
+    protections,
   });
   changes.listen(revs.listener, pulls.sync, pipelines.triggers, {
     phase: 'committed',
@@ -269,6 +273,7 @@ export function createServices(deps: AppDeps): Services {
     pipelines,
     issues,
     webhooks,
+    protections,
     webhookDispatcher,
     changes,
     pulls,

@@ -16,6 +16,8 @@ export const TAGS: Record<string, string> = {
   statuses: "commit statuses reported by external systems and by Triad's own pipelines (`triad/pipeline`)",
   ci: 'CI agent protocol (agent token)',
   webhooks: 'repository and organization webhooks, their delivery history and redelivery',
+  protections:
+    'protected branches and bookmarks: who may push, fast-forward only, deletion, checks before a merge',
   search: 'full-text search: repositories, and the issues and pull requests of a repository',
 };
 

@@ -9,6 +9,8 @@ import * as db from './repository.ts';
 import type { MergePullBody, PullJson } from './schemas.ts';
 import type { PullsDeps } from './service.ts';
 import { mergedCheck, type PullSync } from './sync.ts';
+import type { Role } from '../domain/access.ts';
+import { mergeRefusal, sourceKeptBy } from '../protection/merges.ts';
 
 /** How long a merge waits for the repository's push lock. */
 const LOCK_WAIT_MS = 60_000;
@@ -19,14 +21,16 @@ type Outcome = MergeOutcome | { kind: 'not_open' };
 export type MergeRights = {
   /** The token could push here (`repo:write`, org member, its level reaching the repository). */
   push: boolean;
+  /** The caller's role in the repository's organization (who may push under protection rules). */
+  role: Role | undefined;
 };
 
 /**
  * Why `delete_source` leaves `ref` in place, or undefined when it may be deleted. The default
  * line is never deleted: the default branch (git, Fossil), and for Mercurial the mainline
  * bookmark `@` and a bookmark named like the default named branch (it would stand for that
- * branch). Protected refs (DESIGN.md section 11) belong here too once they exist: a rule that does
- * not allow deletion keeps the source the same way.
+ * branch). Protected refs (DESIGN.md section 11) keep the source the same way: a rule that does
+ * not allow deletion, or that does not let the merging user push to it (`sourceKeptBy`).
  */
 export function keptSource(repo: Pick<RepoHandle, 'vcs' | 'defaultBranch'>, ref: string): string | undefined {
   if (ref === repo.defaultBranch) return 'the default branch';
@@ -68,9 +72,17 @@ export class PullMerges {
     if (body.delete_source && !rights.push) {
       throw ApiError.forbidden('delete_source deletes a ref as a push would: it needs repo:write');
     }
-    const deleteSource = body.delete_source && keptSource(repo, row.source_ref) === undefined;
-    if (row.status !== 'open') throw ApiError.mergeRefused('not_open', `the pull request is ${row.status}`);
     const user = await this.d.users.get(actor.id);
+    const rules = await this.d.protections.rulesOf(repo.id);
+    const pusher = { username: user.username, role: rights.role };
+    const refType = repo.driver.constants.refType;
+    const refused = mergeRefusal(rules, refType, row.target_ref, pusher);
+    if (refused !== undefined) throw ApiError.forbidden(`the merge is refused: ${refused}`);
+    const deleteSource =
+      body.delete_source &&
+      keptSource(repo, row.source_ref) === undefined &&
+      sourceKeptBy(rules, refType, row.source_ref, pusher) === undefined;
+    if (row.status !== 'open') throw ApiError.mergeRefused('not_open', `the pull request is ${row.status}`);
     const author = { name: user.displayName || user.username, email: user.email };
     const ops = this.d.vcs.ops(repo.vcs);
     let cause: ChangeCause | undefined;

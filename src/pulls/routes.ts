@@ -19,12 +19,18 @@ import {
   updatePullBody,
 } from './schemas.ts';
 import type { PullsService } from './service.ts';
+import type { MergeRights } from './merge.ts';
 import { earlierCreatePullBody, earlierPullShape } from './earlier.ts';
 
 const READ_403 = 'a private repository and the token lacks pulls:read or does not reach it';
 const WRITE_403 = 'the token lacks pulls:write or does not reach the repository';
 const MEMBER_403 = `${WRITE_403}, or the caller is not a member of the organization`;
 const NUMBER = { number: pathInt };
+
+/** What the caller may do besides merging: push (`canPush`), and their role for protected refs. */
+export async function mergeRights(access: Access, target: RepoTarget): Promise<MergeRights> {
+  return { push: await canPush(access, target), role: await access.roleIn(target.org.id) };
+}
 
 /** Could this caller push to the repository (`repo:write`, org member, a token reaching it)? */
 export async function canPush(access: Access, target: RepoTarget): Promise<boolean> {
@@ -189,20 +195,14 @@ export function pullRoutes(api: Api, pulls: PullsService, contents: Pick<Content
       returns: earlierPullShape,
     },
     errors: {
-      403: `${MEMBER_403}; or \`delete_source\` and the token lacks repo:write (nothing is merged)`,
+      403: `${MEMBER_403}; or \`delete_source\` and the token lacks repo:write (nothing is merged); or a protection rule of the target does not let the caller push to it (nothing is merged)`,
       404: 'no such repository or pull request, or its source or target ref no longer exists',
       409: '`merge_conflict` (with `conflicted_files`; nothing changed), `head_moved`, `target_moved`, `not_fast_forward`, `not_open`, nothing to merge (`conflict`), or the checks a protection rule of the target requires have not passed on the head (`checks_pending`) or failed (`checks_failed`)',
       503: 'the repository is busy: its push lock was not free within 60 s (`service_unavailable`)',
     },
     handler: async ({ access, target, params, body }) =>
       reply.ok(
-        await merges.merge(
-          target,
-          access.actor(),
-          { push: await canPush(access, target) },
-          params.number,
-          body,
-        ),
+        await merges.merge(target, access.actor(), await mergeRights(access, target), params.number, body),
       ),
   });
   api.repoRoute({

@@ -11,6 +11,7 @@ import { emitEvents } from '../events/outbox.ts';
 import type { RepoHandle } from '../domain/repo.ts';
 import type { Trigger } from '../pipelines/model.ts';
 import type { PipelinesService } from '../pipelines/service.ts';
+import type { ProtectionsService } from '../protection/service.ts';
 import type { RepoChanges } from '../repos/changes.ts';
 import type { CompareService } from '../repos/compare.ts';
 import type { ReposService } from '../repos/service.ts';
@@ -39,6 +40,8 @@ export type PullsDeps = {
   ci: Pick<PipelinesService, 'trigger'>;
   /** Commit statuses: the records' `checks` and the merge gate (absent: no checks, no gate). */
   checks?: Pick<StatusesService, 'checks' | 'mergeBlock'>;
+  /** Protected refs: a merge and `delete_source` obey the rules a push obeys. */
+  protections: Pick<ProtectionsService, 'rulesOf'>;
 };
 
 /**

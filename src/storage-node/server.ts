@@ -24,6 +24,7 @@ import { serveBackend, type BackendRequest, type TransportServers } from '../vcs
 import type { CgiResult } from '../vcs/process/cgi.ts';
 import {
   BACKEND,
+  fromProtectionHeader,
   CALLS,
   CHANGING_CALLS,
   LOCKED_CALLS,
@@ -306,6 +307,7 @@ export class StorageNodeServer {
         query: fromHeaderText(h[BACKEND.query]) ?? '',
         remoteUser,
         write: h[BACKEND.write] === '1',
+        protection: fromProtectionHeader(h[BACKEND.protection]),
         req,
         res,
         input,

@@ -27,6 +27,7 @@ import { profilePages } from './pages/profile.ts';
 import { memberPages } from './pages/members.ts';
 import { repoSettingsPages } from './pages/repo-settings.ts';
 import { webhookPages } from './pages/webhooks.ts';
+import { protectionPages } from './pages/protections.ts';
 import { adminPages } from './pages/admin.ts';
 import { labelPages } from './pages/labels.ts';
 import { stepLogPages } from './pages/pipelines/logs.ts';
@@ -81,6 +82,7 @@ export function webRoutes(d: WebRoutesDeps): Router {
   memberPages(w, { orgs: s.orgs, users: s.users });
   repoSettingsPages(w, { repos: s.repos });
   webhookPages(w, { webhooks: s.webhooks, repos: s.repos });
+  protectionPages(w, { protections: s.protections, repos: s.repos });
   adminPages(w);
   // (the site's, an organization's and a repository's labels: before `/:org` and the code pages)
   labelPages(w, { labels: s.issues.labels, repos: s.repos });

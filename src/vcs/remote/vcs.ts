@@ -20,6 +20,7 @@ import type { BackendRequest } from '../transport.ts';
 import { placed, readText, refusal, type StorageClient } from './client.ts';
 import {
   BACKEND,
+  protectionHeader,
   CALLS,
   SIZE_HEADER,
   UNFORWARDED,
@@ -253,6 +254,7 @@ async function serve(
     [BACKEND.mutates]: b.output === undefined ? '0' : '1',
     [BACKEND.nice]: String(nice),
     ...(b.remoteUser === undefined ? {} : { [BACKEND.remoteUser]: headerText(b.remoteUser) }),
+    ...(b.protection === undefined ? {} : { [BACKEND.protection]: protectionHeader(b.protection) }),
   });
   const input = b.input;
   if (input !== undefined) headers['content-length'] = String(input.size);

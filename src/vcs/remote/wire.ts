@@ -13,6 +13,7 @@
 import { ReadNotFound, BadPath, type NotFoundKind } from '../reader.ts';
 import { InvalidRefName, RefNotFound } from '../ops.ts';
 import { VcsCommandFailed } from '../process/run.ts';
+import type { Protection } from '../../protection/rules.ts';
 
 /** Bumped whenever a request or answer changes shape. */
 export const PROTOCOL_VERSION = '1';
@@ -141,6 +142,8 @@ export const BACKEND = {
   scriptName: 'x-triad-script-name',
   remoteUser: 'x-triad-remote-user',
   write: 'x-triad-write',
+  /** A push to a repository with protection rules: `Protection` as base64url JSON (rules.ts). */
+  protection: 'x-triad-protection',
   /** The run changes the repository: the node locks it, holds the answer and backs up first. */
   mutates: 'x-triad-mutates',
   nice: 'x-triad-nice',
@@ -163,6 +166,14 @@ export const UNFORWARDED = new Set([
   'upgrade',
   'expect',
 ]);
+
+/** `Protection` in a header (`BACKEND.protection`): base64url JSON, shorter than URI-encoded JSON. */
+export const protectionHeader = (p: Protection): string =>
+  Buffer.from(JSON.stringify(p)).toString('base64url');
+export const fromProtectionHeader = (h: string | string[] | undefined): Protection | undefined =>
+  typeof h === 'string'
+    ? (JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as Protection)
+    : undefined;
 
 /** A header value's text as sent (names and paths may hold any character). */
 export const headerText = (s: string): string => encodeURIComponent(s);

@@ -7,13 +7,14 @@ import type { RepoPage } from '../repo-page.ts';
 import { urls } from '../urls.ts';
 import { repoHeader } from './repo.ts';
 
-export type RepoSettingsKey = 'general' | 'webhooks';
+export type RepoSettingsKey = 'general' | 'webhooks' | 'protections';
 
 export function repoSettingsFrame(p: RepoPage, current: RepoSettingsKey, body: Renderable): Html {
   const { org, name } = p.repo;
   const items = [
     { key: 'general', href: urls.settings(org, name), label: 'General' },
     { key: 'webhooks', href: urls.webhooks(org, name), label: 'Webhooks' },
+    { key: 'protections', href: `${urls.settings(org, name)}/protections`, label: 'Protected refs' },
   ].map(
     (i) =>
       html`<li><a href="${i.href}"${i.key === current ? html` aria-current="page"` : ''}>${i.label}</a></li>`,

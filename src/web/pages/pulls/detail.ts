@@ -10,7 +10,7 @@
 import { ApiError } from '../../../http/errors.ts';
 import { parseWith, rejectNul } from '../../../http/input.ts';
 import { keptSource } from '../../../pulls/merge.ts';
-import { canPush } from '../../../pulls/routes.ts';
+import { mergeRights } from '../../../pulls/routes.ts';
 import { mergePullBody, pullCommentBody, updatePullBody } from '../../../pulls/schemas.ts';
 import { field, web, type FormState, type PageCtx, type UserCtx, type WebReply } from '../../context.ts';
 import { html } from '../../html.ts';
@@ -79,8 +79,8 @@ export function pullDetailPages(w: WebRouter, d: PullDeps): void {
     );
     rejectNul(body, 'form');
     try {
-      const push = await canPush(ctx.access, p.target);
-      await d.pulls.merges.merge(p.target, ctx.access.actor(), { push }, pull.number, body);
+      const rights = await mergeRights(ctx.access, p.target);
+      await d.pulls.merges.merge(p.target, ctx.access.actor(), rights, pull.number, body);
     } catch (e) {
       throw e instanceof ApiError && e.status === 409 ? new ApiError(409, e.code, mergeRefusal(e)) : e;
     }
