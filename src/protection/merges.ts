@@ -1,4 +1,4 @@
-import { refusal, type Pusher, type RuleShape } from './rules.ts';
+import { refusal, rulesFor, type Pusher, type RuleShape } from './rules.ts';
 
 /**
  * Protected refs applied to a pull request's merge (DESIGN.md section 11: merges and
@@ -14,19 +14,43 @@ export function mergeRefusal(
   target: string,
   pusher: Pusher,
 ): string | undefined {
-  return refusal(rules, { name: target, type, old: target, new: target, fastForward: true }, pusher);
+  for (const t of mergeTargets(type, target)) {
+    const why = refusal(
+      rules,
+      { name: t.name, type: t.type, old: t.name, new: t.name, fastForward: true },
+      pusher,
+    );
+    if (why !== undefined) return why;
+  }
+  return undefined;
 }
 
 /**
- * Why `delete_source` keeps the source ref, or undefined when the rules let the merging user
- * delete it: a rule that does not allow deletion, or does not let them push to it. The merge goes
- * ahead either way (as for the default branch).
+ * The refs a merge into `target` moves, as rules name them: the target, and for Mercurial's `@`
+ * also the `default` named branch (a merge into `@` commits on it; without an `@` bookmark `@`
+ * stands for its head), so a rule on `default` binds a merge into `@` as it binds a push.
+ */
+export function mergeTargets(
+  type: 'branch' | 'bookmark',
+  target: string,
+): { name: string; type: 'branch' | 'bookmark' }[] {
+  const out = [{ name: target, type }];
+  if (type === 'bookmark' && target === '@') out.push({ name: 'default', type: 'branch' });
+  return out;
+}
+
+/**
+ * Why `delete_source` keeps the source ref, or undefined when it may go: a merge never deletes a
+ * protected ref (DESIGN.md section 11), whatever its rule says of deletions by push. The merge
+ * goes ahead either way (as for the default branch).
  */
 export function sourceKeptBy(
   rules: readonly RuleShape[],
   type: 'branch' | 'bookmark',
   source: string,
-  pusher: Pusher,
+  _pusher: Pusher,
 ): string | undefined {
-  return refusal(rules, { name: source, type, old: source, new: null, fastForward: true }, pusher);
+  const rule = rulesFor(rules, source)[0];
+  if (rule === undefined) return undefined;
+  return `${type} ${source} is protected by rule "${rule.pattern}": a merge does not delete it`;
 }

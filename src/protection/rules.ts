@@ -44,27 +44,57 @@ export type Pusher = { username: string; role: 'owner' | 'member' | undefined };
  */
 export type Protection = { rules: RuleShape[]; pusher: Pusher };
 
-const cache = new Map<string, RegExp>();
+/** A pattern as tokens: a literal character, `*` (within a segment) or `**` (across segments). */
+type Token = string | 1 | 2;
 
-/** The pattern as an anchored regular expression. */
-export function patternRegex(pattern: string): RegExp {
-  let re = cache.get(pattern);
-  if (re === undefined) {
-    const body = pattern
-      .split(/(\*\*|\*)/)
-      .map((part) =>
-        part === '**' ? '.*' : part === '*' ? '[^/]*' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'),
-      )
-      .join('');
-    re = new RegExp(`^${body}$`, 's');
+const cache = new Map<string, Token[]>();
+
+function tokens(pattern: string): Token[] {
+  let t = cache.get(pattern);
+  if (t === undefined) {
+    t = [];
+    for (const part of pattern.split(/(\*+)/)) {
+      if (part === '') continue;
+      // a run of stars is one wildcard: `**` (or longer) crosses segments
+      if (part.startsWith('*')) t.push(part.length >= 2 ? 2 : 1);
+      else t.push(...part);
+    }
     if (cache.size > 1000) cache.clear();
-    cache.set(pattern, re);
+    cache.set(pattern, t);
   }
-  return re;
+  return t;
 }
 
+/** The positions reachable from `at` by skipping wildcards (which may match nothing). */
+function closure(t: readonly Token[], at: Iterable<number>): Set<number> {
+  const out = new Set<number>();
+  for (let i of at) {
+    out.add(i);
+    while (i < t.length && typeof t[i] === 'number') out.add(++i);
+  }
+  return out;
+}
+
+/**
+ * Whether `name` matches `pattern`, in time proportional to their lengths' product whatever the
+ * pattern (a backtracking regular expression could take exponential time on a hostile one): the
+ * set of pattern positions reached so far advances one character of the name at a time.
+ */
 export function matches(pattern: string, name: string): boolean {
-  return patternRegex(pattern).test(name);
+  const t = tokens(pattern);
+  let at = closure(t, [0]);
+  for (const c of name) {
+    const next: number[] = [];
+    for (const i of at) {
+      const tok = t[i];
+      if (tok === undefined) continue;
+      if (tok === 2 || (tok === 1 && c !== '/')) next.push(i);
+      else if (tok === c) next.push(i + 1);
+    }
+    if (next.length === 0) return false;
+    at = closure(t, next);
+  }
+  return at.has(t.length);
 }
 
 /** The rules whose pattern matches a branch or bookmark name (every one of them applies). */

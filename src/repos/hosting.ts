@@ -136,7 +136,13 @@ export function hostingHandler(deps: Deps): RequestHandler {
       const writes = wire.mutates && canWrite;
       let protection: Protection | undefined;
       if (writes && username !== undefined && deps.protections !== undefined) {
-        const rules = await deps.protections(target.repo.id);
+        // only what judging a push needs (the rules travel to storage nodes in a header)
+        const rules = (await deps.protections(target.repo.id)).map((r) => ({
+          pattern: r.pattern,
+          fast_forward_only: r.fast_forward_only,
+          allow_deletion: r.allow_deletion,
+          push: r.push,
+        }));
         if (rules.length > 0)
           protection = { rules, pusher: { username, role: await access.roleIn(target.repo.orgId) } };
       }

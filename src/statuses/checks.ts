@@ -4,10 +4,14 @@ import { PIPELINE_CONTEXT, type ChecksJson, type StatusRow } from './schemas.ts'
 /** The rule fields that decide what a merge into a ref waits for. */
 export type CheckRule = Pick<ProtectionRule, 'pattern' | 'require_pipeline' | 'required_contexts'>;
 
-/** The contexts the rules matching `targetRef` require, in rule order (`triad/pipeline` first). */
+/**
+ * The contexts the rules matching `targetRef` require, in rule order (`triad/pipeline` first).
+ * A merge into Mercurial's `@` commits on the `default` branch: the rules on `default` count too.
+ */
 export function requiredContexts(rules: readonly CheckRule[], targetRef: string): string[] {
   const out = new Set<string>();
-  for (const r of rulesFor(rules, targetRef)) {
+  const names = targetRef === '@' ? ['@', 'default'] : [targetRef];
+  for (const r of rules.filter((x) => names.some((n) => rulesFor([x], n).length > 0))) {
     if (r.require_pipeline) out.add(PIPELINE_CONTEXT);
     for (const c of r.required_contexts) out.add(c);
   }

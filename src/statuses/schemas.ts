@@ -22,7 +22,14 @@ export const createStatusBody = z
       .string()
       .max(255)
       .refine((c) => c.trim() !== '', 'must not be empty')
-      .meta({ description: 'what reports, e.g. `ci/lint` (at most 255 characters)' }),
+      // a required pipeline must not be satisfied by a status someone posts in Triad's name
+      .refine(
+        (c) => !c.toLowerCase().startsWith('triad/'),
+        'contexts under triad/ are reserved for Triad itself',
+      )
+      .meta({
+        description: 'what reports, e.g. `ci/lint` (at most 255 characters; `triad/…` is reserved for Triad)',
+      }),
     description: z.string().max(1000).optional(),
     target_url: z
       .url({ protocol: /^https?$/, error: 'must be an http or https URL' })

@@ -92,7 +92,8 @@ export async function startStorageNode(config: Config, log: Logger): Promise<Run
     metrics: async () => ({ contentType: registry.contentType, body: await registry.metrics() }),
     observe: (route, outcome, seconds) => requests.observe({ route, outcome }, seconds),
   });
-  const server = http.createServer(node.handle);
+  // a push's protection rules travel in a header (BACKEND.protection): room for many rules
+  const server = http.createServer({ maxHeaderSize: 256 * 1024 }, node.handle);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -159,4 +159,35 @@ describe('Mercurial pushes to protected bookmarks and branches', () => {
       }
     }
   });
+
+  test('when a push carries its changesets under a throwaway bookmark, then the protected named branch is still judged', async () => {
+    const repo = await newRepo(owner, org, { vcs: 'hg' });
+    const w = await workingCopy(repo.clone, owner.token);
+    const base = await commit(w, 'a', 'base');
+    await commit(w, 'a', 'next');
+    await ok('hg', ['push', '-q'], w);
+    await protect(s, repo.id, { pattern: 'default', push: { users: [owner.username] } });
+    const before = await state(repo);
+    // a member's changeset on default, pushed as a bookmark no rule names
+    const m = await workingCopy(repo.clone, member.token);
+    await commit(m, 'b', 'by a member');
+    await ok('hg', ['bookmark', 'feature'], m);
+    const push = await sh('hg', ['push', '-B', 'feature'], m);
+    expect(push.stdout + push.stderr).toContain(
+      `branch default is protected by rule "default": only ${owner.username} may push to it`,
+    );
+    expect(await state(repo)).toEqual(before);
+
+    // the owner may add a bookmarked second head, but deleting that bookmark would make the head
+    // the branch's line head beside the old one: not a fast-forward
+    await ok('hg', ['update', '-q', '-r', base], w);
+    await commit(w, 'c', 'second head');
+    await ok('hg', ['bookmark', 'topic'], w);
+    await ok('hg', ['push', '-q', '-f', '-B', 'topic'], w);
+    await ok('hg', ['bookmark', '-d', 'topic'], w);
+    const del = await sh('hg', ['push', '-B', 'topic'], w);
+    expect(del.stdout + del.stderr).toContain(
+      'branch default is protected by rule "default": only fast-forward updates are allowed',
+    );
+  });
 });

@@ -62,14 +62,22 @@ describe('merges into protected branches', () => {
     expect(await heads()).toContain('refs/heads/keep/one');
   });
 
-  test('when delete_source names a branch whose rule allows deletion, then the source is deleted', async () => {
+  test('when delete_source names a branch a rule protects, even one allowing deletion by push, then the source stays; an unprotected source goes', async () => {
     await repo.commitOn('scratch/a/b', { 's.txt': 's\n' }, 'scratch');
-    const number = await open('scratch/a/b');
+    const kept = await open('scratch/a/b');
+    const k = await owner.client.post(`${repo.api}/pulls/${kept}/merge`, {
+      style: 'squash',
+      delete_source: true,
+    });
+    expect(k.status).toBe(200);
+    expect(await heads()).toContain('refs/heads/scratch/a/b');
+    await repo.commitOn('loose', { 'l.txt': 'l\n' }, 'loose');
+    const number = await open('loose');
     const r = await owner.client.post(`${repo.api}/pulls/${number}/merge`, {
       style: 'squash',
       delete_source: true,
     });
     expect(r.status).toBe(200);
-    expect(await heads()).not.toContain('scratch/a/b');
+    expect(await heads()).not.toContain('refs/heads/loose');
   });
 });

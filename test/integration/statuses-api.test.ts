@@ -98,6 +98,8 @@ describe('commit statuses', () => {
       { state: 'success', context: 'x', target_url: 'ftp://ci.example/1' },
       { state: 'success', context: 'x', target_url: 'not a url' },
       { state: 'success' },
+      // Triad's own pipeline context cannot be reported by others (it would pass a required pipeline)
+      { state: 'success', context: 'triad/pipeline' },
     ]) {
       expectError(await post(bad), 400, 'validation_failed');
     }

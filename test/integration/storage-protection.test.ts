@@ -62,4 +62,30 @@ describe('protected refs on a storage node', () => {
     expect((await push(owner, 'main')).code).toBe(0);
     expect(await remoteMain()).toBe((await ok('git', ['rev-parse', 'HEAD'], work)).trim());
   });
+
+  test('when a client sends the x-triad-* headers the server gives the node, then the node never sees them', async () => {
+    // rules of the client's own making that would refuse everyone
+    const fake = Buffer.from(
+      JSON.stringify({
+        rules: [{ pattern: '**', fast_forward_only: true, allow_deletion: false, push: { users: [] } }],
+        pusher: { username: owner.username, role: 'owner' },
+      }),
+    ).toString('base64url');
+    const other = await pushWith(owner, { vcs: 'git' }, (w) => writeFile(w, 'README.md', '# other\n'));
+    const w = `${await tempDir()}/o`;
+    await ok('git', ['clone', '-q', other.cloneUrl, w], '/');
+    await ok('git', ['commit', '-q', '--allow-empty', '-m', 'next'], w);
+    const r = await sh(
+      'git',
+      [
+        '-c',
+        `http.extraHeader=x-triad-protection: ${fake}`,
+        'push',
+        withCreds(other.cloneUrl, owner.token),
+        'main',
+      ],
+      w,
+    );
+    expect([r.code, r.stderr]).toEqual([0, expect.not.stringContaining('protected')]);
+  });
 });

@@ -47,6 +47,13 @@ const patterns: [string, string][] = [
   ['**/hot*', 'rel/1/hotfix'],
   ['fé*', 'fé/x'],
   ['fé*', 'féx'],
+  ['***', 'a/b'],
+  ['a**b', 'a/x/b'],
+  ['*/*', 'a/b/c'],
+  ['release/**/final', 'release/final'],
+  // a pattern a backtracking matcher takes minutes over
+  [`${'*a'.repeat(16)}*b`, 'a'.repeat(60)],
+  [`${'*a'.repeat(16)}*b`, `${'a'.repeat(60)}b`],
 ];
 
 const cases: [RuleShape[], RefUpdate, Pusher][] = [

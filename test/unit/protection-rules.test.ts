@@ -38,6 +38,12 @@ describe('protection patterns', () => {
     ['@', '@', true],
     ['v1.*', 'v1x2', false],
     ['v1.*', 'v1.2', true],
+    ['***', 'a/b', true],
+    ['*/*', 'a/b/c', false],
+    ['release/**/final', 'release/x/y/final', true],
+    // a pattern a backtracking regular expression takes minutes over
+    [`${'*a'.repeat(16)}*b`, 'a'.repeat(60), false],
+    [`${'*a'.repeat(16)}*b`, `${'a'.repeat(60)}b`, true],
   ])('%s against %s: %s', (pattern, name, expected) => {
     expect(matches(pattern, name)).toBe(expected);
   });

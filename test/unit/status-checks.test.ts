@@ -1,5 +1,6 @@
 import { describe, expect, test } from '@jest/globals';
 import { checksOf, mergeBlock, requiredContexts, type CheckRule } from '../../src/statuses/checks.ts';
+import { mergeRefusal, sourceKeptBy } from '../../src/protection/merges.ts';
 
 const rule = (pattern: string, over: Partial<CheckRule> = {}): CheckRule => ({
   pattern,
@@ -24,6 +25,12 @@ describe('required contexts', () => {
     expect(requiredContexts(rules, 'release/1/2')).toEqual(['triad/pipeline', 'ext/b', 'ext/a']);
     expect(requiredContexts(rules, 'feature')).toEqual([]);
   });
+
+  test("a merge into Mercurial's @ waits for the rules on the default branch too", () => {
+    const rules = [rule('default', { require_pipeline: true }), rule('@', { required_contexts: ['ext/a'] })];
+    expect(requiredContexts(rules, '@')).toEqual(['triad/pipeline', 'ext/a']);
+    expect(requiredContexts(rules, 'default')).toEqual(['triad/pipeline']);
+  });
 });
 
 describe('checks and the merge gate', () => {
@@ -47,5 +54,27 @@ describe('checks and the merge gate', () => {
     expect(mergeBlock(['a', 'b'], [st('a', 'error')])?.code).toBe('checks_failed');
     expect(mergeBlock(['a'], [st('a', 'success'), st('other', 'failure')])).toBeUndefined();
     expect(mergeBlock([], [st('other', 'failure')])).toBeUndefined();
+  });
+});
+
+describe('protected refs and merges', () => {
+  const owners = {
+    pattern: 'default',
+    fast_forward_only: true,
+    allow_deletion: false,
+    push: 'owners' as const,
+  };
+  const member = { username: 'mia', role: 'member' as const };
+  test("a rule on Mercurial's default branch binds a merge into @", () => {
+    expect(mergeRefusal([owners], 'bookmark', '@', member)).toMatch(
+      /branch default is protected by rule "default"/,
+    );
+    expect(mergeRefusal([owners], 'bookmark', 'feature', member)).toBeUndefined();
+  });
+
+  test('delete_source keeps any source a rule protects, even one whose rule allows deletion', () => {
+    const deletable = { ...owners, pattern: 'topic/*', allow_deletion: true, push: 'members' as const };
+    expect(sourceKeptBy([deletable], 'branch', 'topic/x', member)).toMatch(/protected by rule "topic\/\*"/);
+    expect(sourceKeptBy([deletable], 'branch', 'feature', member)).toBeUndefined();
   });
 });

@@ -13,11 +13,12 @@ JSON list of `[rules, update, pusher]` cases on stdin and prints the refusal of 
 What a push moves, as Triad's push events see it (src/vcs/hg/refs.ts):
 - every bookmark the transaction changed: created, moved or deleted; a move is a fast-forward
   when the new changeset descends from the old one;
-- every named branch that gained changesets no moved bookmark covers (a bookmarked line is a
-  line of its own): its line head before and after, each the newest head of the branch without a
-  bookmark (else its newest head); a fast-forward when the new one descends from the old one,
-  so a new head on the branch (`hg push -f`) is not one. A branch the repository did not have is
-  created. Tags are not protected.
+- every named branch that gained changesets, or whose line head a bookmark change moved: its
+  line head before and after, each the newest head of the branch without a bookmark (else its
+  newest head); a fast-forward when the new one descends from the old one, so a new head on the
+  branch (`hg push -f`) is not one, nor is deleting the bookmark of a second head. A branch that
+  gained changesets beside an unchanged line head (a bookmarked head) is still an update of it
+  for who may push. A branch the repository did not have is created. Tags are not protected.
 """
 import json, re, sys
 
@@ -26,23 +27,53 @@ current = None
 _cache = {}
 
 
-def pattern_regex(pattern):
-    """`*` within one `/`-separated segment, `**` across segments, anything else literally."""
-    rx = _cache.get(pattern)
-    if rx is None:
-        body = ''.join(
-            '.*' if part == '**' else '[^/]*' if part == '*' else re.escape(part)
-            for part in re.split(r'(\*\*|\*)', pattern)
-        )
-        rx = re.compile(body, re.S)
+def _tokens(pattern):
+    """The pattern as tokens: a literal character, 1 (`*`, within a segment) or 2 (`**`)."""
+    t = _cache.get(pattern)
+    if t is None:
+        t = []
+        for part in re.split(r'(\*+)', pattern):
+            if part == '':
+                continue
+            if part.startswith('*'):
+                t.append(2 if len(part) >= 2 else 1)
+            else:
+                t.extend(part)
         if len(_cache) > 1000:
             _cache.clear()
-        _cache[pattern] = rx
-    return rx
+        _cache[pattern] = t
+    return t
+
+
+def _closure(t, at):
+    out = set()
+    for i in at:
+        out.add(i)
+        while i < len(t) and isinstance(t[i], int):
+            i += 1
+            out.add(i)
+    return out
 
 
 def matches(pattern, name):
-    return pattern_regex(pattern).fullmatch(name) is not None
+    """`*` within one `/`-separated segment, `**` across segments, anything else literally; in
+    time proportional to the lengths' product (as rules.ts: no backtracking)."""
+    t = _tokens(pattern)
+    at = _closure(t, [0])
+    for c in name:
+        nxt = []
+        for i in at:
+            if i >= len(t):
+                continue
+            tok = t[i]
+            if tok == 2 or (tok == 1 and c != '/'):
+                nxt.append(i)
+            elif tok == c:
+                nxt.append(i + 1)
+        if not nxt:
+            return False
+        at = _closure(t, nxt)
+    return len(t) in at
 
 
 def may_push(rule, pusher):
@@ -118,18 +149,22 @@ def updates(repo, tr):
         out.append({'name': _text(name), 'type': 'bookmark', 'old': None if old is None else tohex(old).decode(),
                     'new': None if new is None else tohex(new).decode(), 'fastForward': bool(ff)})
     start = tr.changes.get(b'origrepolen', len(cl))
-    if start >= len(cl):
-        return out
-    moved = [cl.rev(new) for (old, new) in changed.values() if new is not None and old != new]
-    covered = set(cl.ancestors(moved, stoprev=start, inclusive=True)) if moved else set()
-    branches = []
+    # every named branch that gained changesets (a bookmark on them does not take them out of
+    # their branch), and the branches of the changesets whose bookmarks moved (a line head may
+    # change with a bookmark alone: deleting the bookmark of a second head makes it the line head)
+    gained = []
     for rev in range(start, len(cl)):
-        if rev in covered:
-            continue
         b = cl.branchinfo(rev)[0]
-        if b not in branches:
-            branches.append(b)
-    if not branches:
+        if b not in gained:
+            gained.append(b)
+    touched = list(gained)
+    for old, new in changed.values():
+        for n in (old, new):
+            if n is not None and cl.hasnode(n):
+                b = cl.branchinfo(cl.rev(n))[0]
+                if b not in touched:
+                    touched.append(b)
+    if not touched:
         return out
     now = set(urepo._bookmarks.values())
     marked_after = {cl.rev(n) for n in now}
@@ -139,18 +174,23 @@ def updates(repo, tr):
             before_nodes.discard(new)
         if old is not None:
             before_nodes.add(old)
-    marked_before = {cl.rev(n) for n in before_nodes}
-    for b in branches:
+    marked_before = {cl.rev(n) for n in before_nodes if cl.hasnode(n)}
+    for b in touched:
         spec = b'literal:' + b
         old_heads = sorted(urepo.revs(b'heads(branch(%s) and :%d)', spec, start - 1)) if start > 0 else []
         new_heads = sorted(urepo.revs(b'heads(branch(%s))', spec))
         old = _line_head(old_heads, marked_before)
         new = _line_head(new_heads, marked_after)
         if old == new:
+            if b in gained and new is not None:
+                # changesets added beside the line head (a bookmarked head): who may push to the
+                # branch is still judged, as for any changeset added to it
+                node = tohex(cl.node(new)).decode()
+                out.append({'name': _text(b), 'type': 'branch', 'old': node, 'new': node, 'fastForward': True})
             continue
-        ff = old is None or cl.isancestorrev(old, new)
+        ff = old is None or (new is not None and cl.isancestorrev(old, new))
         out.append({'name': _text(b), 'type': 'branch', 'old': None if old is None else tohex(cl.node(old)).decode(),
-                    'new': tohex(cl.node(new)).decode(), 'fastForward': bool(ff)})
+                    'new': None if new is None else tohex(cl.node(new)).decode(), 'fastForward': bool(ff)})
     return out
 
 

@@ -242,7 +242,8 @@ async function serve(
   const { repo } = placed(b.repoPath);
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(b.req.headers))
-    if (v !== undefined && !UNFORWARDED.has(k)) headers[k] = v;
+    // (nor any x-triad-* header a client sent: the node trusts those as the server's word)
+    if (v !== undefined && !UNFORWARDED.has(k) && !k.startsWith('x-triad-')) headers[k] = v;
   Object.assign(headers, {
     [BACKEND.repo]: repo,
     [BACKEND.kind]: kind,
