@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.ts';
-import { freePort, openOrm } from '../../src/db/database.ts';
+import { freePort } from '../../src/db/database.ts';
 import { ClusterLease } from '../../src/telemetry/cluster-lease.ts';
 import { pino } from 'pino';
 import { startServer, type Running } from '../../src/server.ts';
@@ -133,22 +133,30 @@ describe('cluster-wide gauges', () => {
   });
 
   test('when scrapes come further apart than the lease lasts, then its holder keeps it between them', async () => {
-    const orm = await openOrm(a.dbUrl);
+    // two contenders on the running server's own connection pool
+    const orm = a.running.orm;
     const log = pino({ level: 'silent' });
     const lease = (n: string) => new ClusterLease({ em: () => orm.em, log, name: n, seconds: 2 });
     const name = uniq('lease');
     const [one, two] = [lease(name), lease(name)];
+    /** Each step bounded, so a stuck one names itself. */
+    const within = <T>(what: string, p: Promise<T>): Promise<T> =>
+      Promise.race([
+        p,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`${what}: no answer in 10 s`)), 10_000),
+        ),
+      ]);
     try {
-      expect(await one.holds()).toBe(true);
+      expect(await within('the first take', one.holds())).toBe(true);
       // past the lease's length, with no scrape of the holder in between
       await new Promise((r) => setTimeout(r, 3_000));
-      expect(await two.holds()).toBe(false);
-      await one.release();
-      expect(await two.holds()).toBe(true);
+      expect(await within('the contender', two.holds())).toBe(false);
+      await within('the release', one.release());
+      expect(await within('the take after the release', two.holds())).toBe(true);
     } finally {
       await one.release();
       await two.release();
-      await orm.close();
     }
-  });
+  }, 45_000);
 });
