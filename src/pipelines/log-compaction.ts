@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { BlobStore } from '../storage/index.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { Periodic } from './periodic.ts';
 import * as db from './log-compaction-repository.ts';
 import { logPrefix } from './model.ts';
 import type { LogChunkRow } from './repository.ts';
@@ -50,13 +51,17 @@ export type LogCompactorDeps = CompactionSettings & {
  */
 export class LogCompactor {
   private readonly d: LogCompactorDeps;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly periodic: Periodic;
   private readonly compactions;
   private readonly deletions;
 
   constructor(deps: LogCompactorDeps) {
     this.d = deps;
+    this.periodic = new Periodic({
+      run: () => this.runOnce(),
+      log: deps.log,
+      failed: 'step log compaction failed',
+    });
     this.compactions = deps.metrics.counter(
       'triad_ci_log_compactions_total',
       'Step logs compacted into one object (`compacted`), or whose compaction failed and waits for a retry (`failed`)',
@@ -71,18 +76,11 @@ export class LogCompactor {
 
   start(): void {
     if (this.d.intervalMs <= 0) return;
-    this.timer = setInterval(() => {
-      if (this.running !== undefined) return; // the previous run is not over
-      this.running = this.runOnce()
-        .catch((err: unknown) => this.d.log.warn({ err }, 'step log compaction failed'))
-        .finally(() => (this.running = undefined));
-    }, this.d.intervalMs);
-    this.timer.unref();
+    this.periodic.start(this.d.intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** Compacts the steps due (a bounded number) and deletes the objects whose grace is over. */

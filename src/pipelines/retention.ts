@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { Periodic } from './periodic.ts';
 import { MAX_DELETE, type PipelineDeletion } from './deletion.ts';
 import type { DeletableRow } from './deletion-repository.ts';
 import * as db from './retention-repository.ts';
@@ -34,13 +35,17 @@ export type PipelineRetentionDeps = {
  */
 export class PipelineRetention {
   private readonly d: PipelineRetentionDeps;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
+  private readonly periodic: Periodic;
   private readonly deleted;
   private readonly runs;
 
   constructor(deps: PipelineRetentionDeps) {
     this.d = deps;
+    this.periodic = new Periodic({
+      run: () => this.runOnce(),
+      log: deps.log,
+      failed: 'the pipeline retention run failed',
+    });
     this.deleted = deps.metrics.counter(
       'triad_ci_retention_deleted_total',
       'Pipelines deleted by the retention policy (TRIAD_RETENTION_DAYS, TRIAD_RETENTION_KEEP)',
@@ -60,18 +65,11 @@ export class PipelineRetention {
 
   start(): void {
     if (!this.enabled) return;
-    this.timer = setInterval(() => {
-      if (this.running !== undefined) return;
-      this.running = this.runOnce()
-        .catch((err: unknown) => this.d.log.warn({ err }, 'the pipeline retention run failed'))
-        .finally(() => (this.running = undefined));
-    }, this.d.settings.intervalMs);
-    this.timer.unref();
+    this.periodic.start(this.d.settings.intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /**
