@@ -226,10 +226,11 @@ export class Agent {
       try {
         // a step above the pool's maximum: nothing of the pipeline runs, not even the clone
         if (refused.size > 0) failed = true;
-        else await this.o.executor.prepare(job, r.abort.signal);
+        else await this.o.executor.prepare(job, r.abort.signal).then(() => log.debug('workspace prepared'));
       } catch (err) {
         failed = true;
         errorMessage = err instanceof Error ? err.message : String(err);
+        log.info({ err: errorMessage }, 'workspace not prepared');
       }
       for (const step of steps) {
         if (failed || r.cancelled || r.abort.signal.aborted) {

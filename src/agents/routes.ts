@@ -4,6 +4,7 @@ import { reply, respond, type Api } from '../http/api.ts';
 import { parseWith, readRawBody } from '../http/input.ts';
 import type { Access } from '../http/auth.ts';
 import { ApiError } from '../http/errors.ts';
+import { clientLeft } from '../http/connections.ts';
 import { queryInt } from '../http/pagination.ts';
 import { pathInt } from '../http/params.ts';
 import { isDbId } from '../db/sql.ts';
@@ -115,12 +116,9 @@ export function agentRoutes(
     handler: async ({ access, query, req, res }) => {
       const agent = caller(access, req);
       const labels = query.labels ?? {};
+      const gone = clientLeft(req, res);
       await agents.seen(agent.agentId, agent.instance, agent.nonce, labels);
-      const gone = new AbortController();
-      res.on('close', () => {
-        if (!res.writableFinished) gone.abort();
-      });
-      const job = await pipelines.queue.poll(agent, labels, (query.wait ?? 0) * 1000, gone.signal);
+      const job = await pipelines.queue.poll(agent, labels, (query.wait ?? 0) * 1000, gone);
       // at shutdown the connection ends with the answer (no kept-alive socket for the drain)
       if (pipelines.queue.closing) res.setHeader('Connection', 'close');
       return job === undefined ? reply.noContent() : reply.bare(job);
@@ -221,18 +219,20 @@ export function agentRoutes(
     errors: {
       403: 'a user token of someone who is not a site administrator, or without the `agents:admin` or `admin` scope',
     },
-    handler: async ({ access, query, res }) => {
+    handler: async ({ access, query, req, res }) => {
       if (access.principal.kind !== 'agent') {
         if (access.principal.kind === 'anonymous') throw ApiError.unauthorized('agent token required');
         access.agentsAdmin();
       }
       const live = () => agents.liveInstances(opts.agentTimeoutMs, query.labels);
-      const gone = new AbortController();
-      res.on('close', () => {
-        if (!res.writableFinished) gone.abort();
-      });
       const waitMs = query.since === undefined ? 0 : (query.wait ?? 0) * 1000;
-      const figures = await pipelines.queue.watch(query.labels, live, query.since, waitMs, gone.signal);
+      const figures = await pipelines.queue.watch(
+        query.labels,
+        live,
+        query.since,
+        waitMs,
+        clientLeft(req, res),
+      );
       if (pipelines.queue.closing) res.setHeader('Connection', 'close');
       return reply.bare(figures);
     },

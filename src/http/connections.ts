@@ -171,3 +171,18 @@ export function serveConnections(
     },
   };
 }
+
+/**
+ * Aborted when the client leaves before its answer is complete. Already aborted when it left
+ * before this was called (while the request was authorised or recorded): a `close` listener
+ * added then never hears of it, and a long poll would claim work for nobody.
+ */
+export function clientLeft(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) ac.abort(new Error('the client left'));
+  };
+  res.on('close', onClose);
+  if (res.closed || req.socket.destroyed) onClose();
+  return ac.signal;
+}

@@ -1,4 +1,5 @@
 import { expect } from '@jest/globals';
+import { pino, type Logger } from 'pino';
 import { uniq, type Client, type TestServer, type TestUser } from './server.ts';
 import { ok, tempDir, withCreds, writeFile } from './vcs.ts';
 import { newRepo } from './factories.ts';
@@ -62,3 +63,35 @@ export const TWO_STEPS = `steps:
     image: alpine:3
     commands: ["echo testing"]
 `;
+
+/**
+ * A logger for the agents of a test file that keeps their lines (debug and up) since the last
+ * `reset()`; `showing(body)` prints them with the error when the body fails, so a failing CI run
+ * says what the agent did. `TRIAD_TEST_AGENT_LOG=<level>` logs to stdout instead.
+ */
+export function agentLogCapture(): {
+  log: Logger;
+  reset: () => void;
+  showing: <T>(body: () => Promise<T>) => Promise<T>;
+} {
+  let lines: string[] = [];
+  const level = process.env.TRIAD_TEST_AGENT_LOG;
+  const log =
+    level !== undefined
+      ? pino({ level })
+      : pino({ level: 'debug' }, { write: (line: string) => lines.push(line) });
+  return {
+    log,
+    reset: () => {
+      lines = [];
+    },
+    showing: async (body) => {
+      try {
+        return await body();
+      } catch (err) {
+        console.error(`the agent's log:\n${lines.join('')}`);
+        throw err;
+      }
+    },
+  };
+}

@@ -2,12 +2,11 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import { describe, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { pino } from 'pino';
 import { Agent } from '../../agent/agent.ts';
 import { LocalExecutor } from '../../agent/executors/local.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
 import { withOrgServer } from '../helpers/factories.ts';
-import { commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
+import { agentLogCapture, commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { processesWith } from '../helpers/serve.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
 
@@ -18,21 +17,9 @@ let org: string;
 withOrgServer({ TRIAD_LOG_COMPACTION_INTERVAL: '0' }, (w) => ({ s, owner, org } = w));
 
 /** The agents' log lines (debug and up) since the last `startAgent`: printed when a test fails. */
-let agentLines: string[] = [];
-const quiet =
-  process.env.TRIAD_TEST_AGENT_LOG !== undefined
-    ? pino({ level: process.env.TRIAD_TEST_AGENT_LOG })
-    : pino({ level: 'debug' }, { write: (line: string) => agentLines.push(line) });
-
-/** Runs a test's body; when it fails, the agent's log goes to the test output with the error. */
-async function showingAgentLog(body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (err) {
-    console.error(`the agent's log:\n${agentLines.join('')}`);
-    throw err;
-  }
-}
+const agentLog = agentLogCapture();
+const quiet = agentLog.log;
+const showingAgentLog = agentLog.showing;
 
 async function agentToken(): Promise<string> {
   const r = await s.admin.post('/api/v1/admin/agents', { name: 'test-agent' });
@@ -44,7 +31,7 @@ function startAgent(
   server = s.url,
   extra: Partial<ConstructorParameters<typeof Agent>[0]> = {},
 ) {
-  agentLines = [];
+  agentLog.reset();
   const agent = new Agent({
     server,
     token,

@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { pino } from 'pino';
 import { Agent } from '../../agent/agent.ts';
 import { LocalExecutor } from '../../agent/executors/local.ts';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
-import { newAgent } from '../helpers/ci.ts';
+import { agentLogCapture, newAgent } from '../helpers/ci.ts';
 import { pipelineYaml, pushWith, type Pushed } from '../helpers/serve.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
 
@@ -35,7 +34,8 @@ afterAll(async () => {
   await s.close();
 });
 
-const quiet = pino({ level: 'silent' });
+/** The agents' log: printed with the error when a test fails. */
+const agentLog = agentLogCapture();
 const steps = (n: number, commands = ['echo hi']) =>
   pipelineYaml(Array.from({ length: n }, (_, i) => ({ name: `s${i + 1}`, commands })));
 
@@ -61,10 +61,11 @@ async function withAgent<T>(fn: () => Promise<T>, opts: { capacity?: number } = 
     instance: uniq('i'),
     capacity: opts.capacity ?? 2,
     executor: new LocalExecutor({ diskCheckMs: 200 }),
-    log: quiet,
+    log: agentLog.log,
     pollWait: 1,
     cancelCheckMs: 300,
   });
+  agentLog.reset();
   await agent.start();
   try {
     return await fn();
@@ -146,54 +147,65 @@ describe('a running pipeline', () => {
     ['a file written just before the end', ['head -c 3000000 /dev/zero > big', 'echo written']],
   ])(
     'when a step makes its workspace larger than the disk limit with %s, then it is stopped and its log says why',
-    async (_what, commands) => {
-      const r = await pushWith(owner, { vcs: 'git' }, (w) =>
-        fs.writeFile(path.join(w, '.pipeline.yml'), pipelineYaml([{ name: 'fill', commands }])),
-      );
-      const p = await withAgent(() => until(r, finished));
-      // (an error's message shows in the failure, if it ends otherwise)
-      expect([p.status, p.error_message ?? null]).toEqual(['failure', null]);
-      const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
-      expect(log).toMatch(
-        /^written\n\n\[triad\] the workspace took \d+\.\d MiB, more than the limit of 1 MiB: step stopped\n$/,
-      );
-    },
+    (_what, commands) =>
+      agentLog.showing(async () => {
+        const r = await pushWith(owner, { vcs: 'git' }, (w) =>
+          fs.writeFile(path.join(w, '.pipeline.yml'), pipelineYaml([{ name: 'fill', commands }])),
+        );
+        const p = await withAgent(() => until(r, finished));
+        // (an error's message shows in the failure, if it ends otherwise)
+        expect([p.status, p.error_message ?? null]).toEqual(['failure', null]);
+        const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
+        expect(log).toMatch(
+          /^written\n\n\[triad\] the workspace took \d+\.\d MiB, more than the limit of 1 MiB: step stopped\n$/,
+        );
+      }),
     60_000,
   );
 
-  test('when it runs past the pipeline time limit, then the agent stops it: the step fails and says so, later steps are skipped', async () => {
-    const r = await pushWith(owner, { vcs: 'git' }, (w) =>
-      fs.writeFile(
-        path.join(w, '.pipeline.yml'),
-        pipelineYaml([
-          // far past this test's time limit: only the pipeline limit (20 s) ends it
-          { name: 'long', commands: ['echo started', 'sleep 600'] },
-          { name: 'after', commands: ['echo never'] },
-        ]),
-      ),
-    );
-    const p = await withAgent(() => until(r, finished));
-    expect([p.status, p.error_message]).toEqual([
-      'failure',
-      'the pipeline ran past its time limit of 20s: stopped',
-    ]);
-    expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
-    const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
-    expect(log).toBe('started\n\n[triad] the pipeline ran past its time limit of 20s: stopped\n');
-  }, 60_000);
+  test(
+    'when it runs past the pipeline time limit, then the agent stops it: the step fails and says so, later steps are skipped',
+    () =>
+      agentLog.showing(async () => {
+        const r = await pushWith(owner, { vcs: 'git' }, (w) =>
+          fs.writeFile(
+            path.join(w, '.pipeline.yml'),
+            pipelineYaml([
+              // far past this test's time limit: only the pipeline limit (20 s) ends it
+              { name: 'long', commands: ['echo started', 'sleep 600'] },
+              { name: 'after', commands: ['echo never'] },
+            ]),
+          ),
+        );
+        const p = await withAgent(() => until(r, finished));
+        expect([p.status, p.error_message]).toEqual([
+          'failure',
+          'the pipeline ran past its time limit of 20s: stopped',
+        ]);
+        expect(p.steps.map((x: any) => x.status)).toEqual(['failure', 'skipped']);
+        const log = (await owner.client.get(`/api/v1/repos/${r.org}/${r.name}/pipelines/1/steps/1/log`)).text;
+        expect(log).toBe('started\n\n[triad] the pipeline ran past its time limit of 20s: stopped\n');
+      }),
+    60_000,
+  );
 
-  test('when the checkout itself is larger than the disk limit, then the pipeline is error before any step', async () => {
-    const r = await pushWith(owner, { vcs: 'git' }, async (w) => {
-      await fs.writeFile(path.join(w, 'big.bin'), randomBytes(1536 * 1024));
-      await fs.writeFile(path.join(w, '.pipeline.yml'), steps(1));
-    });
-    const p = await withAgent(() => until(r, finished));
-    expect(p.status).toBe('error');
-    expect(p.error_message).toMatch(
-      /^cloning .+: the workspace took \d+\.\d MiB, more than the limit of 1 MiB: clone stopped$/,
-    );
-    expect(p.steps.map((x: any) => x.status)).toEqual(['skipped']);
-  }, 60_000);
+  test(
+    'when the checkout itself is larger than the disk limit, then the pipeline is error before any step',
+    () =>
+      agentLog.showing(async () => {
+        const r = await pushWith(owner, { vcs: 'git' }, async (w) => {
+          await fs.writeFile(path.join(w, 'big.bin'), randomBytes(1536 * 1024));
+          await fs.writeFile(path.join(w, '.pipeline.yml'), steps(1));
+        });
+        const p = await withAgent(() => until(r, finished));
+        expect(p.status).toBe('error');
+        expect(p.error_message).toMatch(
+          /^cloning .+: the workspace took \d+\.\d MiB, more than the limit of 1 MiB: clone stopped$/,
+        );
+        expect(p.steps.map((x: any) => x.status)).toEqual(['skipped']);
+      }),
+    60_000,
+  );
 });
 
 describe('claims', () => {
