@@ -10,6 +10,7 @@
  * reconnects with the last id and loses or doubles no byte. Each user may hold a bounded number
  * of streams at once (429 beyond).
  */
+import { clientLeft } from '../../../http/connections.ts';
 import { ApiError } from '../../../http/errors.ts';
 import { parseRange } from '../../../http/range.ts';
 import { sendStream } from '../../../http/stream-reply.ts';
@@ -99,8 +100,8 @@ async function live(ctx: UserCtx, d: PipelineDeps): Promise<WebReply> {
   }
   open.set(userId, held + 1);
   const { res } = ctx;
-  const gone = new AbortController();
-  res.on('close', () => gone.abort());
+  // a client that left during the reads above is gone already (its close was not heard)
+  const gone = clientLeft(ctx.req, res);
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-store');
@@ -108,21 +109,21 @@ async function live(ctx: UserCtx, d: PipelineDeps): Promise<WebReply> {
   res.flushHeaders();
   // backpressure: wait for the client to read (or to go away)
   const send = (text: string) =>
-    res.write(text) || gone.signal.aborted
+    res.write(text) || gone.aborted
       ? Promise.resolve()
       : new Promise<void>((r) => {
           const on = () => {
             res.off('drain', on);
-            gone.signal.removeEventListener('abort', on);
+            gone.removeEventListener('abort', on);
             r();
           };
           res.on('drain', on);
-          gone.signal.addEventListener('abort', on);
+          gone.addEventListener('abort', on);
         });
   const beat = setInterval(() => res.write(': hb\n\n'), HEARTBEAT_MS);
   try {
     await send(`event: begin\ndata: ${JSON.stringify({ offset: start, size: s.size })}\n\n`);
-    for await (const e of d.pipelines.stepLogs.follow(s, start, gone.signal)) {
+    for await (const e of d.pipelines.stepLogs.follow(s, start, gone)) {
       if (e.kind === 'log') {
         await send(`id: ${e.end}\nevent: log\ndata: ${JSON.stringify(e.text)}\n\n`);
       } else {
@@ -131,7 +132,7 @@ async function live(ctx: UserCtx, d: PipelineDeps): Promise<WebReply> {
       }
     }
   } catch (e) {
-    if (!gone.signal.aborted) d.log.warn({ err: e }, 'a live step log ended on an error');
+    if (!gone.aborted) d.log.warn({ err: e }, 'a live step log ended on an error');
   } finally {
     clearInterval(beat);
     const n = (open.get(userId) ?? 1) - 1;

@@ -1,0 +1,105 @@
+/**
+ * A live step log whose browser leaves before the stream starts (while the server still reads the
+ * step) gives its slot back: the user can still open the 16 live logs a user may hold at once.
+ */
+import net from 'node:net';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import pg from 'pg';
+import { TWO_STEPS, commitFiles, gitRepo, newAgent } from '../helpers/ci.ts';
+import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
+import { sleep, waitUntil } from '../helpers/wait.ts';
+
+let s: TestServer;
+let owner: TestUser;
+let cookie: string;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await s.newUser();
+  expect(
+    (await s.admin.patch(`/api/v1/admin/users/${owner.username}`, { password: 'a-password' })).status,
+  ).toBe(200);
+  const r = await fetch(`${s.url}/-/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams({ login: owner.username, password: 'a-password' }).toString(),
+  });
+  cookie = /^(triad_session=[\w-]{43});/.exec(r.headers.get('set-cookie') ?? '')![1]!;
+}, 60_000);
+afterAll(async () => {
+  await s?.close();
+});
+
+/** Opens 16 live logs at once: whether all answered 200 (all are closed again). */
+async function sixteenOpen(url: string): Promise<boolean> {
+  const streams = await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      const abort = new AbortController();
+      const r = await fetch(url, { headers: { cookie }, signal: abort.signal });
+      return { status: r.status, abort };
+    }),
+  );
+  for (const x of streams) x.abort.abort();
+  return streams.every((x) => x.status === 200);
+}
+
+test('when the browser leaves while the server reads the step, then its live-log slot is given back', async () => {
+  const org = await s.newOrg(owner);
+  const repo = await gitRepo(s, owner, org);
+  await commitFiles(repo, { '.pipeline.yml': TWO_STEPS });
+  await repo.push();
+  const agent = await newAgent(s);
+  const job = (await agent.post('/api/v1/ci/poll')).body;
+  expect((await agent.put(`/api/v1/ci/steps/${job.steps[0].id}/status`, { status: 'running' })).status).toBe(
+    200,
+  );
+  const path = `/${org}/${repo.name}/-/pipelines/1/steps/1/live`;
+
+  // the server's read of the step waits on this lock, held on a connection of its own
+  const locker = new pg.Client({ connectionString: s.dbUrl });
+  await locker.connect();
+  const watcher = new pg.Client({ connectionString: s.dbUrl });
+  await watcher.connect();
+  let sock: net.Socket | undefined;
+  try {
+    await locker.query('begin');
+    await locker.query('lock table pipeline_steps in access exclusive mode');
+    const { hostname, port } = new URL(s.url);
+    sock = net.connect(Number(port), hostname);
+    sock.on('error', () => undefined);
+    await new Promise<void>((res) => sock!.once('connect', res));
+    sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nCookie: ${cookie}\r\n\r\n`);
+    await waitUntil(
+      'the live log waiting on the lock',
+      async () =>
+        Number(
+          (
+            await watcher.query(
+              `select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%pipeline_steps%' and pid <> pg_backend_pid()`,
+            )
+          ).rows[0].count,
+        ) > 0,
+      10_000,
+    );
+    sock.destroy();
+    // the server hears of the closed connection while the read still waits on the lock
+    await sleep(500);
+  } finally {
+    await locker.query('commit');
+    await locker.end();
+    await watcher.end();
+    sock?.destroy();
+  }
+  // a stream that hung for nobody would hold one of the 16 slots for good
+  let all = false;
+  const end = Date.now() + 10_000;
+  while (!all && Date.now() < end) {
+    all = await sixteenOpen(`${s.url}${path}`);
+    if (!all) await sleep(200);
+  }
+  expect(all).toBe(true);
+  expect(
+    (await agent.put(`/api/v1/ci/pipelines/${job.pipeline_id}/status`, { status: 'failure' })).status,
+  ).toBe(200);
+}, 60_000);
