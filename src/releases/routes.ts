@@ -1,6 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import { z } from 'zod';
+import { clientLeft } from '../http/connections.ts';
 import { reply, respond, type Api } from '../http/api.ts';
 import type { Access } from '../http/auth.ts';
 import type { RepoTarget } from '../domain/repo.ts';
@@ -270,12 +271,9 @@ export function releaseRoutes(api: Api, releases: ReleasesService): void {
         503: 'too many archives, clones and pushes at once (`service_unavailable`, with `Retry-After`)',
       },
       handler: async ({ target, params, req, res }) => {
-        const gone = new AbortController();
-        res.on('close', () => {
-          if (!res.writableFinished) gone.abort();
-        });
+        const gone = clientLeft(req, res);
         const fresh = (version: string) => unchanged(req, res, strongEtag('archive', version));
-        const a = await assets.archive(target, params.rev, format, gone.signal, fresh);
+        const a = await assets.archive(target, params.rev, format, gone, fresh);
         return a === undefined ? reply.notModified() : reply.stream(a.headers, a.body);
       },
     });

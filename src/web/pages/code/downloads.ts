@@ -6,6 +6,7 @@
  */
 import { pipeline } from 'node:stream/promises';
 import { strongEtag, unchanged } from '../../../http/conditional.ts';
+import { clientLeft } from '../../../http/connections.ts';
 import { ApiError } from '../../../http/errors.ts';
 import { sendStream } from '../../../http/stream-reply.ts';
 import { attachment } from '../../../storage/index.ts';
@@ -58,12 +59,9 @@ async function archive(ctx: PageCtx, d: CodeDeps): Promise<WebReply> {
   if (format === undefined) throw ApiError.notFound('archive');
   const rev = file.slice(0, -(format.length + 1));
   const { req, res } = ctx;
-  const gone = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) gone.abort();
-  });
+  const gone = clientLeft(req, res);
   const fresh = (version: string) => unchanged(req, res, strongEtag('archive', version));
-  const a = await d.releases.assets.archive(p.target, rev, format, gone.signal, fresh);
+  const a = await d.releases.assets.archive(p.target, rev, format, gone, fresh);
   if (a === undefined) {
     res.status(304).end();
     return web.handled();
