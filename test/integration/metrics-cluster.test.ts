@@ -136,7 +136,7 @@ describe('cluster-wide gauges', () => {
     // two contenders on the running server's own connection pool
     const orm = a.running.orm;
     const log = pino({ level: 'silent' });
-    const lease = (n: string) => new ClusterLease({ em: () => orm.em, log, name: n, seconds: 2 });
+    const lease = (n: string) => new ClusterLease({ em: () => orm.em, log, name: n, seconds: 4 });
     const name = uniq('lease');
     const [one, two] = [lease(name), lease(name)];
     /** Each step bounded, so a stuck one names itself. */
@@ -149,8 +149,9 @@ describe('cluster-wide gauges', () => {
       ]);
     try {
       expect(await within('the first take', one.holds())).toBe(true);
-      // past the lease's length, with no scrape of the holder in between
-      await new Promise((r) => setTimeout(r, 3_000));
+      // past the lease's length, with no scrape of the holder in between (renewed every 1.3 s: a
+      // lease of 2 s left a loaded machine too little room for a renewal)
+      await new Promise((r) => setTimeout(r, 5_000));
       expect(await within('the contender', two.holds())).toBe(false);
       await within('the release', one.release());
       expect(await within('the take after the release', two.holds())).toBe(true);

@@ -104,7 +104,9 @@ describe('transfer metrics', () => {
 
 describe('push-lock metrics', () => {
   test('when another push holds the push lock past the transfer timeout, then the timeout is counted, and the next push its wait', async () => {
-    const s = await startTestServer({ TRIAD_TRANSPORT_TIMEOUT_SECONDS: '2' });
+    // short enough for the refused push, long enough for the next push's requests on a loaded
+    // machine (2 s was not always)
+    const s = await startTestServer({ TRIAD_TRANSPORT_TIMEOUT_SECONDS: '6' });
     closers.push(() => s.close());
     const owner = await s.newUser();
     const repo = await newRepo(owner, await s.newOrg(owner), { vcs: 'git' });

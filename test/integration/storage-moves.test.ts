@@ -12,6 +12,7 @@ import { pushWith, userOn, type Pushed } from '../helpers/serve.ts';
 import type { TestUser } from '../helpers/server.ts';
 import { startCluster, type Cluster } from '../helpers/storage-cluster.ts';
 import { ok, sh, tempDir, withCreds, writeFile } from '../helpers/vcs.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 let c: Cluster;
 let owner: TestUser;
@@ -146,20 +147,31 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s', (vcs) => {
           }
         }
       })();
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      /** At least one more clone and one more push since the last call (or a failure). */
+      let seen = [0, 0];
+      const progress = async () => {
+        const [c0, p0] = seen;
+        await waitUntil(
+          'a clone and a push more',
+          () => (clones > c0! && pushed.length > p0!) || cloneFailures.length + pushFailures.length > 0,
+          60_000,
+        );
+        seen = [clones, pushed.length];
+      };
+      await progress();
       const there = await c.run(['admin', 'repo', 'move', `${r.org}/${r.name}`, '--to', other], {
         TRIAD_STORAGE: 'nodes',
       });
       expect(there.output).toContain(`to ${other}`);
       expect(there.code).toBe(0);
       expect(await c.holders(r.id, vcs)).toEqual([other]);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await progress();
       const back = await c.run(['admin', 'repo', 'move', `${r.org}/${r.name}`, '--to', first!], {
         TRIAD_STORAGE: 'nodes',
       });
       if (back.code !== 0) console.log(back.output);
       expect(back.code).toBe(0);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await progress();
       stop = true;
       await Promise.all([pushing, cloning]);
       if (cloneFailures.length + pushFailures.length > 0) {

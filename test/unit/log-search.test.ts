@@ -90,7 +90,9 @@ describe('log search', () => {
     expect(s.capped).toBe(true);
   });
 
-  test('a million lines in well under 100 ms (Node; the browser figure is in bench/README.md)', () => {
+  // its time is measured by bench/log-viewer.ts (bench/README.md), not here: a loaded machine
+  // makes any wall-clock bound in a test flaky
+  test('a million lines: the one match is found within one run', () => {
     const s = new LineStore(new StyleTable(), 't');
     const block: string[] = [];
     for (let i = 0; i < 1_000_000; i++) {
@@ -103,11 +105,8 @@ describe('log search', () => {
       }
     }
     const search = new Search('(line 777751)', [s]);
-    const t0 = performance.now();
     expect(search.run(10_000, () => performance.now())).toBe(true);
-    const ms = performance.now() - t0;
     expect(search.total).toBe(1);
     expect(s.lineAt(search.hit(0)![1])).toBe(777_751);
-    expect(ms).toBeLessThan(250);
   });
 });
