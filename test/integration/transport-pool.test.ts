@@ -205,15 +205,22 @@ describe('the transports concurrency cap', () => {
           .then(() => true)
           .catch(() => undefined),
       );
-      // two more pushes to the same repository: their bodies are spooled, they wait for its lock
-      push(copies[1]!);
-      push(copies[2]!);
+      // two more pushes to the same repository: their bodies are spooled, they wait for its lock.
+      // One after the other: a read gives its slot back once its worker reported the end, which
+      // on a loaded machine can come after its client had the whole answer (Content-Length) and
+      // sent its next request; two clients reading at once could then fill the one free slot
+      // and the one place in the queue, and a third read would be refused (503).
       const bodies = async () => (await filesUnder(spoolDir)).filter((f) => path.basename(f) === 'body');
-      await waitFor('three spooled push bodies', async () =>
-        (await bodies()).length === 3 ? true : undefined,
-      );
+      for (const [n, c] of [copies[1]!, copies[2]!].entries()) {
+        push(c);
+        await waitFor(`${n + 2} spooled push bodies`, async () =>
+          (await bodies()).length === n + 2 ? true : undefined,
+        );
+      }
+      // the held push alone holds a slot (the last read's slot comes back with its worker's end)
       const limiter = t.running.services.transports.limiter;
-      expect(limiter.load()).toEqual({ active: 1, waiting: 0 });
+      const only = (l: { active: number; waiting: number }) => l.active === 1 && l.waiting === 0;
+      await waitFor('the held push alone to hold a slot', () => (only(limiter.load()) ? true : undefined));
 
       // the other repository is served with the free slot (no 503 for a full queue either)
       const clone = await WorkingCopy.clone('git', b.body.data.clone_url, u.token);
