@@ -52,17 +52,20 @@ export async function address(db: Db, name: string): Promise<string | undefined>
 }
 
 /**
- * The node a new repository goes to: an `up` node whose last heartbeat is recent, with the most
- * free room counted in whole GiB (nodes on volumes of one size fill evenly), then the fewest
- * repositories, then by name.
+ * The node a new repository goes to: among the `up` nodes whose last heartbeat is recent, those
+ * with less than a GiB less free room than the roomiest, then the fewest repositories, then by
+ * name. Nodes on volumes of one size fill evenly; a difference under a GiB does not count, not even
+ * across a whole GiB (two reports of one shared volume taken a moment apart).
  */
 export async function pick(db: Db, freshSeconds: number): Promise<string | undefined> {
   const r = await first<{ name: string }>(
     db,
-    `select n.name from storage_nodes n
-      where n.state = 'up' and n.heartbeat_at > now() - make_interval(secs => ?)
-      order by n.free_bytes / 1073741824 desc,
-        (select count(*) from repos r where r.storage_node = n.name), n.name
+    `with fresh as (
+       select n.name, n.free_bytes from storage_nodes n
+        where n.state = 'up' and n.heartbeat_at > now() - make_interval(secs => ?))
+     select f.name from fresh f
+      where f.free_bytes > (select max(free_bytes) from fresh) - 1073741824
+      order by (select count(*) from repos r where r.storage_node = f.name), f.name
       limit 1`,
     [freshSeconds],
   );

@@ -7,6 +7,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import pg from 'pg';
 import type { VcsKind } from '../../src/vcs/index.ts';
 import { MAINLINE, PrRepo, settled } from '../helpers/pulls.ts';
 import { pushWith, userOn, type Pushed } from '../helpers/serve.ts';
@@ -50,6 +51,45 @@ describe('placement', () => {
     expect(list.code).toBe(0);
     expect(list.output).toMatch(/node-a\tup\thealthy/);
     expect(list.output).toMatch(/node-b\tup\thealthy/);
+  });
+
+  test('when two nodes on one volume report free rooms a moment apart across a whole GiB, then a new repository goes to the one with fewer repositories', async () => {
+    const GIB = 2 ** 30;
+    const MIB = 2 ** 20;
+    const pgc = new pg.Client({ connectionString: c.db });
+    await pgc.connect();
+    try {
+      const counts = await pgc.query<{ name: string }>(
+        `select n.name, (select count(*)::int from repos r where r.storage_node = n.name) as held
+           from storage_nodes n order by held, n.name`,
+      );
+      const [fewer, other] = counts.rows.map((r) => r.name) as [string, string];
+      // the other reports 2 MiB more: just above a whole GiB, the first just below; the
+      // heartbeats (which would report the real room again) wait behind this row lock meanwhile
+      const room = { [fewer]: 40 * GIB - MIB, [other]: 40 * GIB + MIB };
+      for (let attempt = 0; ; attempt += 1) {
+        await pgc.query(
+          `update storage_nodes set free_bytes = case name when $1 then $2::bigint else $3::bigint end,
+             heartbeat_at = now() where name in ($1, $4)`,
+          [fewer, room[fewer], room[other], other],
+        );
+        await pgc.query('begin');
+        const locked = await pgc.query<{ name: string; free: string }>(
+          'select name, free_bytes::text as free from storage_nodes for no key update',
+        );
+        if (locked.rows.every((r) => Number(r.free) === room[r.name])) break;
+        await pgc.query('rollback'); // a heartbeat came in between
+        if (attempt === 5) throw new Error('the heartbeats kept rewriting the free rooms');
+      }
+      const org = uniq('org');
+      expect((await owner.client.post('/api/v1/orgs', { name: org })).status).toBe(201);
+      const r = await owner.client.post(`/api/v1/orgs/${org}/repos`, { name: uniq('repo'), vcs: 'git' });
+      expect(r.status).toBe(201);
+      expect(await c.holders(r.body.data.id as number, 'git')).toEqual([fewer]);
+    } finally {
+      await pgc.query('rollback');
+      await pgc.end();
+    }
   });
 });
 
