@@ -6,6 +6,7 @@ import type { QueueWaker } from '../../src/pipelines/queue-waker.ts';
 import { startTestServer, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { serverWithOrg } from '../helpers/factories.ts';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
+import { sleep, waitFor } from '../helpers/wait.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -331,8 +332,9 @@ describe('agent protocol', () => {
   });
 
   test('when an agent stops sending heartbeats, then its pipeline becomes error naming the agent', async () => {
-    // its own server, with a one-second agent timeout
-    const s2 = await startTestServer({ TRIAD_AGENT_TIMEOUT: '1' });
+    // its own server, with a three-second agent timeout: the step report below must reach the
+    // server within it after the claim (one second was missed on a loaded machine)
+    const s2 = await startTestServer({ TRIAD_AGENT_TIMEOUT: '3' });
     const owner2 = await s2.newUser();
     const org2 = await s2.newOrg(owner2);
     const r = await s2.admin.post('/api/v1/admin/agents', { name: 'flaky-agent' });
@@ -344,14 +346,17 @@ describe('agent protocol', () => {
       'x-svc-agent-instance': 'pod-7',
     });
     expect(poll.status).toBe(200);
-    await flaky.put(`/api/v1/ci/steps/${poll.body.steps[0].id}/status`, { status: 'running' });
-    let p: any;
-    for (let i = 0; i < 40; i++) {
-      await new Promise((res) => setTimeout(res, 250));
-      p = (await s2.anon.get(`/api/v1/repos/${org2}/${repo.name}/pipelines/1`)).body;
-      if (p.status !== 'running') break;
-    }
-    await s2.close();
+    const step = await flaky.put(`/api/v1/ci/steps/${poll.body.steps[0].id}/status`, { status: 'running' });
+    expect([step.status, step.body.data.status]).toEqual([200, 'running']);
+    const p = await waitFor(
+      'the pipeline to leave running',
+      async () => {
+        const got = (await s2.anon.get(`/api/v1/repos/${org2}/${repo.name}/pipelines/1`)).body;
+        return got.status === 'running' ? undefined : got;
+      },
+      20_000,
+      250,
+    ).finally(() => s2.close());
     expect(p.status).toBe('error');
     expect(p.error_message).toContain('flaky-agent');
     expect(p.error_message).toContain('pod-7');
@@ -454,7 +459,10 @@ describe('the agent protocol, more', () => {
   });
 });
 
-describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=2)', () => {
+// A claim is kept while missing from its process's heartbeats for half the agent timeout (3 s
+// here); the claim, first heartbeat and read of the pipeline below must fit in it on a loaded
+// machine (with 2 s, 1 s of grace was missed).
+describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=6)', () => {
   let s2: TestServer;
   let owner2: TestUser;
   let org2: string;
@@ -464,7 +472,7 @@ describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=2)', () =>
       s: s2,
       owner: owner2,
       org: org2,
-    } = await serverWithOrg({ TRIAD_AGENT_TIMEOUT: '2', TRIAD_STEP_LOG_MAX_BYTES: '4096' }));
+    } = await serverWithOrg({ TRIAD_AGENT_TIMEOUT: '6', TRIAD_STEP_LOG_MAX_BYTES: '4096' }));
     const r = await s2.admin.post('/api/v1/admin/agents', { name: 'pool-bot' });
     bot = s2.anon.as(r.body.data.token);
   });
@@ -523,7 +531,7 @@ describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=2)', () =>
     // just claimed: the poll answer may still be on its way
     await beat('pod-1', 'n1', []);
     expect((await get(repo)).status).toBe('running');
-    await new Promise((res) => setTimeout(res, 1200));
+    await sleep(3500); // past the 3 s grace
     expect((await beat('pod-1', 'n1', [])).status).toBe(200);
     const p = await get(repo);
     expect(p.status).toBe('error');
@@ -554,6 +562,8 @@ describe('agent processes and orphaned pipelines (TRIAD_AGENT_TIMEOUT=2)', () =>
     const job = (await poll('pod-3', 'n3')).body;
     const step = job.steps[0].id;
     await bot.put(`/api/v1/ci/steps/${step}/status`, { status: 'running' });
+    // the process is alive and runs it: the pipeline stays running while the log is sent
+    expect((await beat('pod-3', 'n3', [job.pipeline_id])).body.cancelled_pipelines).toEqual([]);
     const append = (offset: number, body: string) =>
       bot.post(`/api/v1/ci/steps/${step}/log?offset=${offset}`, body);
     expect((await append(0, 'a'.repeat(3000))).body.data).toEqual({ size: 3000, stored: 3000 });

@@ -31,7 +31,11 @@ async function setup(extra: Record<string, string> = {}) {
   return { dataDir, port, url, env };
 }
 
-/** A client that starts a request body and never finishes it (authenticated, so the server reads it). */
+/**
+ * A client that starts a request body and never finishes it (authenticated, so the server reads
+ * it). It sends the body once the server answered `100 Continue`: the server has then parsed the
+ * head and is serving the request.
+ */
 async function stuckUpload(port: number, token: string): Promise<net.Socket> {
   const sock = net.connect(port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => {
@@ -39,10 +43,20 @@ async function stuckUpload(port: number, token: string): Promise<net.Socket> {
     sock.once('error', reject);
   });
   sock.on('error', () => undefined);
-  sock.resume(); // read (and drop) what the server answers, so its close is seen
+  let got = '';
+  const continued = new Promise<void>((resolve, reject) => {
+    sock.on('data', (b: Buffer) => {
+      got += b.toString();
+      if (got.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) resolve();
+      else if (got.length >= 25) reject(new Error(`not 100 Continue: ${got}`));
+    });
+    sock.once('close', () => reject(new Error(`closed before 100 Continue: ${got}`)));
+  });
   sock.write(
-    `POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"name":`,
+    `POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n`,
   );
+  await continued;
+  sock.write('{"name":');
   return sock;
 }
 
@@ -94,7 +108,6 @@ describe('stopping triad serve', () => {
       const p = procs.serve(env, { detached: true });
       await waitReady(p, url);
       const sock = await stuckUpload(port, 'stuck-upload-token');
-      await new Promise((r) => setTimeout(r, 300));
       if (signal === 'SIGINT') ctrlC(p);
       else p.child.kill('SIGTERM');
       // The deadline holds: the stuck upload alone would keep the server past this test's limit.

@@ -14,8 +14,9 @@ import {
   rawRequest,
   waitNoProcesses,
 } from '../helpers/transport.ts';
-import { sleep, waitFor } from '../helpers/wait.ts';
+import { waitFor, waitUntil } from '../helpers/wait.ts';
 import type { VcsKind } from '../../src/vcs/index.ts';
+import { ormPool } from '../../src/telemetry/db-pool-metrics.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -284,13 +285,19 @@ describe('readiness', () => {
   test('when every database pool connection is taken, then /readyz answers 503 quickly, and 200 once they are released', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const holders = Array.from({ length: 40 }, () =>
+    const pool = ormPool(s.running.orm);
+    const max = (await pool()).options.max ?? 20;
+    const holders = Array.from({ length: max + 10 }, () =>
       s.running.orm.em.fork().transactional(async (tx) => {
         await tx.execute('select 1');
         await held;
       }),
     );
-    await sleep(500);
+    // Every connection of the pool is checked out (by holders or anything else) and holders wait.
+    await waitUntil('every pool connection to be taken', async () => {
+      const p = await pool();
+      return p.totalCount === max && p.idleCount === 0 && p.waitingCount > 0;
+    });
     // The connections are held until after the answer: a probe that waited for one would never answer.
     const r = await fetch(`${s.url}/readyz`);
     expect(r.status).toBe(503);
