@@ -232,17 +232,35 @@ describe('session lifetimes', () => {
   test('when a session is idle longer than TRIAD_SESSION_IDLE, then it has ended; one in use lasts until TRIAD_SESSION_MAX', async () => {
     const u = await short.newUser();
     await short.admin.patch(`/api/v1/admin/users/${u.username}`, { password: 'a-password' });
-    const idle = (await signIn(short.url, u.username, 'a-password'))!;
-    const busy = (await signIn(short.url, u.username, 'a-password'))!;
     const set = await form(short.url, '/-/login', { login: u.username, password: 'a-password' });
     expect(set.headers.get('set-cookie')).toContain('Max-Age=5;');
-    for (let i = 0; i < 5; i++) {
-      await pause(700);
-      expect(await whoIs(short.url, busy)).toBe(u.username);
-    }
+    // Each session begins somewhere during its sign-in (argon2 takes a while on a loaded machine):
+    // `idle` after ti, `busy` between t0 and t1. The checks are placed by those bounds, not by
+    // counting pauses; they hold while two sign-ins and a page take under ~2.9 s together.
+    const ti = Date.now();
+    const idle = (await signIn(short.url, u.username, 'a-password'))!;
+    const t0 = Date.now();
+    const busy = (await signIn(short.url, u.username, 'a-password'))!;
+    const t1 = Date.now();
+    const at = (ms: number) => pause(Math.max(0, t1 + ms - Date.now()));
+    const use = async (ms: number) => {
+      await at(ms);
+      const who = await whoIs(short.url, busy);
+      // answered before the earliest possible end: still signed in
+      if (Date.now() < t0 + 5000) expect(who).toBe(u.username);
+      return who;
+    };
+    // `busy` is used every 700 ms (well inside the 2 s idle lifetime) until past its 5 s end.
+    await use(700);
+    await use(1400);
+    // `idle`, unused for more than 2 s but short of its absolute end, has ended; `busy` has not
+    await at(2100);
     expect(await whoIs(short.url, idle)).toBeUndefined();
-    await pause(2000);
-    // past the absolute lifetime, even a session in use has ended
+    expect(Date.now()).toBeLessThan(ti + 5000); // (else it might have ended by its absolute lifetime)
+    expect(await use(2100)).toBe(u.username);
+    for (const ms of [2800, 3500, 4200, 4900]) await use(ms);
+    await at(5400);
+    // past the absolute lifetime, even a session in use (last used half a second ago) has ended
     expect(await whoIs(short.url, busy)).toBeUndefined();
   });
 });

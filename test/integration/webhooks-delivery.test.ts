@@ -170,7 +170,7 @@ describe('retries', () => {
   test('when the receiver does not answer within the deadline, then the next attempt carries the same delivery id and attempt 2, and the history says timeout', async () => {
     const repo = await gitRepo();
     const rx = await receiver();
-    rx.answer = (_r, i) => (i === 0 ? { delayMs: 2500 } : {});
+    rx.answer = (_r, i) => (i === 0 ? { delayMs: 5000 } : {}); // past the 3 s deadline
     const id = await hook(repo.hooks, { url: rx.url(), events: ['push'] });
     await push(repo.clone);
     const [first, second] = await rx.waitFor(2);
@@ -182,7 +182,7 @@ describe('retries', () => {
       [1, false, 0],
     ]);
     expect(list[1].error).toMatch(/^timeout/);
-    expect(list[1].duration_ms).toBeGreaterThanOrEqual(900);
+    expect(list[1].duration_ms).toBeGreaterThanOrEqual(2900);
   });
 
   test('when the receiver answers 503 with Retry-After, then the next attempt waits that long instead of the schedule', async () => {
@@ -199,17 +199,26 @@ describe('retries', () => {
   test('when a delivery keeps failing, then newer events are delivered meanwhile (no head-of-line blocking) and retries stop after the schedule', async () => {
     const repo = await gitRepo();
     const rx = await receiver();
-    rx.answer = (r) => (r.body?.payload?.issue?.title === 'stuck' ? { status: 500 } : {});
+    // The first failure asks for 3 s (Retry-After is honoured, see above), so the fresh event has
+    // that long to be posted and delivered before the stuck one's retries; with the 300 ms schedule
+    // alone a loaded machine could run all three stuck attempts first. Later failures are plain 500s.
+    rx.answer = (r) =>
+      r.body?.payload?.issue?.title !== 'stuck'
+        ? {}
+        : r.attempt === 1
+          ? { status: 503, headers: { 'Retry-After': '3' } }
+          : { status: 500 };
     const id = await hook(repo.hooks, { url: rx.url(), events: ['issue.opened'] });
     const issues = `/api/v1/repos/${org}/${repo.name}/issues`;
     await owner.client.post(issues, { title: 'stuck' });
     await rx.waitFor(1);
     await owner.client.post(issues, { title: 'fresh' });
     const fresh = await rx.waitFor(1, (r) => r.body.payload.issue.title === 'fresh');
+    // Held behind the stuck delivery, the fresh one would come only after its last attempt.
     const stuckBefore = rx.requests.filter((r) => r.body.payload.issue.title === 'stuck');
     expect(stuckBefore.length).toBeLessThan(3);
     expect(fresh[0]!.attempt).toBe(1);
-    // Three attempts in all (schedule of two retries), then nothing more.
+    // Three attempts in all (schedule of two retries, the first stretched by Retry-After), then nothing more.
     const stuck = await rx.waitFor(3, (r) => r.body.payload.issue.title === 'stuck');
     expect(stuck.map((r) => r.attempt)).toEqual([1, 2, 3]);
     expect(await rx.quiet(1000)).toBe(0);
@@ -233,6 +242,7 @@ describe('fairness', () => {
     await fast.waitFor(1);
     // The slow webhook had at most its share of attempts under way (two) when the other arrived.
     expect(slow.requests.length).toBeLessThanOrEqual(4);
-    await slow.waitFor(10);
+    // the backlog drains, two 2 s answers at a time: ~10 s, so more than the usual limit
+    await slow.waitFor(10, undefined, 40_000);
   });
 });

@@ -28,6 +28,14 @@ let outsider: WebUser;
 let org: string;
 let agent: Client;
 let w: Watched;
+/**
+ * How long a live row or summary may take to show a change. The island refetches 1.5 s after each
+ * answer, so a change normally shows within ~2 s, but on a loaded CI machine (chromium sharing two
+ * CPUs with another test file) a fetch and render can take seconds; the wait ends as soon as the
+ * badge changes, so the limit only matters when it never does (20 s, so that a test with two such
+ * waits still reports which one failed before jest's 60 s test limit).
+ */
+const LIVE_MS = 20_000;
 
 beforeAll(async () => {
   browser = await openBrowser();
@@ -105,14 +113,14 @@ describe('pipeline pages', () => {
       () =>
         (globalThis as any).document.querySelector('tr[data-number="4"] .badge')?.textContent === 'Running',
       undefined,
-      { timeout: 5000 },
+      { timeout: LIVE_MS },
     );
     await finish(job, 'success');
     await w.page.waitForFunction(
       () =>
         (globalThis as any).document.querySelector('tr[data-number="4"] .badge')?.textContent === 'Passed',
       undefined,
-      { timeout: 5000 },
+      { timeout: LIVE_MS },
     );
 
     // the filter is in the URL
@@ -179,7 +187,7 @@ describe('pipeline pages', () => {
     await w.page.waitForFunction(
       () => (globalThis as any).document.querySelector('.pipeline-summary .badge')?.textContent === 'Running',
       undefined,
-      { timeout: 5000 },
+      { timeout: LIVE_MS },
     );
     await w.page.getByRole('link', { name: /build/ }).click();
     await w.page.waitForLoadState('load');
