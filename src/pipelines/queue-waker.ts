@@ -76,7 +76,8 @@ export class QueueWaker {
    * when a wakeup came after `since` (a value of `seen`).
    */
   wait(ms: number, signal?: AbortSignal, since?: number): Promise<void> {
-    if (this.closed || (since !== undefined && since !== this.wakeups)) return Promise.resolve();
+    if (this.closed || signal?.aborted === true || (since !== undefined && since !== this.wakeups))
+      return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(t);

@@ -36,7 +36,10 @@ async function sixteenOpen(url: string): Promise<boolean> {
   const streams = await Promise.all(
     Array.from({ length: 16 }, async () => {
       const abort = new AbortController();
-      const r = await fetch(url, { headers: { cookie }, signal: abort.signal });
+      const r = await fetch(url, {
+        headers: { cookie },
+        signal: AbortSignal.any([abort.signal, AbortSignal.timeout(10_000)]),
+      });
       return { status: r.status, abort };
     }),
   );
@@ -67,8 +70,8 @@ test('when the browser leaves while the server reads the step, then its live-log
     await locker.query('lock table pipeline_steps in access exclusive mode');
     const { hostname, port } = new URL(s.url);
     sock = net.connect(Number(port), hostname);
+    await new Promise<void>((res, rej) => sock!.once('connect', res).once('error', rej));
     sock.on('error', () => undefined);
-    await new Promise<void>((res) => sock!.once('connect', res));
     sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nCookie: ${cookie}\r\n\r\n`);
     await waitUntil(
       'the live log waiting on the lock',

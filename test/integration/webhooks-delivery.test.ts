@@ -244,5 +244,5 @@ describe('fairness', () => {
     expect(slow.requests.length).toBeLessThanOrEqual(4);
     // the backlog drains, two 2 s answers at a time: ~10 s, so more than the usual limit
     await slow.waitFor(10, undefined, 40_000);
-  });
+  }, 90_000);
 });
