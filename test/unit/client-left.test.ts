@@ -20,11 +20,12 @@ afterEach(async () => {
 /** A server whose handler waits for `before`, then takes the signal and records it by path. */
 async function serve(before: () => Promise<void>, answer: (path: string) => boolean) {
   const signals = new Map<string, AbortSignal>();
-  server = http.createServer(async (req, res) => {
-    await before();
-    const signal = clientLeft(req, res);
-    signals.set(req.url ?? '', signal);
-    if (answer(req.url ?? '')) res.end('ok');
+  server = http.createServer((req, res) => {
+    void before().then(() => {
+      const signal = clientLeft(req, res);
+      signals.set(req.url ?? '', signal);
+      if (answer(req.url ?? '')) res.end('ok');
+    });
   });
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
   const port = (server.address() as net.AddressInfo).port;
@@ -54,7 +55,7 @@ test('when the client left before the handler asked, then the signal is aborted 
 
 test('when a connection dies with a request pipelined behind another, then both signals abort', async () => {
   const { signals, sock } = await serve(
-    async () => undefined,
+    () => Promise.resolve(),
     () => false,
   );
   sock.write(get('/first') + get('/second'));
@@ -70,7 +71,7 @@ test('when a connection dies with a request pipelined behind another, then both 
 
 test('when the answer was sent and the kept-alive connection closes later, then the signal stays quiet', async () => {
   const { signals, sock } = await serve(
-    async () => undefined,
+    () => Promise.resolve(),
     () => true,
   );
   let got = '';
