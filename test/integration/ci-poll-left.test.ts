@@ -6,6 +6,7 @@ import pg from 'pg';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { pipelineYaml, pushWith, type Pushed } from '../helpers/serve.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
+import { waitForLockWait } from '../helpers/pg-locks.ts';
 
 /**
  * An agent whose poll's connection closes before the answer claims nothing: the pending
@@ -85,18 +86,7 @@ describe('a poll whose agent leaves before the answer', () => {
     let sock: net.Socket | undefined;
     try {
       sock = await rawPoll(a.token, 'held', 5);
-      await waitUntil(
-        'the poll waiting on the lock',
-        async () =>
-          Number(
-            (
-              await db.query(
-                `select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query like '%update agents set last_seen_at%'`,
-              )
-            ).rows[0].count,
-          ) > 0,
-        10_000,
-      );
+      await waitForLockWait(s.dbUrl, '%update agents set last_seen_at%', 'the poll waiting on the lock');
       sock.destroy();
       // the server hears of the closed connection while the poll still waits on the lock
       await sleep(500);

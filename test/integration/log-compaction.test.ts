@@ -16,6 +16,7 @@ import { commitFiles, gitRepo, newAgent, TWO_STEPS, type GitRepo } from '../help
 import { startMinio, type MinioServer } from '../helpers/minio.ts';
 import { startTestServer, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { webSessionCookie } from '../helpers/web-session.ts';
 
 const BUCKET = 'triad-compaction';
 let minio: MinioServer;
@@ -39,16 +40,7 @@ beforeAll(async () => {
   });
   owner = await s.newUser();
   org = await s.newOrg(owner);
-  expect(
-    (await s.admin.patch(`/api/v1/admin/users/${owner.username}`, { password: 'a-password' })).status,
-  ).toBe(200);
-  const r = await fetch(`${s.url}/-/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-    body: new URLSearchParams({ login: owner.username, password: 'a-password' }).toString(),
-  });
-  cookie = /^(triad_session=[\w-]{43});/.exec(r.headers.get('set-cookie') ?? '')![1]!;
+  cookie = await webSessionCookie(s, owner);
   db = new pg.Client({ connectionString: s.dbUrl });
   await db.connect();
 }, 120_000);

@@ -7,7 +7,9 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent } from '../helpers/ci.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
-import { sleep, waitUntil } from '../helpers/wait.ts';
+import { sleep } from '../helpers/wait.ts';
+import { waitForLockWait } from '../helpers/pg-locks.ts';
+import { webSessionCookie } from '../helpers/web-session.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -16,16 +18,7 @@ let cookie: string;
 beforeAll(async () => {
   s = await startTestServer();
   owner = await s.newUser();
-  expect(
-    (await s.admin.patch(`/api/v1/admin/users/${owner.username}`, { password: 'a-password' })).status,
-  ).toBe(200);
-  const r = await fetch(`${s.url}/-/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-    body: new URLSearchParams({ login: owner.username, password: 'a-password' }).toString(),
-  });
-  cookie = /^(triad_session=[\w-]{43});/.exec(r.headers.get('set-cookie') ?? '')![1]!;
+  cookie = await webSessionCookie(s, owner);
 }, 60_000);
 afterAll(async () => {
   await s?.close();
@@ -62,8 +55,6 @@ test('when the browser leaves while the server reads the step, then its live-log
   // the server's read of the step waits on this lock, held on a connection of its own
   const locker = new pg.Client({ connectionString: s.dbUrl });
   await locker.connect();
-  const watcher = new pg.Client({ connectionString: s.dbUrl });
-  await watcher.connect();
   let sock: net.Socket | undefined;
   try {
     await locker.query('begin');
@@ -73,25 +64,13 @@ test('when the browser leaves while the server reads the step, then its live-log
     await new Promise<void>((res, rej) => sock!.once('connect', res).once('error', rej));
     sock.on('error', () => undefined);
     sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nCookie: ${cookie}\r\n\r\n`);
-    await waitUntil(
-      'the live log waiting on the lock',
-      async () =>
-        Number(
-          (
-            await watcher.query(
-              `select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%pipeline_steps%' and pid <> pg_backend_pid()`,
-            )
-          ).rows[0].count,
-        ) > 0,
-      10_000,
-    );
+    await waitForLockWait(s.dbUrl, '%pipeline_steps%', 'the live log waiting on the lock');
     sock.destroy();
     // the server hears of the closed connection while the read still waits on the lock
     await sleep(500);
   } finally {
     await locker.query('commit');
     await locker.end();
-    await watcher.end();
     sock?.destroy();
   }
   // a stream that hung for nobody would hold one of the 16 slots for good

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent, type GitRepo } from '../helpers/ci.ts';
 import { startTestServer, type Client, type TestServer, type TestUser } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { webSessionCookie } from '../helpers/web-session.ts';
 
 let s: TestServer;
 let owner: TestUser;
@@ -18,16 +19,7 @@ beforeAll(async () => {
   owner = await s.newUser();
   org = await s.newOrg(owner);
   agent = await newAgent(s);
-  expect(
-    (await s.admin.patch(`/api/v1/admin/users/${owner.username}`, { password: 'a-password' })).status,
-  ).toBe(200);
-  const r = await fetch(`${s.url}/-/login`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
-    body: new URLSearchParams({ login: owner.username, password: 'a-password' }).toString(),
-  });
-  cookie = /^(triad_session=[\w-]{43});/.exec(r.headers.get('set-cookie') ?? '')![1]!;
+  cookie = await webSessionCookie(s, owner);
 }, 60_000);
 afterAll(async () => {
   await s?.close();
