@@ -1,3 +1,4 @@
+import net from 'node:net';
 import pg from 'pg';
 import { waitUntil } from './wait.ts';
 
@@ -23,5 +24,46 @@ export async function waitForLockWait(dbUrl: string, like: string, what: string)
     );
   } finally {
     await watcher.end();
+  }
+}
+
+/** Sends `request` (raw HTTP) on a connection of its own to the server at `serverUrl`; no answer is read. */
+export async function rawRequest(serverUrl: string, request: string): Promise<net.Socket> {
+  const { hostname, port } = new URL(serverUrl);
+  const sock = net.connect(Number(port), hostname);
+  await new Promise<void>((res, rej) => sock.once('connect', res).once('error', rej));
+  sock.on('error', () => undefined);
+  sock.write(request);
+  return sock;
+}
+
+/**
+ * A client that leaves while the server waits on a lock: `lock` (SQL and its parameters) is
+ * taken in a transaction of its own, `request` is sent, and once a server statement matching
+ * `like` waits on the lock the connection is closed; after a moment for the server to hear of
+ * that, the lock is released.
+ */
+export async function leaveWhileLocked(o: {
+  dbUrl: string;
+  serverUrl: string;
+  lock: [string, unknown[]];
+  request: string;
+  like: string;
+  what: string;
+}): Promise<void> {
+  const locker = new pg.Client({ connectionString: o.dbUrl });
+  await locker.connect();
+  let sock: net.Socket | undefined;
+  try {
+    await locker.query('begin');
+    await locker.query(...o.lock);
+    sock = await rawRequest(o.serverUrl, o.request);
+    await waitForLockWait(o.dbUrl, o.like, o.what);
+    sock.destroy();
+    await new Promise((r) => setTimeout(r, 500));
+  } finally {
+    sock?.destroy();
+    await locker.query('commit').catch(() => undefined);
+    await locker.end();
   }
 }

@@ -1,12 +1,11 @@
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { pipelineYaml, pushWith, type Pushed } from '../helpers/serve.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
-import { waitForLockWait } from '../helpers/pg-locks.ts';
+import { leaveWhileLocked, rawRequest } from '../helpers/pg-locks.ts';
 
 /**
  * An agent whose poll's connection closes before the answer claims nothing: the pending
@@ -35,18 +34,10 @@ async function agent(): Promise<{ id: number; token: string }> {
   return { id: r.body.data.id, token: r.body.data.token };
 }
 
-/** A poll sent on a connection of its own, which the test closes without reading an answer. */
-async function rawPoll(token: string, instance: string, waitSeconds: number): Promise<net.Socket> {
-  const { hostname, port } = new URL(s.url);
-  const sock = net.connect(Number(port), hostname);
-  await new Promise<void>((res, rej) => sock.once('connect', res).once('error', rej));
-  sock.on('error', () => undefined);
-  sock.write(
-    `POST /api/v1/ci/poll?wait=${waitSeconds} HTTP/1.1\r\nHost: ${hostname}\r\n` +
-      `Authorization: Bearer ${token}\r\nX-Svc-Agent-Instance: ${instance}\r\nContent-Length: 0\r\n\r\n`,
-  );
-  return sock;
-}
+/** A poll, as raw HTTP. */
+const pollRequest = (token: string, instance: string, waitSeconds: number) =>
+  `POST /api/v1/ci/poll?wait=${waitSeconds} HTTP/1.1\r\nHost: triad\r\n` +
+  `Authorization: Bearer ${token}\r\nX-Svc-Agent-Instance: ${instance}\r\nContent-Length: 0\r\n\r\n`;
 
 async function queued(): Promise<Pushed> {
   const r = await pushWith(owner, { vcs: 'git' }, (w) =>
@@ -77,24 +68,15 @@ describe('a poll whose agent leaves before the answer', () => {
   test('when the agent left while the server was still recording it, then the pending pipeline is not claimed for it', async () => {
     const r = await queued();
     const a = await agent();
-    // the server's record of the poll waits on this lock of the agent's row (held on a connection
-    // of its own: in a transaction, pg_stat_activity is read once)
-    const locker = new pg.Client({ connectionString: s.dbUrl });
-    await locker.connect();
-    await locker.query('begin');
-    await locker.query('select 1 from agents where id = $1 for update', [a.id]);
-    let sock: net.Socket | undefined;
-    try {
-      sock = await rawPoll(a.token, 'held', 5);
-      await waitForLockWait(s.dbUrl, '%update agents set last_seen_at%', 'the poll waiting on the lock');
-      sock.destroy();
-      // the server hears of the closed connection while the poll still waits on the lock
-      await sleep(500);
-    } finally {
-      await locker.query('commit');
-      await locker.end();
-      sock?.destroy();
-    }
+    // the server's record of the poll waits on this lock of the agent's row
+    await leaveWhileLocked({
+      dbUrl: s.dbUrl,
+      serverUrl: s.url,
+      lock: ['select 1 from agents where id = $1 for update', [a.id]],
+      request: pollRequest(a.token, 'held', 5),
+      like: '%update agents set last_seen_at%',
+      what: 'the poll waiting on the lock',
+    });
     await waitUntil('the poll recorded', () => instanceSeen(a.id, 'held'), 10_000);
     // what a claim for nobody would need to happen, had the server not noticed
     await sleep(1000);
@@ -103,7 +85,7 @@ describe('a poll whose agent leaves before the answer', () => {
 
   test('when the agent left during the long wait, then a pipeline queued afterwards is not claimed for it', async () => {
     const a = await agent();
-    const sock = await rawPoll(a.token, 'waiting', 20);
+    const sock = await rawRequest(s.url, pollRequest(a.token, 'waiting', 20));
     await waitUntil('the poll recorded', () => instanceSeen(a.id, 'waiting'), 10_000);
     sock.destroy();
     await sleep(300);

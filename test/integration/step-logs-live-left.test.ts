@@ -2,13 +2,11 @@
  * A live step log whose browser leaves before the stream starts (while the server still reads the
  * step) gives its slot back: the user can still open the 16 live logs a user may hold at once.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import pg from 'pg';
 import { TWO_STEPS, commitFiles, gitRepo, newAgent } from '../helpers/ci.ts';
 import { startTestServer, type TestServer, type TestUser } from '../helpers/server.ts';
 import { sleep } from '../helpers/wait.ts';
-import { waitForLockWait } from '../helpers/pg-locks.ts';
+import { leaveWhileLocked } from '../helpers/pg-locks.ts';
 import { webSessionCookie } from '../helpers/web-session.ts';
 
 let s: TestServer;
@@ -52,27 +50,15 @@ test('when the browser leaves while the server reads the step, then its live-log
   );
   const path = `/${org}/${repo.name}/-/pipelines/1/steps/1/live`;
 
-  // the server's read of the step waits on this lock, held on a connection of its own
-  const locker = new pg.Client({ connectionString: s.dbUrl });
-  await locker.connect();
-  let sock: net.Socket | undefined;
-  try {
-    await locker.query('begin');
-    await locker.query('lock table pipeline_steps in access exclusive mode');
-    const { hostname, port } = new URL(s.url);
-    sock = net.connect(Number(port), hostname);
-    await new Promise<void>((res, rej) => sock!.once('connect', res).once('error', rej));
-    sock.on('error', () => undefined);
-    sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\nCookie: ${cookie}\r\n\r\n`);
-    await waitForLockWait(s.dbUrl, '%pipeline_steps%', 'the live log waiting on the lock');
-    sock.destroy();
-    // the server hears of the closed connection while the read still waits on the lock
-    await sleep(500);
-  } finally {
-    await locker.query('commit');
-    await locker.end();
-    sock?.destroy();
-  }
+  // the server's read of the step waits on this lock
+  await leaveWhileLocked({
+    dbUrl: s.dbUrl,
+    serverUrl: s.url,
+    lock: ['lock table pipeline_steps in access exclusive mode', []],
+    request: `GET ${path} HTTP/1.1\r\nHost: triad\r\nCookie: ${cookie}\r\n\r\n`,
+    like: '%pipeline_steps%',
+    what: 'the live log waiting on the lock',
+  });
   // a stream that hung for nobody would hold one of the 16 slots for good
   let all = false;
   const end = Date.now() + 10_000;
