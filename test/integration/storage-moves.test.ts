@@ -175,7 +175,14 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s', (vcs) => {
       stop = true;
       await Promise.all([pushing, cloning]);
       if (cloneFailures.length + pushFailures.length > 0) {
-        console.log(a!.output().slice(-4000), b!.output().slice(-4000), there.output, back.output);
+        console.log(
+          cloneFailures,
+          pushFailures,
+          a!.output().slice(-4000),
+          b!.output().slice(-4000),
+          there.output,
+          back.output,
+        );
       }
       expect(cloneFailures).toEqual([]);
       expect(pushFailures).toEqual([]);

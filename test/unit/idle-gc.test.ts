@@ -9,19 +9,20 @@ const log = pino({ level: 'silent' });
 const heap = () => v8.getHeapStatistics().total_heap_size;
 const MiB = 1024 * 1024;
 
-/** Makes V8 grow its heap (about 100 MB of short-lived objects, a few kept for a while). */
-function burst(): number {
+/**
+ * Makes V8 grow its heap: about 100 MB of short-lived objects, the last four rounds (some 40 MB)
+ * answered still alive, so the heap has surely grown past the threshold (however V8 collected
+ * meanwhile) until the caller lets go of them.
+ */
+function burst(): { i: number; s: string }[][] {
   const kept: { i: number; s: string }[][] = [];
-  let n = 0;
   for (let round = 0; round < 12; round++) {
     const a: { i: number; s: string }[] = [];
     for (let i = 0; i < 150_000; i++) a.push({ i, s: `value ${i}` });
     kept.push(a);
     if (kept.length > 4) kept.shift();
-    n += a.length;
   }
-  kept.length = 0;
-  return n;
+  return kept;
 }
 
 /**
@@ -49,10 +50,12 @@ describe('idle collection of a grown heap', () => {
   test('when the server was busy and then quiet for an interval, with a heap grown past the threshold, then one full collection gives the memory back', () => {
     compact();
     const c = new IdleCollector({ idleMs: 0, growthBytes: 16 * MiB, log });
-    expect(burst()).toBeGreaterThan(0);
+    const box: { held?: unknown[] } = { held: burst() };
     requests(c, 500);
     c.tick(); // busy interval
     const grown = heap();
+    expect(box.held?.length).toBe(4);
+    box.held = undefined; // garbage now, still on the heap: nothing allocates before the check
     c.tick(); // quiet interval
     expect(c.collections).toBe(1);
     expect(heap()).toBeLessThan(grown);
