@@ -20,6 +20,13 @@ const INCOMING = '.incoming';
 /** How long a repository that left stays readable for requests already running on it. */
 const TRASH_MS = 60_000;
 const TAR_TIMEOUT_MS = 3600_000;
+/**
+ * Lock files a copy may carry from its source: reads go on there while it is copied, and an hg
+ * streaming clone holds the store lock while it scans. They name the source's processes, never
+ * the copy's; left in place they would make every push and streaming clone of the copy wait on
+ * a lock nobody releases.
+ */
+const COPIED_LOCKS = ['.hg/wlock', '.hg/store/lock'];
 
 export async function exportRepository(
   root: string,
@@ -66,6 +73,7 @@ export async function importRepository(o: {
   try {
     const r = await runCommand('tar', ['-C', unpack, '-xf', file], { timeoutMs: TAR_TIMEOUT_MS });
     if (r.code !== 0) throw new Error(`unpacking the copy failed: ${r.stderr}`);
+    for (const lock of COPIED_LOCKS) await fs.rm(path.join(unpack, o.repo, lock), { force: true });
     const dest = path.join(o.root, o.repo);
     // a copy left by an earlier move that did not finish is replaced
     await releaseRepository(o.root, o.repo);

@@ -5,6 +5,7 @@
  * no new repositories, and a move to an unknown node is refused with the repository left where it was.
  */
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import type { VcsKind } from '../../src/vcs/index.ts';
@@ -200,6 +201,28 @@ describe.each(['git', 'hg', 'fossil'] as VcsKind[])('%s', (vcs) => {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }, 180_000);
+});
+
+describe('locks of the source', () => {
+  test('when an hg reader held the store lock while the repository was copied, then the copy has no lock and takes pushes', async () => {
+    const r = await pushWith(owner, { vcs: 'hg' }, async (w) => writeFile(w, 'README', 'r\n'));
+    const [first] = await c.holders(r.id, 'hg');
+    const other = first === 'node-a' ? 'node-b' : 'node-a';
+    const repoDir = (node: string) =>
+      path.join(c.nodes.find((n) => n.name === node)!.dir, 'repos', `${r.id}.hg`);
+    // what a streaming clone's worker holds on the source while it scans: a live process's lock
+    await fs.symlink(`${os.hostname()}:${process.pid}`, path.join(repoDir(first!), '.hg', 'store', 'lock'));
+    const moved = await c.run(['admin', 'repo', 'move', `${r.org}/${r.name}`, '--to', other], {
+      TRIAD_STORAGE: 'nodes',
+    });
+    expect(moved.code).toBe(0);
+    expect(await c.holders(r.id, 'hg')).toEqual([other]);
+    const lock = await fs.lstat(path.join(repoDir(other), '.hg', 'store', 'lock')).catch(() => undefined);
+    expect(lock).toBeUndefined();
+    const dir = await tempDir();
+    const push = await pusher('hg', r, `${c.servers[0]!.url}/${r.org}/${r.name}`, path.join(dir, 'work'));
+    expect(await push(1)).toMatch(/^[0-9a-f]{40}$/);
+  }, 120_000);
 });
 
 describe('drains and refusals', () => {
