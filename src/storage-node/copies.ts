@@ -26,7 +26,7 @@ const TAR_TIMEOUT_MS = 3600_000;
  * the copy's; left in place they would make every push and streaming clone of the copy wait on
  * a lock nobody releases.
  */
-const COPIED_LOCKS = ['.hg/wlock', '.hg/store/lock'];
+const COPIED_LOCKS = ['.hg/wlock', '.hg/store/lock']; // of an hg repository (`<id>.hg`)
 
 export async function exportRepository(
   root: string,
@@ -73,7 +73,8 @@ export async function importRepository(o: {
   try {
     const r = await runCommand('tar', ['-C', unpack, '-xf', file], { timeoutMs: TAR_TIMEOUT_MS });
     if (r.code !== 0) throw new Error(`unpacking the copy failed: ${r.stderr}`);
-    for (const lock of COPIED_LOCKS) await fs.rm(path.join(unpack, o.repo, lock), { force: true });
+    if (o.repo.endsWith('.hg'))
+      for (const lock of COPIED_LOCKS) await fs.rm(path.join(unpack, o.repo, lock), { force: true });
     const dest = path.join(o.root, o.repo);
     // a copy left by an earlier move that did not finish is replaced
     await releaseRepository(o.root, o.repo);
