@@ -14,13 +14,7 @@ import { startTracing } from './telemetry/tracing.ts';
 import { traceQueries } from './telemetry/db-spans.ts';
 import { IdleCollector } from './telemetry/idle-gc.ts';
 import { RequestContext } from '@mikro-orm/core';
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
-import { Agent } from '../agent/agent.ts';
-import { LocalExecutor } from '../agent/executors/local.ts';
-import { DEFAULT_SANDBOX } from '../agent/executors/sandbox.ts';
-import { bytesQuantity } from './pipelines/quantity.ts';
+import { EmbeddedAgent, shutdownPlan } from './embedded-agent.ts';
 
 /** With storage nodes: how often pushes left unrecorded by a node that died are looked for. */
 const RECONCILE_MS = 10_000;
@@ -102,7 +96,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     return abandon(e);
   }
   let baseUrl = config.baseUrl ?? `http://localhost:${config.port}`;
-  let embeddedAgent: EmbeddedAgentSetup | undefined;
+  let agent: EmbeddedAgent | undefined;
   const deps = { config, orm, log, metrics: new Metrics(), baseUrl: () => baseUrl, databaseUrl: sessionDb };
   const services = createServices(deps);
   const { app } = createApp(deps, services);
@@ -159,7 +153,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await services.releases.start();
     // the sandbox is tried before listening, so the server is ready once it answers
     if (config.embeddedAgent === 'local') {
-      embeddedAgent = await prepareEmbeddedAgent(config, orm, services, log);
+      agent = await EmbeddedAgent.prepare({ config, orm, services, log });
     }
     // pushes a killed process could not record get their events before traffic is taken
     await inContext(orm, () => services.changes.reconcilePending());
@@ -207,8 +201,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         }, RECONCILE_MS);
   reconciler?.unref();
 
-  let agent: Agent | undefined;
-  if (embeddedAgent !== undefined) agent = await startEmbeddedAgent(embeddedAgent, config, port, log);
+  await agent?.start(port);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -216,16 +209,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       // One budget for the whole shutdown: the agent and HTTP drain get all of it but a short
       // reserve for closing the database; at the drain deadline remaining connections are
       // destroyed. PostgreSQL is stopped last, after everything that uses it.
-      const budget = config.shutdownTimeoutMs;
-      const reserve = Math.min(5_000, budget / 3);
-      const end = Date.now() + budget - 250;
-      const drainUntil = end - reserve;
+      const { reserveMs: reserve, drainWindowMs } = shutdownPlan(config.shutdownTimeoutMs);
+      const drainUntil = Date.now() + drainWindowMs;
+      const end = drainUntil + reserve;
       const left = () => Math.max(0, drainUntil - Date.now());
       // The embedded agent drains first (it talks to this server), then long polls end
       // (answering 204), so draining does not wait for their timeouts.
-      await within(agent?.stop(), left(), () =>
-        log.warn('shutdown: the embedded agent did not stop in time'),
-      );
+      await agent?.stop(left());
       log.debug('shutdown: embedded agent stopped');
       clearInterval(reconciler);
       await services.pipelines.stop();
@@ -279,76 +269,4 @@ async function within(p: Promise<unknown> | undefined, ms: number, late: () => v
   ]);
   clearTimeout(timer);
   if (timedOut) late();
-}
-
-/** The embedded agent keeps one token across restarts, stored in the data directory. */
-async function embeddedAgentToken(dataDir: string): Promise<string> {
-  const file = path.join(dataDir, 'embedded-agent.token');
-  const existing = await fs.readFile(file, 'utf8').catch(() => '');
-  if (existing.trim() !== '') return existing.trim();
-  const token = `triad_agent_${randomBytes(24).toString('hex')}`;
-  await fs.mkdir(dataDir, { recursive: true });
-  await fs.writeFile(file, `${token}\n`, { mode: 0o600 });
-  return token;
-}
-
-type EmbeddedAgentSetup = { executor: LocalExecutor; token: string; unsandboxed: boolean };
-
-/**
- * The in-process agent with the `local` executor. Steps run sandboxed; when the sandbox cannot
- * work here (no bwrap, user namespaces refused...), the agent stays off and the log says why,
- * unless TRIAD_AGENT_LOCAL_UNSANDBOXED=true opts out of isolation.
- */
-async function prepareEmbeddedAgent(
-  config: Config,
-  orm: Orm,
-  services: Services,
-  log: Logger,
-): Promise<EmbeddedAgentSetup | undefined> {
-  const { unsandboxed, ...sandbox } = config.sandbox;
-  // workspaces are not under the data directory: a step sees their path in its mount table
-  const executor = new LocalExecutor({
-    ...(config.agentWorkDir === undefined ? {} : { workDir: config.agentWorkDir }),
-    sandbox,
-    unsandboxed,
-  });
-  try {
-    await executor.probe();
-  } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    log.warn(
-      { reason },
-      `embedded CI agent not started: steps cannot run sandboxed here (${reason}); install bubblewrap, run a separate agent, or set TRIAD_AGENT_LOCAL_UNSANDBOXED=true (dangerous: steps could read every secret of the server)`,
-    );
-    return undefined;
-  }
-  const token = await embeddedAgentToken(config.dataDir);
-  await inContext(orm, () => services.agents.ensure(token, 'embedded'));
-  return { executor, token, unsandboxed };
-}
-
-async function startEmbeddedAgent(
-  { executor, token, unsandboxed }: EmbeddedAgentSetup,
-  config: Config,
-  port: number,
-  log: Logger,
-): Promise<Agent> {
-  const agent = new Agent({
-    server: `http://127.0.0.1:${port}`,
-    token,
-    instance: 'embedded',
-    capacity: 2,
-    executor,
-    log: log.child({ component: 'agent' }),
-    drainMs: Math.min(config.shutdownTimeoutMs / 2, 10_000),
-    stopGraceMs: 2_000,
-    // a step's `resources.memory` replaces the sandbox's memory limit: never above it here
-    maxResources: { memory: bytesQuantity(executor.sandbox?.o.memoryBytes ?? DEFAULT_SANDBOX.memoryBytes) },
-  });
-  await agent.start();
-  const workDir = await executor.root();
-  if (unsandboxed) {
-    log.warn({ workDir }, 'embedded CI agent started WITHOUT a sandbox (TRIAD_AGENT_LOCAL_UNSANDBOXED=true)');
-  } else log.info({ workDir }, 'embedded CI agent started (local executor, sandboxed)');
-  return agent;
 }

@@ -24,6 +24,30 @@ export type ProcessSpec = {
   started?: (child: ChildProcess) => Promise<(() => void) | undefined>;
 };
 
+/**
+ * Process groups of unsandboxed runs still going. Should this process exit first (an agent or
+ * server whose shutdown gave up waiting on a step that ignores SIGTERM), they are killed as it
+ * exits rather than left running. A sandbox dies with its parent on its own (`--die-with-parent`).
+ */
+const liveGroups = new Set<number>();
+let killOnExit = false;
+
+function trackGroup(pid: number): void {
+  if (!killOnExit) {
+    killOnExit = true;
+    process.once('exit', () => {
+      for (const g of liveGroups) {
+        try {
+          process.kill(-g, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+    });
+  }
+  liveGroups.add(pid);
+}
+
 /** What a caller may learn of a run: the pid of the process it started (bwrap, or `sh`). */
 export type RunHooks = { spawned?: (pid: number) => void };
 
@@ -51,6 +75,8 @@ export function runProcess(
       ...(spec.uid === undefined ? {} : { uid: spec.uid, gid: spec.gid }),
     });
     if (child.pid !== undefined) hooks.spawned?.(child.pid);
+    const group = child.pid !== undefined && !spec.sandboxed ? child.pid : undefined;
+    if (group !== undefined) trackGroup(group);
     child.stdout!.on('data', onOutput);
     child.stderr!.on('data', onOutput);
     const signalGroup = (sig: NodeJS.Signals) => {
@@ -81,6 +107,7 @@ export function runProcess(
       settled = true;
       clearTimeout(killTimer);
       clearTimeout(closeTimer);
+      if (group !== undefined) liveGroups.delete(group);
       signal.removeEventListener('abort', kill);
       after?.();
       if (failure !== undefined) reject(failure);

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.ts';
 import { isDbId } from '../db/sql.ts';
+import type { Db } from '../db/query.ts';
 import type { BlobStore } from '../storage/index.ts';
 import type { UsersService } from '../users/service.ts';
 import {
@@ -106,16 +107,31 @@ export class AgentProtocol {
    * lose their token, so they could not report them) rather than when the reaper notices.
    */
   async abandon(agentId: number, name: string): Promise<void> {
+    await this.errorAll(`agent ${name} was deregistered`, (tx) => agentDb.runningOfAgents(tx, [agentId]));
+  }
+
+  /**
+   * A process of an agent stopped without reporting what it ran (the server's embedded agent
+   * past the shutdown budget): its running pipelines become `error` with `message`.
+   */
+  async abandonProcess(agent: Required<AgentCaller>, message: string): Promise<number[]> {
+    const { agentId, instance, nonce } = agent;
+    return this.errorAll(message, (tx) =>
+      agentDb.runningOfProcess(tx, agentId, instance ?? 'default', nonce, 0, []),
+    );
+  }
+
+  private async errorAll(message: string, running: (tx: Db) => Promise<{ id: number }[]>): Promise<number[]> {
     const errored = await this.em()
       .fork()
-      .transactional(async (tx) => {
-        const running = await agentDb.runningOfAgents(tx, [agentId]);
-        return this.d.reaper.markErrored(
+      .transactional(async (tx) =>
+        this.d.reaper.markErrored(
           tx,
-          running.map((r) => ({ id: r.id, message: `agent ${name} was deregistered` })),
-        );
-      });
+          (await running(tx)).map((r) => ({ id: r.id, message })),
+        ),
+      );
     if (errored.length > 0) this.d.onFinished('error', errored.length);
+    return errored;
   }
 
   /**

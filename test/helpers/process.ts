@@ -145,17 +145,29 @@ export async function stop(p: Proc): Promise<Exit> {
   return done;
 }
 
-/** Process ids of live PostgreSQL processes whose command line names a path under `dir`. */
-export async function postgresUnder(dir: string): Promise<number[]> {
-  const found: number[] = [];
+/** Live (not zombie) processes of this machine with their command line's arguments. */
+async function liveProcesses(): Promise<{ pid: number; args: string[] }[]> {
+  const found: { pid: number; args: string[] }[] = [];
   for (const e of await fs.readdir('/proc')) {
     if (!/^\d+$/.test(e)) continue;
     const cmd = await fs.readFile(`/proc/${e}/cmdline`, 'utf8').catch(() => '');
     const stat = await fs.readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
-    if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
-    if (cmd.split('\0')[0]?.endsWith('/postgres') && cmd.includes(dir)) found.push(Number(e));
+    if (cmd === '' || stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+    found.push({ pid: Number(e), args: cmd.split('\0') });
   }
   return found;
+}
+
+/** Process ids of live PostgreSQL processes whose command line names a path under `dir`. */
+export async function postgresUnder(dir: string): Promise<number[]> {
+  return (await liveProcesses())
+    .filter((p) => p.args[0]?.endsWith('/postgres') && p.args.some((a) => a.includes(dir)))
+    .map((p) => p.pid);
+}
+
+/** Process ids of live processes one of whose arguments contains `text`. */
+export async function processesNaming(text: string): Promise<number[]> {
+  return (await liveProcesses()).filter((p) => p.args.some((a) => a.includes(text))).map((p) => p.pid);
 }
 
 async function stopPostgresOf(dir: string): Promise<void> {

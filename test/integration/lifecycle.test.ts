@@ -13,6 +13,7 @@ import {
   exitWithin,
   NODE,
   postgresUnder,
+  processesNaming,
   Processes,
   stderrMatch,
   stop,
@@ -70,6 +71,40 @@ function ctrlC(p: Proc): void {
   process.kill(-p.child.pid!, 'SIGINT');
 }
 
+/**
+ * A detached `triad serve` (so Ctrl-C can reach its group) whose embedded agent runs pipeline 1 of
+ * `life/ci`, a one-step pipeline running `commands`.
+ */
+async function serveRunningPipeline(
+  env: Record<string, string>,
+  url: string,
+  commands: string[],
+): Promise<Proc> {
+  const p = procs.serve(env, { detached: true });
+  await waitReady(p, url);
+  const admin = new Client(url, 'adm-token');
+  expect((await admin.post('/api/v1/orgs', { name: 'life' })).status).toBe(201);
+  const repo = await admin.post('/api/v1/orgs/life/repos', { name: 'ci', vcs: 'git' });
+  expect(repo.status).toBe(201);
+  const work = await procs.tempDir('triad-life-work-');
+  await ok('git', ['init', '-q', '-b', 'main', work], work);
+  const pipeline = { steps: [{ name: 'slow', image: 'alpine', commands }] };
+  await writeFile(work, '.pipeline.yml', JSON.stringify(pipeline));
+  await ok('git', ['add', '-A'], work);
+  await ok('git', ['commit', '-q', '-m', 'ci'], work);
+  await ok('git', ['push', '-q', withCreds(repo.body.data.clone_url, 'adm-token'), 'main'], work);
+  let status = '';
+  for (let i = 0; i < 100 && status !== 'running'; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    status = (await admin.get('/api/v1/repos/life/ci/pipelines/1')).body?.status ?? '';
+  }
+  expect(status).toBe('running');
+  // the step has started (its first line is in the log)
+  for (let i = 0; i < 100 && !p.output().includes('started'); i++)
+    await new Promise((r) => setTimeout(r, 100));
+  return p;
+}
+
 describe('stopping triad serve', () => {
   test('when Ctrl-C reaches the process group of an idle server, then it exits 0 at once with "shutdown complete" and no PostgreSQL of its data dir survives', async () => {
     // a shutdown deadline far past this test's time limit: only an exit at once passes
@@ -120,34 +155,11 @@ describe('stopping triad serve', () => {
   }, 90_000);
 
   test('when Ctrl-C arrives while the embedded agent runs a pipeline, then the server still exits 0 with "shutdown complete" within the timeout, and after a restart the pipeline is no longer running', async () => {
-    const timeout = 6;
     const { dataDir, url, env } = await setup({
-      TRIAD_SHUTDOWN_TIMEOUT_SECONDS: String(timeout),
+      TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '6',
       TRIAD_ADMIN_TOKEN: 'adm-token',
     });
-    const p = procs.serve(env, { detached: true });
-    await waitReady(p, url);
-    const admin = new Client(url, 'adm-token');
-    expect((await admin.post('/api/v1/orgs', { name: 'life' })).status).toBe(201);
-    const repo = await admin.post('/api/v1/orgs/life/repos', { name: 'ci', vcs: 'git' });
-    expect(repo.status).toBe(201);
-    const work = await procs.tempDir('triad-life-work-');
-    await ok('git', ['init', '-q', '-b', 'main', work], work);
-    await writeFile(
-      work,
-      '.pipeline.yml',
-      'steps:\n  - name: slow\n    image: alpine\n    commands: ["echo started", "sleep 60"]\n',
-    );
-    await ok('git', ['add', '-A'], work);
-    await ok('git', ['commit', '-q', '-m', 'ci'], work);
-    await ok('git', ['push', '-q', withCreds(repo.body.data.clone_url, 'adm-token'), 'main'], work);
-    let status = '';
-    for (let i = 0; i < 100 && status !== 'running'; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      status = (await admin.get('/api/v1/repos/life/ci/pipelines/1')).body?.status ?? '';
-    }
-    expect(status).toBe('running');
-
+    const p = await serveRunningPipeline(env, url, ['echo started', 'sleep 60']);
     ctrlC(p);
     expect(await exited(p.child)).toEqual({ code: 0, signal: null });
     expect(p.output()).toContain('"msg":"shutdown complete"');
@@ -155,8 +167,40 @@ describe('stopping triad serve', () => {
 
     const again = procs.serve(env);
     await waitReady(again, url);
-    const after = await admin.get('/api/v1/repos/life/ci/pipelines/1');
+    const after = await new Client(url, 'adm-token').get('/api/v1/repos/life/ci/pipelines/1');
     expect(['error', 'cancelled']).toContain(after.body.status);
+    expect(await stop(again)).toEqual({ code: 0, signal: null });
+  }, 120_000);
+
+  test('when the embedded agent cannot stop its step within the shutdown budget, then the server ends the pipeline as error itself before it exits', async () => {
+    // Unsandboxed, a cancelled step gets SIGTERM and SIGKILL 2 s later: a step ignoring SIGTERM
+    // outlives the agent's share of a 6 s budget, so the agent cannot report it.
+    const { url, env } = await setup({
+      TRIAD_SHUTDOWN_TIMEOUT_SECONDS: '6',
+      TRIAD_ADMIN_TOKEN: 'adm-token',
+      TRIAD_AGENT_LOCAL_UNSANDBOXED: 'true',
+    });
+    const p = await serveRunningPipeline(env, url, ["trap '' TERM; echo started; sleep 60.25"]);
+    ctrlC(p);
+    expect(await exited(p.child)).toEqual({ code: 0, signal: null });
+    expect(p.output()).toContain('the embedded agent did not stop in time');
+    expect(p.output()).toContain('"msg":"shutdown complete"');
+    // nor does the step outlive the server (its SIGKILL may take a moment to land)
+    let left = await processesNaming('60.25');
+    for (let i = 0; i < 20 && left.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      left = await processesNaming('60.25');
+    }
+    expect(left).toEqual([]);
+
+    // no agent after the restart: nothing but the shutdown itself can have ended the pipeline
+    const again = procs.serve({ ...env, TRIAD_EMBEDDED_AGENT: 'off' });
+    await waitReady(again, url);
+    const after = await new Client(url, 'adm-token').get('/api/v1/repos/life/ci/pipelines/1');
+    expect(after.body).toMatchObject({
+      status: 'error',
+      error_message: 'the server stopped while this pipeline ran',
+    });
     expect(await stop(again)).toEqual({ code: 0, signal: null });
   }, 120_000);
 
