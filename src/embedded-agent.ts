@@ -128,23 +128,30 @@ export class EmbeddedAgent {
   async stop(ms: number): Promise<void> {
     const agent = this.agent;
     if (agent === undefined) return;
-    const wait = Math.max(0, ms - shutdownPlan(this.d.config.shutdownTimeoutMs).afterAgentMs);
+    const { config, orm, services, log } = this.d;
+    const { afterAgentMs } = shutdownPlan(config.shutdownTimeoutMs);
     let timer: NodeJS.Timeout | undefined;
     const stopped = await Promise.race([
-      agent.stop().then(() => true),
-      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), wait))),
+      agent.stop().then(
+        () => true,
+        () => false,
+      ),
+      new Promise<boolean>(
+        (resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms - afterAgentMs))),
+      ),
     ]);
     clearTimeout(timer);
-    if (!stopped) this.d.log.warn('shutdown: the embedded agent did not stop in time');
-    const { orm, services, log } = this.d;
+    if (!stopped) log.warn('shutdown: the embedded agent did not stop in time');
     const caller = { agentId: this.agentId, instance: INSTANCE, nonce: agent.nonce };
+    const message = 'the server stopped while this pipeline ran';
     const errored = await RequestContext.create(orm.em.fork(), () =>
-      services.pipelines.agentSide.abandonProcess(caller, 'the server stopped while this pipeline ran'),
+      services.pipelines.agentSide.abandonProcess(caller, message, afterAgentMs),
     ).catch((err: unknown) => {
       log.warn({ err }, "shutdown: the embedded agent's pipelines could not be ended");
       return [];
     });
-    if (errored.length > 0)
+    if (errored.length > 0) {
       log.warn({ pipelines: errored }, 'shutdown: pipelines the embedded agent left running are error');
+    }
   }
 }

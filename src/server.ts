@@ -201,7 +201,13 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         }, RECONCILE_MS);
   reconciler?.unref();
 
-  await agent?.start(port);
+  try {
+    await agent?.start(port);
+  } catch (e) {
+    clearInterval(reconciler);
+    idleGc.stop();
+    return abandon(e, services, server);
+  }
 
   let closing: Promise<void> | undefined;
   const close = () =>

@@ -132,12 +132,13 @@ export function runProcess(
     child.on('exit', (code, sig) => {
       exitCode = exitCodeOf(code, sig);
       // background processes of the step end with it
-      if (!spec.sandboxed && child.pid !== undefined) {
+      if (group !== undefined) {
         try {
-          process.kill(-child.pid, 'SIGKILL');
+          process.kill(-group, 'SIGKILL');
         } catch {
           /* none left */
         }
+        liveGroups.delete(group);
       }
       closeTimer = setTimeout(() => {
         for (const s of child.stdio) s?.destroy();

@@ -112,13 +112,13 @@ export class AgentProtocol {
 
   /**
    * A process of an agent stopped without reporting what it ran (the server's embedded agent
-   * past the shutdown budget): its running pipelines become `error` with `message`.
+   * past the shutdown budget): its running pipelines become `error` with `message`. A report of
+   * it still in flight is waited for (at most `waitMs`), so no pipeline is passed over.
    */
-  async abandonProcess(agent: Required<AgentCaller>, message: string): Promise<number[]> {
-    const { agentId, instance, nonce } = agent;
-    return this.errorAll(message, (tx) =>
-      agentDb.runningOfProcess(tx, agentId, instance ?? 'default', nonce, 0, []),
-    );
+  async abandonProcess(agent: Required<AgentCaller>, message: string, waitMs: number): Promise<number[]> {
+    const { agentId, nonce } = agent;
+    const caller = { agentId, instance: agent.instance ?? 'default', nonce };
+    return this.errorAll(message, (tx) => agentDb.lockRunningOfProcess(tx, caller, waitMs));
   }
 
   private async errorAll(message: string, running: (tx: Db) => Promise<{ id: number }[]>): Promise<number[]> {

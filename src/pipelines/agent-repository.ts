@@ -180,6 +180,24 @@ export function runningOfProcess(
   );
 }
 
+/**
+ * The running pipelines of the process `nonce`, locked; a report in flight on one is waited for
+ * (at most `waitMs`, then the statement fails), so none is passed over while it is held.
+ */
+export async function lockRunningOfProcess(
+  tx: Db,
+  agent: { agentId: number; instance: string; nonce: string },
+  waitMs: number,
+): Promise<{ id: number }[]> {
+  await tx.execute(`set local lock_timeout = ${Math.max(1, Math.floor(waitMs))}`);
+  return tx.execute<{ id: number }[]>(
+    `select id from pipelines
+      where status = 'running' and agent_id = ? and agent_instance = ? and agent_nonce = ?
+      order by id for update`,
+    [agent.agentId, agent.instance, agent.nonce],
+  );
+}
+
 /** Of `ids`, those still running, locked; rows another transaction holds are skipped. */
 export async function lockRunning(tx: Db, ids: readonly number[]): Promise<number[]> {
   if (ids.length === 0) return [];

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -99,9 +100,13 @@ async function serveRunningPipeline(
     status = (await admin.get('/api/v1/repos/life/ci/pipelines/1')).body?.status ?? '';
   }
   expect(status).toBe('running');
-  // the step has started (its first line is in the log)
-  for (let i = 0; i < 100 && !p.output().includes('started'); i++)
-    await new Promise((r) => setTimeout(r, 100));
+  // the step's commands run: their first line is in the step's log
+  let log = '';
+  for (let i = 0; i < 150 && !log.includes('started'); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    log = (await admin.get('/api/v1/repos/life/ci/pipelines/1/steps/1/log')).text;
+  }
+  expect(log).toContain('started');
   return p;
 }
 
@@ -180,16 +185,17 @@ describe('stopping triad serve', () => {
       TRIAD_ADMIN_TOKEN: 'adm-token',
       TRIAD_AGENT_LOCAL_UNSANDBOXED: 'true',
     });
-    const p = await serveRunningPipeline(env, url, ["trap '' TERM; echo started; sleep 60.25"]);
+    const marker = `60.${randomInt(1000, 9999)}`;
+    const p = await serveRunningPipeline(env, url, [`trap '' TERM; echo started; sleep ${marker}`]);
     ctrlC(p);
     expect(await exited(p.child)).toEqual({ code: 0, signal: null });
     expect(p.output()).toContain('the embedded agent did not stop in time');
     expect(p.output()).toContain('"msg":"shutdown complete"');
     // nor does the step outlive the server (its SIGKILL may take a moment to land)
-    let left = await processesNaming('60.25');
+    let left = await processesNaming(marker);
     for (let i = 0; i < 20 && left.length > 0; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      left = await processesNaming('60.25');
+      left = await processesNaming(marker);
     }
     expect(left).toEqual([]);
 
