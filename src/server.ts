@@ -227,7 +227,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       await services.pipelines.stop();
       log.debug('shutdown: long polls ended');
       // Deliveries under way finish (each within its deadline); no new ones start.
-      await services.webhookDispatcher.stop();
+      await within(services.webhookDispatcher.stop(), left(), () =>
+        log.warn('shutdown: webhook deliveries under way did not end in time'),
+      );
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       connections.closeIdle();
       const hard = setTimeout(() => {

@@ -30,7 +30,7 @@ describe.each(VARIANTS)('the %s variant', (variant) => {
       TRIAD_API_VARIANT: variant,
       TRIAD_WEBHOOK_ALLOWED_HOSTS: '*',
       TRIAD_WEBHOOK_RETRY_SCHEDULE: '300ms,300ms',
-      TRIAD_WEBHOOK_TIMEOUT: '2s',
+      TRIAD_WEBHOOK_TIMEOUT: '10s',
     },
     (w) => ({ s, owner, org } = w),
   );

@@ -83,7 +83,7 @@ class Live {
   }
 
   /** Waits (at most `ms`) until `ok` holds of the events so far. */
-  async until(ok: (events: Sse[]) => boolean, ms = 5000): Promise<void> {
+  async until(ok: (events: Sse[]) => boolean, ms = 20_000): Promise<void> {
     const end = Date.now() + ms;
     while (!ok(this.events)) {
       if (this.closed || Date.now() > end) throw new Error(`not seen: ${JSON.stringify(this.events)}`);
@@ -144,8 +144,8 @@ describe('live step logs', () => {
     // woken by the append's notification (the fallback look is 15 s away)
     const t0 = Date.now();
     await append(stepId, 'three\r\n');
-    await live.until((e) => e.filter((x) => x.event === 'log').length === 2, 5000);
-    expect(Date.now() - t0).toBeLessThan(5000);
+    await live.until((e) => e.filter((x) => x.event === 'log').length === 2, 12_000);
+    expect(Date.now() - t0).toBeLessThan(12_000);
     // a character split between two appends is sent whole, once
     await append(stepId, Buffer.from([0xc3]));
     await append(stepId, Buffer.from([0xa9, 0x0a]));

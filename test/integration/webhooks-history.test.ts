@@ -130,9 +130,11 @@ describe('redelivery and ping', () => {
     const since = new Date().toISOString();
     await new Promise((r) => setTimeout(r, 20));
     await owner.client.post(issues, { title: 'new' });
-    await rx.waitFor(3, (r) => title(r) === 'new');
-    await until(repo.hooks, id, (d) => d.filter((x) => !x.success).length >= 3);
-    await new Promise((r) => setTimeout(r, 300));
+    const [fresh] = await rx.waitFor(3, (r) => title(r) === 'new');
+    // its last failure is recorded (and its retries are over: recorded with the job's end)
+    await until(repo.hooks, id, (d) =>
+      d.some((x) => x.delivery_id === fresh!.delivery && x.attempt === 3 && !x.success),
+    );
 
     rx.answer = () => ({});
     const bad = await owner.client.post(`${repo.hooks}/${id}/redeliver`, { since, status: 'succeeded' });

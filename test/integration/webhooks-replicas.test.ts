@@ -129,7 +129,7 @@ describe('a server killed mid-delivery', () => {
       TRIAD_ADMIN_TOKEN: 'kill-t0k',
       TRIAD_EMBEDDED_AGENT: 'off',
       TRIAD_WEBHOOK_ALLOWED_HOSTS: '*',
-      TRIAD_WEBHOOK_TIMEOUT: '2s',
+      TRIAD_WEBHOOK_TIMEOUT: '5s',
       LOG_LEVEL: 'warn',
     };
     const rx = await receiver();
@@ -145,7 +145,7 @@ describe('a server killed mid-delivery', () => {
 
     const second = procs.serve(env);
     await waitReady(second, url);
-    const [, again] = await rx.waitFor(2, () => true, 30_000);
+    const [, again] = await rx.waitFor(2, () => true, 45_000);
     expect(again!.delivery).toBe(held!.delivery);
     expect(again!.attempt).toBe(2);
     expect(again!.raw.equals(held!.raw)).toBe(true);

@@ -115,6 +115,16 @@ describe('RawCache', () => {
     for (const name of await fs.readdir(dir, { recursive: true }))
       await fs.utimes(path.join(dir, name), old, old);
     expect(await kept(first, 'a')).toBe(1); // used: its time is now
+    // (written in the background: the new cache must see it)
+    const recent = async () => {
+      for (const name of await fs.readdir(dir, { recursive: true })) {
+        const st = await fs.stat(path.join(dir, name));
+        if (st.isFile() && st.mtimeMs > old.getTime() + 30_000) return true;
+      }
+      return false;
+    };
+    for (let i = 0; i < 100 && !(await recent()); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await recent()).toBe(true);
     await fs.writeFile(path.join(dir, '.writing-abc'), 'half');
 
     const second = new RawCache({ dir, maxBytes: 2500 }); // one must go: b or c, not a
