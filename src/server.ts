@@ -242,20 +242,23 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       idleGc.stop();
       services.releases.stop();
       services.transports.close();
+      // What follows shares what is left of the budget (the reserve, or more when the drain ended
+      // early), each step a part of it, so PostgreSQL is stopped before the deadline's exit.
+      const rest = () => Math.max(0, end - Date.now());
       // another replica exports the cluster-wide gauges from its next scrape on
-      await within(services.clusterLease.release(), 1_000, () => undefined);
+      await within(services.clusterLease.release(), Math.min(1_000, rest() / 5), () => undefined);
       // the pooled readers, command servers and workers end on their closed input
-      await services.vcs.close(Math.min(5_000, Math.max(500, left())));
+      await services.vcs.close(Math.min(5_000, Math.max(200, left(), rest() / 5)));
       // no transfer runs any more: this process's spool directory goes
       await services.spool
         .close()
         .catch((err: unknown) => log.warn({ err }, 'shutdown: the spool directory could not be removed'));
-      await within(services.changes.close(), reserve / 4, () =>
+      await within(services.changes.close(), rest() / 4, () =>
         log.warn('shutdown: push locks did not close in time'),
       );
-      await within(orm.close(), reserve / 4, () => log.warn('shutdown: database pool did not close in time'));
-      await embedded?.close(Math.max(300, end - Date.now()));
-      await within(tracing?.shutdown(), 1_000, () => undefined);
+      await within(orm.close(), rest() / 3, () => log.warn('shutdown: database pool did not close in time'));
+      await embedded?.close(Math.max(300, rest()));
+      await within(tracing?.shutdown(), Math.min(1_000, Math.max(100, rest())), () => undefined);
       // scraped until the end of the drain
       await metricsServer?.close();
     })());

@@ -36,10 +36,11 @@ export function multipartUpload(req: Request, opts: { field: string; maxBytes: n
   // Nothing is checked or read before `file()`: the caller first decides whether the upload may
   // happen at all (an unknown release is a 404 whatever the body).
   let opened: IncomingUpload | undefined;
+  // a refusal of the request itself (415, 413 by its length, a client gone) comes as a rejection
   const open = () => (opened ??= parse(req, opts));
   return {
-    file: () => open().file(),
-    end: () => open().end(),
+    file: async () => await open().file(),
+    end: async () => await open().end(),
     abandon: () => opened?.abandon(),
   };
 }
@@ -49,6 +50,10 @@ function parse(req: Request, opts: { field: string; maxBytes: number }): Incomin
   if (!/^multipart\/form-data\s*;/i.test(type)) {
     throw new ApiError(415, 'unsupported_media_type', 'the body must be multipart/form-data');
   }
+  // A client gone before the body was read (while the request was authorised, its release looked
+  // up...) is never heard of again: no `aborted` comes for a listener added now, and a destroyed
+  // request gives the parser nothing more, so it would wait for good.
+  if (req.destroyed || req.readableAborted) throw ApiError.badRequest('the request body ended early');
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > opts.maxBytes + OVERHEAD) {
     throw ApiError.tooLarge(`the asset is larger than the ${opts.maxBytes} bytes allowed`);

@@ -107,7 +107,8 @@ export class AgentProtocol {
    * lose their token, so they could not report them) rather than when the reaper notices.
    */
   async abandon(agentId: number, name: string): Promise<void> {
-    await this.errorAll(`agent ${name} was deregistered`, (tx) => agentDb.runningOfAgents(tx, [agentId]));
+    // a report in flight is waited for: its pipeline is not passed over (then left running)
+    await this.errorAll(`agent ${name} was deregistered`, (tx) => agentDb.lockRunningOf(tx, { agentId }));
   }
 
   /**
@@ -118,7 +119,7 @@ export class AgentProtocol {
   async abandonProcess(agent: Required<AgentCaller>, message: string, waitMs: number): Promise<number[]> {
     const { agentId, nonce } = agent;
     const caller = { agentId, instance: agent.instance ?? 'default', nonce };
-    return this.errorAll(message, (tx) => agentDb.lockRunningOfProcess(tx, caller, waitMs));
+    return this.errorAll(message, (tx) => agentDb.lockRunningOf(tx, caller, waitMs));
   }
 
   private async errorAll(message: string, running: (tx: Db) => Promise<{ id: number }[]>): Promise<number[]> {

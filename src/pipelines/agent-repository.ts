@@ -181,21 +181,26 @@ export function runningOfProcess(
 }
 
 /**
- * The running pipelines of the process `nonce`, locked; a report in flight on one is waited for
- * (at most `waitMs`, then the statement fails), so none is passed over while it is held.
+ * The running pipelines of an agent (of one process of it when `instance` and `nonce` are
+ * given), locked; a report in flight on one is waited for (at most `waitMs` when given, then the
+ * statement fails), so none is passed over while it is held.
  */
-export async function lockRunningOfProcess(
+export async function lockRunningOf(
   tx: Db,
-  agent: { agentId: number; instance: string; nonce: string },
-  waitMs: number,
+  of: { agentId: number; instance?: string; nonce?: string },
+  waitMs?: number,
 ): Promise<{ id: number }[]> {
-  await tx.execute(`set local lock_timeout = ${Math.max(1, Math.floor(waitMs))}`);
-  return tx.execute<{ id: number }[]>(
-    `select id from pipelines
-      where status = 'running' and agent_id = ? and agent_instance = ? and agent_nonce = ?
-      order by id for update`,
-    [agent.agentId, agent.instance, agent.nonce],
+  const bounded = waitMs !== undefined;
+  if (bounded) await tx.execute(`set local lock_timeout = ${Math.max(1, Math.floor(waitMs))}`);
+  const oneProcess = of.instance !== undefined && of.nonce !== undefined;
+  const rows = await tx.execute<{ id: number }[]>(
+    `select id from pipelines where status = 'running' and agent_id = ?
+      ${oneProcess ? 'and agent_instance = ? and agent_nonce = ?' : ''} order by id for update`,
+    oneProcess ? [of.agentId, of.instance, of.nonce] : [of.agentId],
   );
+  // the bound is for this wait only: the steps' update after it waits for a log append in flight
+  if (bounded) await tx.execute('set local lock_timeout to default');
+  return rows;
 }
 
 /** Of `ids`, those still running, locked; rows another transaction holds are skipped. */

@@ -195,3 +195,26 @@ describe('S3 driver', () => {
     await expect(s.stat('a')).rejects.toBeInstanceOf(StorageUnavailable);
   });
 });
+
+describe('filesystem driver', () => {
+  test('when puts fail on their first chunk, then no temporary file is left behind', async () => {
+    // The temporary file is opened while the source already fails: its removal must wait for
+    // the open, or the file appears after it (a few times in hundreds).
+    const root = await fs.mkdtemp(path.join(os.tmpdir(), 'triad-blobs-tmp-'));
+    try {
+      const s = new FsBlobStore(root);
+      await s.init();
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, lane) => {
+          for (let i = 0; i < 40; i++) {
+            await expect(s.put(`t/${lane}/${i}`, failing(1000))).rejects.toThrow('source broke');
+          }
+        }),
+      );
+      expect(await fs.readdir(path.join(root, '.incoming'))).toEqual([]);
+      expect(await keys(s, 't/')).toEqual([]);
+    } finally {
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  });
+});

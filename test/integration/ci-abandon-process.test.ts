@@ -5,6 +5,7 @@ import pg from 'pg';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { pipelineYaml, pushWith } from '../helpers/serve.ts';
 import { waitForLockWait } from '../helpers/pg-locks.ts';
+import { sleep } from '../helpers/wait.ts';
 
 /**
  * At shutdown the server errors what its embedded agent's process could not report in time
@@ -21,28 +22,33 @@ beforeAll(async () => {
 });
 afterAll(() => s.close());
 
+/** A pending pipeline claimed by a poll of a fresh agent's process, which then stops. */
+async function claimed() {
+  const r = await pushWith(owner, { vcs: 'git' }, (w) =>
+    fs.writeFile(path.join(w, '.pipeline.yml'), pipelineYaml([{ name: 'one', commands: ['true'] }])),
+  );
+  const reg = await s.admin.post('/api/v1/admin/agents', { name: uniq('stopper') });
+  expect(reg.status).toBe(201);
+  const caller = { agentId: reg.body.data.id as number, instance: 'embedded', nonce: uniq('nonce') };
+  const headers = { 'x-svc-agent-instance': caller.instance, 'x-svc-agent-nonce': caller.nonce };
+  const poll = await s.anon
+    .as(reg.body.data.token)
+    .request('POST', '/api/v1/ci/poll?wait=5', undefined, headers);
+  expect(poll.status).toBe(200);
+  const pipelineUrl = `/api/v1/repos/${r.org}/${r.name}/pipelines/1`;
+  expect((await owner.client.get(pipelineUrl)).body.status).toBe('running');
+  return { caller, pipelineId: poll.body.pipeline_id as number, pipelineUrl };
+}
+
 describe('ending the pipelines of an agent process that stopped', () => {
   test('when a report of the process holds the pipeline row, then the pipeline still becomes error once the report is done, with the message', async () => {
-    const r = await pushWith(owner, { vcs: 'git' }, (w) =>
-      fs.writeFile(path.join(w, '.pipeline.yml'), pipelineYaml([{ name: 'one', commands: ['true'] }])),
-    );
-    const reg = await s.admin.post('/api/v1/admin/agents', { name: uniq('stopper') });
-    expect(reg.status).toBe(201);
-    const caller = { agentId: reg.body.data.id as number, instance: 'embedded', nonce: uniq('nonce') };
-    const headers = { 'x-svc-agent-instance': caller.instance, 'x-svc-agent-nonce': caller.nonce };
-    const poll = await s.anon
-      .as(reg.body.data.token)
-      .request('POST', '/api/v1/ci/poll?wait=5', undefined, headers);
-    expect(poll.status).toBe(200);
-    const pipelineUrl = `/api/v1/repos/${r.org}/${r.name}/pipelines/1`;
-    expect((await owner.client.get(pipelineUrl)).body.status).toBe('running');
-
+    const { caller, pipelineId, pipelineUrl } = await claimed();
     // a step report of the process in its transaction: it holds the pipeline row shared
     const report = new pg.Client({ connectionString: s.dbUrl });
     await report.connect();
     try {
       await report.query('begin');
-      await report.query('select 1 from pipelines where id = $1 for share', [poll.body.pipeline_id]);
+      await report.query('select 1 from pipelines where id = $1 for share', [pipelineId]);
       const ended = s.running.services.pipelines.agentSide.abandonProcess(
         caller,
         'the server stopped',
@@ -50,13 +56,56 @@ describe('ending the pipelines of an agent process that stopped', () => {
       );
       await waitForLockWait(s.dbUrl, '%agent_nonce = %for update%', 'the server waiting on the report');
       await report.query('commit');
-      expect(await ended).toEqual([poll.body.pipeline_id]);
+      expect(await ended).toEqual([pipelineId]);
     } finally {
       await report.end();
     }
     expect((await owner.client.get(pipelineUrl)).body).toMatchObject({
       status: 'error',
       error_message: 'the server stopped',
+    });
+  });
+
+  test('when a log append of the process holds a step row past the wait, then the pipeline still becomes error once it is done', async () => {
+    const { caller, pipelineId, pipelineUrl } = await claimed();
+    // a log append holds its step row while it writes the chunk
+    const append = new pg.Client({ connectionString: s.dbUrl });
+    await append.connect();
+    try {
+      await append.query('begin');
+      await append.query('select 1 from pipeline_steps where pipeline_id = $1 for update', [pipelineId]);
+      const ended = s.running.services.pipelines.agentSide.abandonProcess(caller, 'the server stopped', 300);
+      await waitForLockWait(s.dbUrl, 'update pipeline_steps%', 'the server waiting on the append');
+      await sleep(600); // past the 300 ms the pipelines' lock may be waited for
+      await append.query('commit');
+      expect(await ended).toEqual([pipelineId]);
+    } finally {
+      await append.end();
+    }
+    expect((await owner.client.get(pipelineUrl)).body.status).toBe('error');
+  });
+
+  test('when an agent is deregistered while a report of it holds the pipeline row, then the pipeline becomes error once the report is done', async () => {
+    const { caller, pipelineId, pipelineUrl } = await claimed();
+    const report = new pg.Client({ connectionString: s.dbUrl });
+    await report.connect();
+    try {
+      await report.query('begin');
+      await report.query('select 1 from pipelines where id = $1 for share', [pipelineId]);
+      const removed = s.admin.delete(`/api/v1/admin/agents/${caller.agentId}`);
+      await waitForLockWait(
+        s.dbUrl,
+        'select id from pipelines%for update%',
+        'the removal waiting on the report',
+      );
+      await report.query('commit');
+      expect((await removed).status).toBe(204);
+    } finally {
+      await report.end();
+    }
+    expect((await owner.client.get(pipelineUrl)).body).toMatchObject({
+      status: 'error',
+      error_message: expect.stringMatching(/^agent stopper\w* was deregistered$/),
     });
   });
 

@@ -145,6 +145,17 @@ export async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean)
   return v;
 }
 
+/**
+ * The raw-download processes of `store` once exactly one runs (a process of an earlier download,
+ * killed, may still be on its way out), or the last seen.
+ */
+export function oneProducer(store: string): Promise<{ cmd: string; stdout: string }[]> {
+  return until(
+    () => producers(store),
+    (p) => p.length === 1,
+  );
+}
+
 /** The raw-download processes of `store` once they have all ended (an empty list), or the last seen. */
 export function producersEnded(store: string): Promise<{ cmd: string; stdout: string }[]> {
   return until(

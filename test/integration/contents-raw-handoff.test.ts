@@ -6,7 +6,7 @@ import {
   BIG,
   BIG_SHA,
   download,
-  producers,
+  oneProducer,
   producersEnded,
   repoWithBigFile,
   startAndPause,
@@ -35,7 +35,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
     const { req, res } = await startAndPause(`${w.s.url}${base}/raw/big.bin`);
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-length']).toBe(String(BIG.length));
-    expect(await producers(store)).toEqual([expect.objectContaining({ stdout: 'tcp' })]);
+    expect(await oneProducer(store)).toEqual([expect.objectContaining({ stdout: 'tcp' })]);
     req.destroy();
     expect(await producersEnded(store)).toEqual([]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -111,7 +111,7 @@ describe.each(['git', 'hg'] as const)('%s: a raw download handed over to the rea
 
   test('when the client goes away in the middle, then the process writing to the connection ends', async () => {
     const { req } = await startAndPause(`${w.s.url}${base}/raw/big.bin`);
-    expect(await producers(store)).toHaveLength(1);
+    expect(await oneProducer(store)).toHaveLength(1);
     req.on('error', () => undefined);
     req.destroy();
     expect(await producersEnded(store)).toEqual([]);
@@ -132,7 +132,7 @@ describe.each(['git', 'hg'] as const)('%s, TRIAD_RAW_SOCKET_HANDOFF=false', (vcs
 
   test('when a 60 MB file is downloaded, then the server relays it from a pipe, every byte', async () => {
     const { req } = await startAndPause(`${w.s.url}${base}/raw/big.bin`);
-    expect(await producers(store)).toEqual([expect.objectContaining({ stdout: 'pipe' })]);
+    expect(await oneProducer(store)).toEqual([expect.objectContaining({ stdout: 'pipe' })]);
     req.destroy();
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {

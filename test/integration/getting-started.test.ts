@@ -17,7 +17,8 @@ import { exited, Processes, ROOT, stderrMatch, waitReady, type Proc } from '../h
  * What the test changes, and only this (literal replacements in the blocks it runs):
  *   - `localhost:3000` becomes `localhost:<a free port>`, the server's port (`PORT`);
  *   - `8808`, the webhook receiver's port, becomes another free port;
- *   - the server's data directory is a temporary one (`TRIAD_DATA_DIR`), not `./data`;
+ *   - the server's data directory is a temporary one (`TRIAD_DATA_DIR`), not `./data`, and a
+ *     pull request read waits for its check (`TRIAD_PULL_CHECK_BUDGET_MS`, as the page allows);
  *   - the session's HOME is a temporary directory holding only the reader's Git identity (the
  *     page's prerequisite), so the page's `~/.hgrc`, `git config --global` and credential cache
  *     touch nothing of this machine; USER is set as a login shell sets it (Fossil needs it).
@@ -250,7 +251,14 @@ describe('docs/getting-started.md', () => {
         }
         const first = server === undefined;
         server = procs.serve(
-          { ...startEnv(block.code), PORT: String(port), TRIAD_DATA_DIR: dataDir },
+          {
+            ...startEnv(block.code),
+            PORT: String(port),
+            TRIAD_DATA_DIR: dataDir,
+            // the page reads each pull request once; on a loaded machine the check can take longer
+            // than the default 400 ms a read waits (the page says to read again then)
+            TRIAD_PULL_CHECK_BUDGET_MS: '60000',
+          },
           { detached: true, npmStart: true },
         );
         await waitReady(server, url);
