@@ -140,8 +140,9 @@ function parse(req: Request, opts: { field: string; maxBytes: number }): Incomin
     });
   });
   ended.catch(() => undefined);
-  // A client that goes away mid-body: the parser sees a truncated body.
-  req.on('aborted', () => fail(ApiError.badRequest('the request body ended early')));
+  // A client that goes away mid-body: the parser hears nothing more of it, so it is ended here
+  // (its `close` rejects `end()` with this failure; after the file part nothing else would).
+  req.on('aborted', () => parser.destroy(fail(ApiError.badRequest('the request body ended early'))));
   let started = false;
   return {
     file: () => {

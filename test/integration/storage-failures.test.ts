@@ -175,6 +175,18 @@ describe('a storage node killed mid-push', () => {
     await restart(a);
     const branch = async () => {
       const r = await api.get(`/api/v1/repos/${victim.org}/${victim.name}/branches`);
+      if (r.status !== 200) {
+        // (once seen as a 500 under heavy load: what the servers logged says why; their log is
+        // written a moment after the answer)
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const logged = c.servers.flatMap((s) =>
+          s
+            .output()
+            .split('\n')
+            .filter((l) => /"level":(40|50)/.test(l)),
+        );
+        throw new Error(`branches answered ${r.status} ${r.text}; server errors:\n${logged.join('\n')}`);
+      }
       return (r.body.data as { name: string; commit: { id: string } }[]).find((b) => b.name === 'main')
         ?.commit.id;
     };

@@ -59,3 +59,34 @@ test('when the client sent the whole body and left before the handler read it, t
   const body = `${part}${'x'.repeat(1000)}\r\n--${BOUNDARY}--\r\n`;
   expect(await uploadAfterLeaving(body, body.length)).toBe('refused: the request body ended early');
 });
+
+test('when the client leaves after the file part, before the body ends, then end() is refused at once', async () => {
+  let outcome: (v: string) => void = () => undefined;
+  const result = new Promise<string>((r) => (outcome = r));
+  server = http.createServer((req) => {
+    const upload = multipartUpload(req as Request, { field: 'attachment', maxBytes: 1_000_000 });
+    void (async () => {
+      const f = await upload.file();
+      for await (const _ of f.stream) void _; // the whole file part
+      const timer = setTimeout(() => outcome('still waiting'), 3_000);
+      await upload.end().then(
+        () => outcome('ended'),
+        (e: unknown) => outcome(`refused: ${(e as Error).message}`),
+      );
+      clearTimeout(timer);
+    })();
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const sock = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+  await new Promise<void>((res, rej) => sock.once('connect', res).once('error', rej));
+  sock.on('error', () => undefined);
+  // the file part, then the start of a text field sent after it (as `curl -F f=@x -F label=y`)
+  const body = `${part}${'x'.repeat(1000)}\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="label"\r\n\r\nhal`;
+  sock.write(
+    `POST /assets HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\n` +
+      `Content-Length: ${body.length + 5000}\r\n\r\n${body}`,
+  );
+  await new Promise((r) => setTimeout(r, 300)); // the file part has been read
+  sock.destroy();
+  expect(await result).toBe('refused: the request body ended early');
+});
