@@ -67,3 +67,33 @@ export async function leaveWhileLocked(o: {
     await locker.end();
   }
 }
+
+/**
+ * Runs `during` while `lock` (SQL and its parameters) is held in a transaction of a connection of
+ * its own; once a server statement matching `like` waits on it (and `hold` ms more, if given),
+ * the lock is released. Answers what `during` started, awaited after the release.
+ */
+export async function whileLocked<T>(o: {
+  dbUrl: string;
+  lock: [string, unknown[]];
+  like: string;
+  what: string;
+  hold?: number;
+  during: () => Promise<T>;
+}): Promise<T> {
+  const locker = new pg.Client({ connectionString: o.dbUrl });
+  await locker.connect();
+  try {
+    await locker.query('begin');
+    await locker.query(...o.lock);
+    const started = o.during();
+    started.catch(() => undefined);
+    await waitForLockWait(o.dbUrl, o.like, o.what);
+    if (o.hold !== undefined) await new Promise((r) => setTimeout(r, o.hold));
+    await locker.query('commit');
+    return await started;
+  } finally {
+    await locker.query('rollback').catch(() => undefined);
+    await locker.end();
+  }
+}

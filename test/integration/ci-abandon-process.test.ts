@@ -1,11 +1,9 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import pg from 'pg';
 import { startTestServer, uniq, type TestServer, type TestUser } from '../helpers/server.ts';
 import { pipelineYaml, pushWith } from '../helpers/serve.ts';
-import { waitForLockWait } from '../helpers/pg-locks.ts';
-import { sleep } from '../helpers/wait.ts';
+import { whileLocked } from '../helpers/pg-locks.ts';
 
 /**
  * At shutdown the server errors what its embedded agent's process could not report in time
@@ -44,22 +42,15 @@ describe('ending the pipelines of an agent process that stopped', () => {
   test('when a report of the process holds the pipeline row, then the pipeline still becomes error once the report is done, with the message', async () => {
     const { caller, pipelineId, pipelineUrl } = await claimed();
     // a step report of the process in its transaction: it holds the pipeline row shared
-    const report = new pg.Client({ connectionString: s.dbUrl });
-    await report.connect();
-    try {
-      await report.query('begin');
-      await report.query('select 1 from pipelines where id = $1 for share', [pipelineId]);
-      const ended = s.running.services.pipelines.agentSide.abandonProcess(
-        caller,
-        'the server stopped',
-        10_000,
-      );
-      await waitForLockWait(s.dbUrl, '%agent_nonce = %for update%', 'the server waiting on the report');
-      await report.query('commit');
-      expect(await ended).toEqual([pipelineId]);
-    } finally {
-      await report.end();
-    }
+    const ended = await whileLocked({
+      dbUrl: s.dbUrl,
+      lock: ['select 1 from pipelines where id = $1 for share', [pipelineId]],
+      like: '%agent_nonce = %for update%',
+      what: 'the server waiting on the report',
+      during: () =>
+        s.running.services.pipelines.agentSide.abandonProcess(caller, 'the server stopped', 10_000),
+    });
+    expect(ended).toEqual([pipelineId]);
     expect((await owner.client.get(pipelineUrl)).body).toMatchObject({
       status: 'error',
       error_message: 'the server stopped',
@@ -68,41 +59,30 @@ describe('ending the pipelines of an agent process that stopped', () => {
 
   test('when a log append of the process holds a step row past the wait, then the pipeline still becomes error once it is done', async () => {
     const { caller, pipelineId, pipelineUrl } = await claimed();
-    // a log append holds its step row while it writes the chunk
-    const append = new pg.Client({ connectionString: s.dbUrl });
-    await append.connect();
-    try {
-      await append.query('begin');
-      await append.query('select 1 from pipeline_steps where pipeline_id = $1 for update', [pipelineId]);
-      const ended = s.running.services.pipelines.agentSide.abandonProcess(caller, 'the server stopped', 300);
-      await waitForLockWait(s.dbUrl, 'update pipeline_steps%', 'the server waiting on the append');
-      await sleep(600); // past the 300 ms the pipelines' lock may be waited for
-      await append.query('commit');
-      expect(await ended).toEqual([pipelineId]);
-    } finally {
-      await append.end();
-    }
+    // a log append holds its step row while it writes the chunk, here past the 300 ms the
+    // pipelines' lock may be waited for
+    const ended = await whileLocked({
+      dbUrl: s.dbUrl,
+      lock: ['select 1 from pipeline_steps where pipeline_id = $1 for update', [pipelineId]],
+      like: 'update pipeline_steps%',
+      what: 'the server waiting on the append',
+      hold: 600,
+      during: () => s.running.services.pipelines.agentSide.abandonProcess(caller, 'the server stopped', 300),
+    });
+    expect(ended).toEqual([pipelineId]);
     expect((await owner.client.get(pipelineUrl)).body.status).toBe('error');
   });
 
   test('when an agent is deregistered while a report of it holds the pipeline row, then the pipeline becomes error once the report is done', async () => {
     const { caller, pipelineId, pipelineUrl } = await claimed();
-    const report = new pg.Client({ connectionString: s.dbUrl });
-    await report.connect();
-    try {
-      await report.query('begin');
-      await report.query('select 1 from pipelines where id = $1 for share', [pipelineId]);
-      const removed = s.admin.delete(`/api/v1/admin/agents/${caller.agentId}`);
-      await waitForLockWait(
-        s.dbUrl,
-        'select id from pipelines%for update%',
-        'the removal waiting on the report',
-      );
-      await report.query('commit');
-      expect((await removed).status).toBe(204);
-    } finally {
-      await report.end();
-    }
+    const removed = await whileLocked({
+      dbUrl: s.dbUrl,
+      lock: ['select 1 from pipelines where id = $1 for share', [pipelineId]],
+      like: 'select id from pipelines%for update%',
+      what: 'the removal waiting on the report',
+      during: () => s.admin.delete(`/api/v1/admin/agents/${caller.agentId}`),
+    });
+    expect(removed.status).toBe(204);
     expect((await owner.client.get(pipelineUrl)).body).toMatchObject({
       status: 'error',
       error_message: expect.stringMatching(/^agent stopper\w* was deregistered$/),
